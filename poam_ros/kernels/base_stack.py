@@ -5,10 +5,12 @@ mix_ij = Σ_m w1_im · w2_jm · B_m(x1_i, x2_j),   B_m(x, x') = exp(-|x - x'|² 
 Evaluated without a Python loop over the K base kernels: each block of rows of x1 is one
 batched matrix product over the K × rows × N2 stack. Rows are processed in blocks so that the
 stack stays cache-sized (whole-matrix temporaries of tens of MB cost more in page faults than
-in arithmetic on a small CPU). The backward pass is written by hand: the base stack does not
-depend on trainable parameters (fixed lengthscales), so autograd's generic graph, which would
-also keep and differentiate the stack, is avoided. Gradients with respect to the inputs (for
-methods that optimise inducing inputs) come from the same blocks:
+in arithmetic on a small CPU). The pass is memory-bound (a few flops per stack element), so a
+Gram matrix (same inputs, same weights) reads only the blocks on and above the diagonal, in the
+forward and the backward pass: half the traffic. The backward pass is written by hand: the base
+stack does not depend on trainable parameters (fixed lengthscales), so autograd's generic
+graph, which would also keep and differentiate the stack, is avoided. Gradients with respect to
+the inputs (for methods that optimise inducing inputs) come from the same blocks:
 
     ∂mix_ij/∂x1_i = Σ_m w1_im w2_jm B_m(x1_i, x2_j) (x2_j − x1_i) / l_m²
 """
@@ -43,7 +45,8 @@ class MixBaseKernels(torch.autograd.Function):
 
     ``stack`` is the precomputed K × N1 × N2 base stack, or None to compute each block's
     slice on the fly from x1, x2 and the lengthscales (bounded memory for large N1). A stack is
-    a cache of B(x1, x2): input gradients are those of B(x1, x2) either way.
+    a cache of B(x1, x2): input gradients are those of B(x1, x2) either way. With w1 is w2 and
+    x1 is x2 the result is a Gram matrix and only its upper block triangle is evaluated.
     """
 
     @staticmethod
@@ -54,56 +57,70 @@ class MixBaseKernels(torch.autograd.Function):
         ctx.symmetric = w1 is w2 and x1 is x2
         out = w1.new_empty(w1.shape[0], w2.shape[0])
         w2t = w2.transpose(0, 1).unsqueeze(0)  # 1 × K × N2
-        for start, block in _blocks(w1.shape[0], block_rows, stack, x1, x2, lengthscales):
-            stop = start + block.shape[1]
-            # rows × 1 × K  @  rows × K × N2  →  rows × 1 × N2
-            out[start:stop] = torch.bmm(w1[start:stop].unsqueeze(1),
-                                        block.transpose(0, 1) * w2t).squeeze(1)
+        for start, stop, first, block in _blocks(w1.shape[0], block_rows, stack, x1, x2,
+                                                 lengthscales, ctx.symmetric):
+            # rows × 1 × K  @  rows × K × cols  →  rows × 1 × cols
+            out[start:stop, first:] = torch.bmm(w1[start:stop].unsqueeze(1),
+                                                block.transpose(0, 1) * w2t[:, :, first:]
+                                                ).squeeze(1)
+            if ctx.symmetric:  # mirror the block row's right part into the block column below
+                out[stop:, start:stop] = out[start:stop, stop:].transpose(0, 1)
         return out
 
     @staticmethod
     def backward(ctx, grad: Tensor):
         w1, w2, x1, x2, lengthscales = ctx.saved_tensors
         need_w1, need_w2, need_x1, need_x2 = ctx.needs_input_grad[:4]
-        if ctx.symmetric:
-            # A Gram matrix (same inputs, same weights, symmetric stack): with G symmetrised,
-            # both slots get the same gradients, so one pass over the stack serves both.
+        symmetric = ctx.symmetric
+        if symmetric:
+            # With G symmetrised, both slots of a Gram matrix get the same gradients: one pass
+            # over the upper blocks serves both, each block also feeding the rows below it.
             grad = 0.5 * (grad + grad.transpose(0, 1))
+            need_w1, need_x1 = need_w1 or need_w2, need_x1 or need_x2
             need_w2 = need_x2 = False
-        grad_w1 = torch.empty_like(w1) if need_w1 else None
+        grad_w1 = torch.zeros_like(w1) if need_w1 else None
         grad_w2 = torch.zeros_like(w2) if need_w2 else None
-        grad_x1 = torch.empty_like(x1) if need_x1 else None
+        grad_x1 = torch.zeros_like(x1) if need_x1 else None
         grad_x2 = torch.zeros_like(x2) if need_x2 else None
         w2_cols = w2.transpose(0, 1).unsqueeze(2)  # K × N2 × 1
         w2t = w2.transpose(0, 1).unsqueeze(0)  # 1 × K × N2
         inv_sq = lengthscales.square().reciprocal().view(-1, 1, 1)
-        for start, block in _blocks(w1.shape[0], ctx.block_rows, ctx.stack, x1, x2, lengthscales):
-            stop = start + block.shape[1]
-            weighted = block * grad[start:stop].unsqueeze(0)  # K × rows × N2
+        for start, stop, first, block in _blocks(w1.shape[0], ctx.block_rows, ctx.stack, x1, x2,
+                                                 lengthscales, symmetric):
+            weighted = block * grad[start:stop, first:].unsqueeze(0)  # K × rows × cols
+            w1_rows = w1[start:stop].transpose(0, 1).unsqueeze(1)  # K × 1 × rows
             if need_w1:
-                grad_w1[start:stop] = torch.bmm(weighted, w2_cols).squeeze(2).transpose(0, 1)
+                grad_w1[start:stop] += torch.bmm(weighted, w2_cols[:, first:]).squeeze(2).T
             if need_w2:
-                w1_rows = w1[start:stop].transpose(0, 1).unsqueeze(1)  # K × 1 × rows
                 grad_w2 += torch.bmm(w1_rows, weighted).squeeze(1).transpose(0, 1)
+            elif symmetric and need_w1 and stop < w1.shape[0]:  # the mirrored part below
+                below = weighted[:, :, stop - first:]
+                grad_w1[stop:] += torch.bmm(w1_rows, below).squeeze(1).transpose(0, 1)
             if need_x1 or need_x2:
                 # h_ij = G_ij Σ_m w1_im w2_jm B_m,ij / l_m², then the distance derivative.
                 h = torch.bmm(w1[start:stop].unsqueeze(1),
-                              (weighted * inv_sq).transpose(0, 1) * w2t).squeeze(1)
-                rows = x1[start:stop]
+                              (weighted * inv_sq).transpose(0, 1) * w2t[:, :, first:]).squeeze(1)
+                rows, cols = x1[start:stop], x2[first:]
                 if need_x1:
-                    grad_x1[start:stop] = h @ x2 - rows * h.sum(1, keepdim=True)
+                    grad_x1[start:stop] += h @ cols - rows * h.sum(1, keepdim=True)
                 if need_x2:
                     grad_x2 += h.transpose(0, 1) @ rows - x2 * h.sum(0).unsqueeze(1)
-        if ctx.symmetric:
+                elif symmetric and stop < x1.shape[0]:
+                    below = h[:, stop - first:]
+                    grad_x1[stop:] += below.transpose(0, 1) @ rows - x1[stop:] * below.sum(
+                        0).unsqueeze(1)
+        if symmetric:
             grad_w2, grad_x2 = grad_w1, grad_x1
         return grad_w1, grad_w2, grad_x1, grad_x2, None, None, None
 
 
-def _blocks(rows: int, block_rows: int, stack, x1, x2, lengthscales):
-    """Yield (first row, K × block × N2 base stack) over blocks of rows of x1."""
+def _blocks(rows: int, block_rows: int, stack, x1, x2, lengthscales, upper: bool):
+    """Yield (first row, stop row, first column, K × block × columns base stack) over blocks of
+    rows of x1; the columns start at the block's first row when ``upper`` (a Gram matrix)."""
     for start in range(0, rows, block_rows):
         stop = min(rows, start + block_rows)
+        first = start if upper else 0
         if stack is not None:
-            yield start, stack[:, start:stop]
+            yield start, stop, first, stack[:, start:stop, first:]
         else:
-            yield start, base_kernel_stack(x1[start:stop], x2, lengthscales)
+            yield start, stop, first, base_kernel_stack(x1[start:stop], x2[first:], lengthscales)

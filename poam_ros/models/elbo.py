@@ -47,14 +47,15 @@ class NegativeElbo(torch.autograd.Function):
         chol = robust_cholesky(k_uu, jitter, max_tries, "K_uu during training")
         k_inv = torch.cholesky_inverse(chol)
         alpha = k_inv @ mean_u
-        w = k_inv @ cov_u @ k_inv
+        k_inv_s = k_inv @ cov_u
+        w = k_inv_s @ k_inv
         v = k_inv @ k_uf
         gamma = w @ k_uf
         mu = k_uf.transpose(0, 1) @ alpha
-        var = prior_var - (k_uf * v).sum(0) + (k_uf * gamma).sum(0)
+        var = prior_var + (k_uf * (gamma - v)).sum(0)
         sq_err = (y - mu).square() + var
         expected_loglik = -0.5 * (math.log(2 * math.pi) + noise.log() + sq_err / noise)
-        kl = 0.5 * ((k_inv * cov_u).sum() + mean_u @ alpha - len(mean_u)
+        kl = 0.5 * (k_inv_s.diagonal().sum() + mean_u @ alpha - len(mean_u)
                     + 2.0 * chol.diagonal().log().sum() - logdet_cov)
         ctx.save_for_backward(k_inv, alpha, w, v, gamma, y - mu, sq_err, noise)
         ctx.num_data = num_data
@@ -62,18 +63,25 @@ class NegativeElbo(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_out: Tensor):
+        """The gradients above, scaled by −grad_out (the function is the negative ELBO).
+
+        ∂ℓ/∂K is returned up to its antisymmetric part, which changes nothing downstream (K is a
+        symmetric function of the parameters): the data terms −(V r)αᵀ − (T + Tᵀ)/(2σ²B) with
+        T = V (½V − Γ)ᵀ become one product −V [(½V − Γ)/(σ²B) + r αᵀ]ᵀ, and the KL term
+        is added in place, so the M × M gradient costs one product and two passes.
+        """
         k_inv, alpha, w, v, gamma, residual, sq_err, noise = ctx.saved_tensors
         batch, n = residual.shape[0], ctx.num_data
         r = residual / (noise * batch)
-        t = v @ (0.5 * v - gamma).transpose(0, 1)  # V Vᵀ − V Γᵀ − Γ Vᵀ = T + Tᵀ
-        d_kuu = (-torch.outer(v @ r, alpha) - (t + t.transpose(0, 1)) / (2 * noise * batch)
-                 - (k_inv - w - torch.outer(alpha, alpha)) / (2 * n))
-        d_kuf = torch.outer(alpha, r) + (v - gamma) / (noise * batch)
-        d_prior = -0.5 / noise
-        d_noise = (-0.5 / noise + sq_err / (2 * noise.square())).mean()
-        scale = -grad_out  # the function is the negative ELBO
-        return (scale * d_kuu, scale * d_kuf, scale * d_prior, scale * d_noise,
-                None, None, None, None, None, None, None)
+        scale = -grad_out
+        right = (0.5 * v - gamma) / (noise * batch) + torch.outer(alpha, r)  # M × B
+        kl_part = w.sub_(k_inv).addr_(alpha, alpha)  # W − K⁻¹ + ααᵀ, in w's storage
+        d_kuu = torch.addmm(kl_part, v, right.transpose(0, 1), beta=scale / (2 * n),
+                            alpha=-scale)
+        d_kuf = scale * (torch.outer(alpha, r) + (v - gamma) / (noise * batch))
+        d_prior = -0.5 * scale / noise
+        d_noise = scale * (-0.5 / noise + sq_err / (2 * noise.square())).mean()
+        return (d_kuu, d_kuf, d_prior, d_noise, None, None, None, None, None, None, None)
 
 
 def whitened_negative_elbo(k_uu: Tensor, k_uf: Tensor, prior_var: Tensor, noise: Tensor, y: Tensor,

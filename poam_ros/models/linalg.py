@@ -21,13 +21,16 @@ def robust_cholesky(matrix: Tensor, jitter: float, max_tries: int, what: str) ->
     times, before :class:`NumericalError` names ``what`` failed. The relative jitter keeps the
     guard meaningful whatever the kernel amplitude.
     """
-    eye = torch.eye(matrix.shape[-1], dtype=matrix.dtype, device=matrix.device)
     scale = matrix.diagonal().mean().detach().abs().clamp_min(torch.finfo(matrix.dtype).tiny)
     if not torch.isfinite(matrix).all():
         raise NumericalError(f"{what}: matrix has non-finite entries")
     amount = jitter
     for attempt in range(max_tries + 1):
-        factor, info = torch.linalg.cholesky_ex(matrix + (amount * scale) * eye)
+        shifted = matrix
+        if amount:
+            shifted = matrix.clone()
+            shifted.diagonal().add_(amount * scale)
+        factor, info = torch.linalg.cholesky_ex(shifted)
         if int(info) == 0:
             if attempt:
                 log.debug("%s: Cholesky needed relative jitter %.1e", what, amount)

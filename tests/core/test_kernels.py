@@ -97,6 +97,17 @@ def test_rbf_cached_path_equals_gpytorch():
                               reference(x1, x2).to_dense(), atol=1e-12)
 
 
+def test_gram_matrix_from_upper_blocks_equals_the_full_evaluation(kernel):
+    """A Gram matrix evaluates only the blocks on and above the diagonal and mirrors them."""
+    x = inputs(30, 12)
+    with torch.no_grad():
+        for stack in (None, kernel.precompute(x, x)):
+            gram = (kernel.forward(x, x) if stack is None
+                    else kernel.from_precomputed(x, x, stack))
+            full = kernel.forward(x, x.clone())
+            assert torch.allclose(gram, full, atol=1e-15, rtol=0)
+
+
 def test_gram_matrix_gradient_uses_symmetry_correctly(kernel):
     """The one-pass backward of a Gram matrix equals autograd's two-slot gradient."""
     x = inputs(30, 11)
