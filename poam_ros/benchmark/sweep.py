@@ -5,7 +5,9 @@ Each run writes its per-epoch records (``runs/<run>.jsonl``) and, last, a status
 without redoing runs that have a status file; a failed run is recorded and the sweep goes on.
 The summary averages each run's metrics over its decision epochs and reports mean ± std over
 seeds (``summary.md``, ``summary.csv``), with curves against the number of samples per map
-and mission figures for chosen seeds.
+and mission figures for chosen seeds. ``--jobs`` runs missions in parallel worker processes,
+each with ``--threads`` torch threads (missions are independent; one thread per job on a
+machine with as many cores as jobs keeps the timings comparable between methods).
 """
 
 from __future__ import annotations
@@ -14,12 +16,15 @@ import argparse
 import csv
 import json
 import logging
+import multiprocessing
 import os
 import traceback
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from ..mission import Mission, MissionSetup, default_parameter_file
 from ..sim import TerrainConfig
@@ -84,20 +89,41 @@ def run_one(spec: RunSpec, base: MissionSetup, data_dir: Path, out: Path,
 
 
 def run_sweep(specs: list[RunSpec], base: MissionSetup, data_dir: Path, out: Path,
-              figure_seeds: set[int] = frozenset(), progress: bool = True) -> list[dict]:
-    """Run every spec without a status file yet, then summarise all of them."""
+              figure_seeds: set[int] = frozenset(), progress: bool = True, jobs: int = 1,
+              threads: int = 0) -> list[dict]:
+    """Run every spec without a status file yet (``jobs`` at a time), then summarise all."""
     from tqdm import tqdm
 
     todo = [s for s in specs if not (out / "runs" / f"{s.name}.json").exists()]
     if len(todo) < len(specs):
         log.info("resuming: %d of %d runs already finished", len(specs) - len(todo), len(specs))
-    bar = tqdm(todo, desc="sweep", unit="run", disable=not progress)
-    for spec in bar:
-        bar.set_postfix_str(spec.name)
-        run_one(spec, base, data_dir, out, figure=spec.seed in figure_seeds)
+    bar = tqdm(total=len(todo), desc="sweep", unit="run", disable=not progress)
+    if jobs <= 1:
+        _set_threads(threads)
+        for spec in todo:
+            bar.set_postfix_str(spec.name)
+            run_one(spec, base, data_dir, out, figure=spec.seed in figure_seeds)
+            bar.update()
+    else:
+        # spawn, not fork: a forked torch process can deadlock in its thread pools
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(jobs, context, initializer=_set_threads,
+                                 initargs=(threads,)) as pool:
+            futures = {pool.submit(run_one, spec, base, data_dir, out,
+                                   spec.seed in figure_seeds): spec for spec in todo}
+            for future in as_completed(futures):
+                future.result()  # run_one records failures itself; this re-raises crashes
+                bar.set_postfix_str(futures[future].name)
+                bar.update()
+    bar.close()
     statuses = [json.loads((out / "runs" / f"{s.name}.json").read_text()) for s in specs]
     summarise(specs, statuses, out)
     return statuses
+
+
+def _set_threads(threads: int) -> None:
+    if threads:
+        torch.set_num_threads(threads)
 
 
 def summarise(specs: list[RunSpec], statuses: list[dict], out: Path) -> None:
@@ -167,6 +193,9 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true",
                         help="a small setting for CI: 700 samples, M = 100, 3 training steps")
     parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--jobs", type=int, default=1, help="missions run in parallel")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="torch threads per mission (0: torch's default)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     base = MissionSetup.from_file(args.params or default_parameter_file())
@@ -180,7 +209,7 @@ def main(argv=None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "setup.json").write_text(json.dumps(base.to_dict(), indent=1))
     statuses = run_sweep(specs, base, args.data_dir, args.out, figure_seeds,
-                         progress=not args.no_progress)
+                         progress=not args.no_progress, jobs=args.jobs, threads=args.threads)
     print((args.out / "summary.md").read_text())
     failed = [s for s in statuses if s["status"] == "failed"]
     for status in failed:

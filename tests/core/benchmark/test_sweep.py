@@ -37,3 +37,19 @@ def test_quick_sweep_records_failures_and_resumes(tmp_path):
 def test_seed_ranges():
     assert sweep.parse_seeds("0-3") == [0, 1, 2, 3]
     assert sweep.parse_seeds("2,5") == [2, 5]
+
+
+def test_parallel_jobs_give_the_runs_of_a_sequential_sweep(tmp_path):
+    maps = tmp_path / "maps"
+    maps.mkdir()
+    np.savez(maps / "BATHY_360.npz", elevation=default_terrain().grid[::-1])
+    common = ["--maps", "BATHY", "--seeds", "0,1", "--data-dir", str(maps), "--quick",
+              "--no-progress", "--figure-seeds", "", "--threads", "1"]
+    assert sweep.main(common + ["--out", str(tmp_path / "one")]) == 0
+    assert sweep.main(common + ["--out", str(tmp_path / "two"), "--jobs", "2"]) == 0
+    for seed in (0, 1):
+        name = f"runs/BATHY_poam_attentive_{seed}.jsonl"
+        one = [json.loads(line) for line in (tmp_path / "one" / name).read_text().splitlines()]
+        two = [json.loads(line) for line in (tmp_path / "two" / name).read_text().splitlines()]
+        assert [(r["num_samples"], r["smse"], r["msll"]) for r in one] == \
+            [(r["num_samples"], r["smse"], r["msll"]) for r in two]
