@@ -19,7 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .map_grid import MapGridConfig
-from .metrics import MapMetrics, evaluate_map, evaluation_grid
+from .metrics import MapMetrics, evaluate_map, evaluation_points
 from .models import MappingConfig, OnlineSparseGP, make_model
 from .node_settings import MapperSettings, PlannerSettings
 from .param_files import load_configs
@@ -220,8 +220,7 @@ class Mission:
         self.model = make_model(setup.mapping.replace(seed=seeds["model"]))
         self.planner = make_planner(setup.planning.planner, self.workspace, self.rng,
                                     setup.planner_config())
-        grid = evaluation_grid(bounds, setup.mission.eval_grid, setup.mission.eval_grid)
-        self.eval_points = grid[self.workspace.contains(grid)]
+        self.eval_points = evaluation_points(self.workspace, setup.mission.eval_grid)
         self.truth = self.terrain.elevation(self.eval_points)
         self._path: list[np.ndarray] = []
         self.outside_workspace = 0  # samples dropped for lying outside the workspace
