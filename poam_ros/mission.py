@@ -115,10 +115,11 @@ class MissionSetup:
         """The parameters a launcher gives ``node``, as ``{dotted name: value}``.
 
         The node's configs, plus what the ROS graph needs to run :class:`Mission`'s loop:
-        the mapper's model seed and the planner's seed derived from ``mission.seed`` (as
-        :class:`Mission` derives them), and the planner's workspace for the mapper (its map
-        covers the workspace). Empty lists are left out: ROS cannot tell their element type,
-        and each such field's default is empty.
+        the simulator's, the mapper's model and the planner's seeds derived from
+        ``mission.seed`` and the vehicle's start pose (as :class:`Mission` derives them),
+        and the planner's workspace for the mapper (its map covers the workspace). Empty
+        lists are left out: ROS cannot tell their element type, and each such field's
+        default is empty.
         """
         if node not in self.NODES:
             raise ConfigError(f"unknown node {node!r}; known: {', '.join(self.NODES)}")
@@ -141,6 +142,10 @@ class MissionSetup:
                                       f"parameter override")
                 if value != []:
                     parameters[name] = value
+        if node == "simulated_auv":
+            parameters["seed"] = seeds["simulator"]
+            start = lower_right_start(Workspace.from_config(self.workspace).bounds)
+            parameters["start_pose"] = [float(v) for v in start]
         return parameters
 
     def planner_config(self) -> Params | None:
