@@ -1,6 +1,7 @@
 """``poam-ros``: run missions and benchmarks without a full ROS 2 installation.
 
-    poam-ros mission               the simulated mission on the embedded default map
+    poam-ros sim                   the simulated mission as the ROS 2 graph (needs rclpy)
+    poam-ros mission               the same mission in one process, without ROS
     poam-ros bench core            speed of the mapping core
     poam-ros bench sweep           maps × methods × seeds, the paper's Table I
     poam-ros fetch-tile NAME URL   download an SRTM tile (.hgt or .hgt.zip) from a mirror
@@ -14,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-COMMANDS = ("mission", "bench", "fetch-tile", "record", "play", "remap")
+COMMANDS = ("sim", "mission", "bench", "fetch-tile", "record", "play", "remap")
 
 
 def main(argv=None) -> int:
@@ -27,6 +28,10 @@ def main(argv=None) -> int:
         from . import bag_cli
 
         return getattr(bag_cli, command)(rest)
+    if command == "sim":
+        from .sim_cli import sim
+
+        return sim(rest)
     if command == "mission":
         from .mission_cli import mission
 

@@ -39,7 +39,9 @@ def plot_map(path: str | Path, points: np.ndarray, truth: np.ndarray, mean: np.n
     show, with the vehicle's ``track`` (P, 2), the ``samples`` (S, 2) and the ``inducing``
     inputs (M, 2) [m]."""
     xs, ys = np.unique(points[:, 0]), np.unique(points[:, 1])
-    extent = (xs[0], xs[-1], ys[0], ys[-1])
+    half_x = (xs[-1] - xs[0]) / max(len(xs) - 1, 1) / 2  # pixels centred on their points
+    half_y = (ys[-1] - ys[0]) / max(len(ys) - 1, 1) / 2
+    extent = (xs[0] - half_x, xs[-1] + half_x, ys[0] - half_y, ys[-1] + half_y)
 
     def image(values):
         grid = np.full((len(ys), len(xs)), np.nan)
