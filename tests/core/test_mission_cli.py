@@ -2,27 +2,13 @@
 
 import json
 
-import yaml
-
-from poam_ros.mission import default_parameter_file
 from poam_ros.mission_cli import mission
 
 
-def small_parameter_file(tmp_path):
-    tree = yaml.safe_load(default_parameter_file().read_text())
-    tree["mapper"]["ros__parameters"]["mapping"].update(num_inducing=20, train_steps=1,
-                                                         device="cpu")
-    tree["planner"]["ros__parameters"]["pilot"]["num_waypoints"] = 5
-    tree["planner"]["ros__parameters"]["max_entropy"]["num_candidates"] = 50
-    tree["mission"]["ros__parameters"]["mission"]["eval_grid"] = 10
-    path = tmp_path / "small.yaml"
-    path.write_text(yaml.safe_dump(tree))
-    return path
-
-
-def test_the_mission_prints_each_epoch_and_writes_its_records(tmp_path, capsys):
+def test_the_mission_prints_each_epoch_and_writes_its_records(tmp_path, capsys,
+                                                               small_parameter_file):
     out = tmp_path / "out"
-    assert mission(["--params", str(small_parameter_file(tmp_path)), "--max-samples", "500",
+    assert mission(["--params", str(small_parameter_file()), "--max-samples", "500",
                     "--seed", "2", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     summary = json.loads((out / "mission.json").read_text())
