@@ -47,6 +47,7 @@ NODES = {"sensor_ingest": "poam_ros.ros.ingest_node", "mapper": "poam_ros.ros.ma
 CLOCK_SOURCE = "simulated_auv"
 SPIN_PERIOD = 0.1  # s: children and deadlines are checked this often
 LOG_TAIL = 20  # lines of a failed child's log that the error quotes
+SETTLE_TIME = 2.5  # s the nodes' diagnostics get to catch up at the end
 
 
 class GraphError(RuntimeError):
@@ -189,6 +190,11 @@ def run_graph(setup: MissionSetup, params_file: Path, options: GraphOptions, log
                          + "; ".join(f"{name}: {text}"
                                      for name, text in monitor.messages.items())))
         outcome = "budget"
+        # A last look at the diagnostics (published once a second), so that the summary's
+        # counts include the last batch.
+        settle = time.monotonic() + SETTLE_TIME
+        _spin_until(lambda: monitor.counts_current() or time.monotonic() > settle, executor,
+                    children, lambda: False)
     except KeyboardInterrupt:
         pass
     finally:

@@ -90,6 +90,11 @@ class MissionMonitor(Node):
         return [node for topic, node in SOURCES.items()
                 if self._sources[topic].get_publisher_count() == 0]
 
+    def counts_current(self) -> bool:
+        """Whether the ingest's diagnostics count every sample received here."""
+        published = self.status(": samples").get("samples_published", "-1")
+        return int(published) >= sum(len(z) for _, _, z in self._batches)
+
     def status(self, suffix: str) -> dict[str, str]:
         """Newest diagnostic values of the status whose name ends with ``suffix``."""
         return next((values for name, values in self.statuses.items()
