@@ -198,13 +198,14 @@ def run_graph(setup: MissionSetup, params_file: Path, options: GraphOptions, log
     except KeyboardInterrupt:
         pass
     finally:
-        wall_time = time.monotonic() - start
+        end = monitor.last_progress if monitor is not None and monitor.records else \
+            time.monotonic()
         codes = _stop(children, options.stop_timeout)
         executor.shutdown()
         if monitor is not None:
             monitor.destroy_node()
         rclpy.try_shutdown(context=context)
-    return GraphRun(monitor.records, monitor, terrain, wall_time, outcome, codes)
+    return GraphRun(monitor.records, monitor, terrain, end - start, outcome, codes)
 
 
 def _spin_until(done: Callable[[], bool], executor: SingleThreadedExecutor,
