@@ -40,21 +40,30 @@ def sim(argv) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         setup, params = setup_from_args(args)
-        from .ros.graph import GraphError, GraphOptions, run_graph
+        from .ros.graph import CLOCK_SOURCE, GraphError, GraphOptions, run_graph
     except (ConfigError, TerrainError) as error:
         print(f"poam-ros sim: {error}", file=sys.stderr)
+        return 2
+    except ImportError as error:
+        print(f"poam-ros sim: needs rclpy ({error}); install the ROS 2 Kilted wheels "
+              f"(scripts/setup.sh), or run the same mission without ROS: poam-ros mission",
+              file=sys.stderr)
         return 2
     options = GraphOptions(mode=args.mode, time_scale=args.time_scale,
                            torch_threads=args.torch_threads, stall_timeout=args.stall_timeout)
     logs = args.out / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     print(f"sim: {describe(setup)}; node logs in {logs}")
+
+    def started(child) -> None:
+        print(f"started {child.name} (pid {child.process.pid})", flush=True)
+        if child.name == CLOCK_SOURCE:  # the mission starts with the clock
+            print(EPOCH_HEADER, flush=True)
+
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # stop as on Ctrl-C
     try:
-        run = run_graph(setup, params, options, logs, lambda r: print(epoch_line(r), flush=True),
-                        lambda child: print(f"started {child.name} (pid {child.process.pid})"
-                                            + ("\n" + EPOCH_HEADER if child.name == "simulated_auv"
-                                               else ""), flush=True))
+        run = run_graph(setup, params, options, logs,
+                        lambda record: print(epoch_line(record), flush=True), started)
     except GraphError as error:
         print(f"poam-ros sim: {error}", file=sys.stderr)
         return 1
@@ -70,7 +79,7 @@ def sim(argv) -> int:
     figure = plot_final_map(run, args.out / "sim.png",
                             f"{setup.mapping.method} over ROS, seed {setup.mission.seed}")
     extra = {"outcome": run.outcome, "exit_codes": run.exit_codes,
-             "diagnostics": run.monitor.statuses}
+             "goals": run.monitor.goals, "diagnostics": run.monitor.statuses}
     if args.compare:
         extra["ros_free"] = compare(setup, run, args.torch_threads)
     report(summarize(run.records, run.wall_time, setup, **extra), run.records, args.out,

@@ -64,21 +64,16 @@ class MissionMonitor(Node):
         self._evaluations: dict[int, PointCloud2] = {}
         self._mapper: dict[int, dict[str, str]] = {}  # mapper diagnostics by map_stamp
         self._truth: tuple[np.ndarray, np.ndarray] | None = None  # points, elevations
+        subscribe = self.create_subscription
+        subscribe(PointCloud2, "map", self._keep(self.maps), LATCHED_HISTORY)
+        subscribe(PointCloud2, "map/inducing", self._keep(self.inducing), LATCHED_HISTORY)
+        subscribe(DiagnosticArray, "/diagnostics", self._on_diagnostics, qos.DIAGNOSTICS)
         self._sources = {
-            "samples": self.create_subscription(PointCloud2, "samples", self._on_samples,
-                                                qos.SAMPLES),
-            "map": self.create_subscription(PointCloud2, "map", self._keep(self.maps),
-                                            LATCHED_HISTORY),
-            "map/inducing": self.create_subscription(PointCloud2, "map/inducing",
-                                                     self._keep(self.inducing),
-                                                     LATCHED_HISTORY),
-            "map/evaluation": self.create_subscription(PointCloud2, "map/evaluation",
-                                                       self._on_evaluation, LATCHED_HISTORY),
-            "goal": self.create_subscription(PoseStamped, "goal", self._on_goal,
-                                             LATCHED_HISTORY),
+            "samples": subscribe(PointCloud2, "samples", self._on_samples, qos.SAMPLES),
+            "map/evaluation": subscribe(PointCloud2, "map/evaluation", self._on_evaluation,
+                                        LATCHED_HISTORY),
+            "goal": subscribe(PoseStamped, "goal", self._on_goal, LATCHED_HISTORY),
         }
-        self.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics,
-                                 qos.DIAGNOSTICS)
 
     @property
     def finished(self) -> bool:
