@@ -1,6 +1,7 @@
 """``poam-ros``: run missions and benchmarks without a full ROS 2 installation.
 
-    poam-ros mission               the simulated mission on the embedded default map
+    poam-ros sim                   the simulated mission as the ROS 2 graph (needs rclpy)
+    poam-ros mission               the same mission in one process, without ROS
     poam-ros bench core            speed of the mapping core
     poam-ros bench sweep           maps × methods × seeds, the paper's Table I
     poam-ros fetch-tile NAME URL   download an SRTM tile (.hgt or .hgt.zip) from a mirror
@@ -12,13 +13,9 @@
 from __future__ import annotations
 
 import argparse
-import json
-import logging
 import sys
-from dataclasses import asdict
-from pathlib import Path
 
-COMMANDS = ("mission", "bench", "fetch-tile", "record", "play", "remap")
+COMMANDS = ("sim", "mission", "bench", "fetch-tile", "record", "play", "remap")
 
 
 def main(argv=None) -> int:
@@ -31,7 +28,15 @@ def main(argv=None) -> int:
         from . import bag_cli
 
         return getattr(bag_cli, command)(rest)
-    return {"mission": mission, "bench": bench, "fetch-tile": fetch}[command](rest)
+    if command == "sim":
+        from .sim_cli import sim
+
+        return sim(rest)
+    if command == "mission":
+        from .mission_cli import mission
+
+        return mission(rest)
+    return {"bench": bench, "fetch-tile": fetch}[command](rest)
 
 
 def fetch(argv) -> int:
@@ -71,65 +76,6 @@ def bench(argv) -> int:
         print("usage: poam-ros bench {core,sweep,recorder,remap} [options]   (--help for each)")
         return 2
     return benches[argv[0]](argv[1:])
-
-
-def mission(argv) -> int:
-    """The simulated mission (Algorithm 1) in one process, printing progress and a summary."""
-    from .figures import plot_mission
-    from .mission import Mission, MissionSetup, default_parameter_file
-    from .sim import TerrainConfig
-
-    parser = argparse.ArgumentParser(prog="poam-ros mission", description=mission.__doc__)
-    parser.add_argument("--params", help="parameter file (default: the package's config)")
-    parser.add_argument("--map", help="terrain file (.hgt, .npy, .npz, image); default: the "
-                                      "embedded bathymetry")
-    parser.add_argument("--seed", type=int)
-    parser.add_argument("--max-samples", type=int)
-    parser.add_argument("--method", help="mapping method (poam, ...)")
-    parser.add_argument("--out", default="results/mission", type=Path)
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-
-    setup = MissionSetup.from_file(args.params or default_parameter_file())
-    if args.map:
-        setup.terrain = TerrainConfig(path=args.map, extent=setup.terrain.extent)
-    if args.seed is not None:
-        setup.mission = setup.mission.replace(seed=args.seed)
-    if args.max_samples is not None:
-        setup.mission = setup.mission.replace(max_samples=args.max_samples)
-    if args.method:
-        setup.mapping = setup.mapping.replace(method=args.method)
-    run = Mission(setup)
-    print(f"mission: {setup.mapping.method} ({setup.mapping.kernel} kernel, M ≤ "
-          f"{setup.mapping.num_inducing}) on {setup.terrain.path or 'the embedded bathymetry'}, "
-          f"{setup.mission.max_samples} samples, seed {setup.mission.seed}, "
-          f"device {run.model.device}")
-    print(f"{'epoch':>5} {'samples':>7} {'SMSE':>7} {'MSLL':>7} {'update s':>8}")
-
-    def progress(record):
-        print(f"{record.epoch:>5} {record.num_samples:>7} {record.smse:>7.4f} "
-              f"{record.msll:>7.3f} {record.update_time:>8.3f}", flush=True)
-
-    result = run.run(progress)
-    averages = result.averages()
-    updates = [r.update_time for r in result.records]
-    args.out.mkdir(parents=True, exist_ok=True)
-    figure = plot_mission(result, args.out / "mission.png",
-                          title=f"{setup.mapping.method}, seed {setup.mission.seed}")
-    summary = {"final": asdict(result.final), "epoch_averages": averages,
-               "median_update_time": float(sorted(updates)[len(updates) // 2]),
-               "wall_time": result.wall_time, "setup": setup.to_dict()}
-    (args.out / "mission.json").write_text(json.dumps(summary, indent=1))
-    (args.out / "epochs.jsonl").write_text(
-        "".join(json.dumps(asdict(r)) + "\n" for r in result.records))
-    print(f"\n{len(result.records)} epochs, {result.final.num_samples} samples, "
-          f"{result.final.sim_time:.0f} s of sim time in {result.wall_time:.0f} s wall time")
-    print(f"final:    SMSE {result.final.smse:.4f}  MSLL {result.final.msll:.3f}  "
-          f"RMSE {result.final.rmse:.3f}")
-    print(f"averaged over epochs: SMSE {averages['smse']:.4f}  MSLL {averages['msll']:.3f}")
-    print(f"update time: median {summary['median_update_time']:.3f} s, max {max(updates):.3f} s")
-    print(f"figure: {figure}; records: {args.out}/mission.json, epochs.jsonl")
-    return 0
 
 
 if __name__ == "__main__":

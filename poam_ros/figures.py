@@ -22,34 +22,49 @@ def save_figure(fig, path: str | Path) -> Path:
 
 
 def plot_mission(result, path: str | Path, title: str = "") -> Path:
-    """Ground truth, predicted mean, standard deviation, learned lengthscale, the path and
-    the inducing inputs of a finished mission, on the evaluation grid."""
+    """:func:`plot_map` of a finished mission (a :class:`~poam_ros.mission.MissionResult`),
+    on its evaluation grid."""
     model, points = result.model, result.eval_points
     mean, std = model.predict(points)
-    lengthscale = model.lengthscale_map(points)
+    return plot_map(path, points, result.truth, mean, std, model.lengthscale_map(points),
+                    track=result.path[:, :2], samples=result.samples_x,
+                    inducing=model.inducing_inputs, title=title)
+
+
+def plot_map(path: str | Path, points: np.ndarray, truth: np.ndarray, mean: np.ndarray,
+             std: np.ndarray, lengthscale: np.ndarray | None, *, track: np.ndarray,
+             samples: np.ndarray, inducing: np.ndarray, title: str = "") -> Path:
+    """Ground truth, predicted mean, standard deviation and learned lengthscale (when not
+    None) at the grid ``points`` (N, 2) [m], each (N,) with NaN where there is nothing to
+    show, with the vehicle's ``track`` (P, 2), the ``samples`` (S, 2) and the ``inducing``
+    inputs (M, 2) [m]."""
     xs, ys = np.unique(points[:, 0]), np.unique(points[:, 1])
-    extent = (xs[0], xs[-1], ys[0], ys[-1])
+    half_x = (xs[-1] - xs[0]) / max(len(xs) - 1, 1) / 2  # pixels centred on their points
+    half_y = (ys[-1] - ys[0]) / max(len(ys) - 1, 1) / 2
+    extent = (xs[0] - half_x, xs[-1] + half_x, ys[0] - half_y, ys[-1] + half_y)
 
     def image(values):
         grid = np.full((len(ys), len(xs)), np.nan)
         grid[np.searchsorted(ys, points[:, 1]), np.searchsorted(xs, points[:, 0])] = values
         return grid
 
-    vmin, vmax = result.truth.min(), result.truth.max()
-    panels = [("ground truth", result.truth, "terrain", (vmin, vmax)),
+    vmin, vmax = np.nanmin(truth), np.nanmax(truth)
+    panels = [("ground truth", truth, "terrain", (vmin, vmax)),
               ("predicted mean", mean, "terrain", (vmin, vmax)),
-              ("standard deviation", std, "viridis", (None, None)),
-              ("lengthscale [m]", lengthscale, "plasma", (None, None))]
-    fig, axes = plt.subplots(1, 4, figsize=(19, 4.6), constrained_layout=True)
+              ("standard deviation", std, "viridis", (None, None))]
+    if lengthscale is not None:
+        panels.append(("lengthscale [m]", lengthscale, "plasma", (None, None)))
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.75 * len(panels), 4.6),
+                             constrained_layout=True)
     for ax, (name, values, cmap, (lo, hi)) in zip(axes, panels):
         shown = ax.imshow(image(values), origin="lower", extent=extent, cmap=cmap, vmin=lo, vmax=hi)
         fig.colorbar(shown, ax=ax, shrink=0.85)
         ax.set_title(name)
         ax.set_xlabel("x [m]")
     axes[0].set_ylabel("y [m]")
-    axes[0].plot(result.path[:, 0], result.path[:, 1], color="white", lw=0.6, alpha=0.8)
-    axes[1].plot(result.samples_x[:, 0], result.samples_x[:, 1], ".", color="k", ms=0.6)
-    axes[2].plot(*model.inducing_inputs.T, "+", color="r", ms=3, label="inducing inputs")
+    axes[0].plot(track[:, 0], track[:, 1], color="white", lw=0.6, alpha=0.8)
+    axes[1].plot(samples[:, 0], samples[:, 1], ".", color="k", ms=0.6)
+    axes[2].plot(*inducing.T, "+", color="r", ms=3, label="inducing inputs")
     axes[2].legend(loc="upper right", fontsize=7)
     if title:
         fig.suptitle(title)

@@ -83,6 +83,17 @@ def evaluation_grid(extent: Sequence[float], nx: int = 50, ny: int = 50) -> np.n
     return np.column_stack([x.ravel(), y.ravel()])
 
 
+def evaluation_points(workspace, per_axis: int) -> np.ndarray:
+    """The points a map is scored on: a ``per_axis`` × ``per_axis`` :func:`evaluation_grid`
+    over the workspace's bounds, less the points outside its free area (M, 2).
+
+    ``workspace`` is a :class:`~poam_ros.workspace.Workspace`. The mission, the offline
+    remap and the mapper's ``map/evaluation`` all score on these, so their metrics compare.
+    """
+    grid = evaluation_grid(workspace.bounds, per_axis, per_axis)
+    return grid[workspace.contains(grid)]
+
+
 def _gaussian_nll(error: np.ndarray, std: np.ndarray | float) -> np.ndarray:
     """-log N(error | 0, std^2) per point."""
     return _HALF_LOG_2PI + np.log(std) + 0.5 * (error / std) ** 2

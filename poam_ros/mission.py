@@ -19,7 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .map_grid import MapGridConfig
-from .metrics import MapMetrics, evaluate_map, evaluation_grid
+from .metrics import MapMetrics, evaluate_map, evaluation_points
 from .models import MappingConfig, OnlineSparseGP, make_model
 from .node_settings import MapperSettings, PlannerSettings
 from .param_files import load_configs
@@ -115,10 +115,11 @@ class MissionSetup:
         """The parameters a launcher gives ``node``, as ``{dotted name: value}``.
 
         The node's configs, plus what the ROS graph needs to run :class:`Mission`'s loop:
-        the mapper's model seed and the planner's seed derived from ``mission.seed`` (as
-        :class:`Mission` derives them), and the planner's workspace for the mapper (its map
-        covers the workspace). Empty lists are left out: ROS cannot tell their element type,
-        and each such field's default is empty.
+        the simulator's, the mapper's model and the planner's seeds derived from
+        ``mission.seed`` and the vehicle's start pose (as :class:`Mission` derives them),
+        and the planner's workspace for the mapper (its map covers the workspace). Empty
+        lists are left out: ROS cannot tell their element type, and each such field's
+        default is empty.
         """
         if node not in self.NODES:
             raise ConfigError(f"unknown node {node!r}; known: {', '.join(self.NODES)}")
@@ -141,6 +142,10 @@ class MissionSetup:
                                       f"parameter override")
                 if value != []:
                     parameters[name] = value
+        if node == "simulated_auv":
+            parameters["seed"] = seeds["simulator"]
+            start = lower_right_start(Workspace.from_config(self.workspace).bounds)
+            parameters["start_pose"] = [float(v) for v in start]
         return parameters
 
     def planner_config(self) -> Params | None:
@@ -192,9 +197,13 @@ class MissionResult:
         return self.records[-1]
 
     def averages(self) -> dict[str, float]:
-        """Metrics averaged over decision epochs, as the paper's Table I reports them."""
-        keys = ("smse", "msll", "nlpd", "rmse", "mae", "update_time", "predict_time")
-        return {k: float(np.mean([getattr(r, k) for r in self.records])) for k in keys}
+        return epoch_averages(self.records)
+
+
+def epoch_averages(records: list[EpochRecord]) -> dict[str, float]:
+    """Metrics averaged over decision epochs, as the paper's Table I reports them."""
+    keys = ("smse", "msll", "nlpd", "rmse", "mae", "update_time", "predict_time")
+    return {k: float(np.mean([getattr(r, k) for r in records])) for k in keys}
 
 
 class Mission:
@@ -220,8 +229,7 @@ class Mission:
         self.model = make_model(setup.mapping.replace(seed=seeds["model"]))
         self.planner = make_planner(setup.planning.planner, self.workspace, self.rng,
                                     setup.planner_config())
-        grid = evaluation_grid(bounds, setup.mission.eval_grid, setup.mission.eval_grid)
-        self.eval_points = grid[self.workspace.contains(grid)]
+        self.eval_points = evaluation_points(self.workspace, setup.mission.eval_grid)
         self.truth = self.terrain.elevation(self.eval_points)
         self._path: list[np.ndarray] = []
         self.outside_workspace = 0  # samples dropped for lying outside the workspace

@@ -31,6 +31,12 @@ class MapperSettings(Params):
                                             "the field")
     diagnostics_period: float = param(1.0, "seconds between periodic /diagnostics messages",
                                       unit="s", low=0.05, high=3600.0)
+    evaluation_grid: int = param(0, "> 0: after each map, publish on map/evaluation the "
+                                    "predictive mean and the std of a new measurement at "
+                                    "the mission's evaluation points (this many per axis "
+                                    "over the workspace, as mission.eval_grid), so that a "
+                                    "monitor scores the map as the ROS-free mission does; "
+                                    "0: off", low=0, high=2000)
     torch_threads: int = param(0, "torch's intra-op threads in the mapper's process (process "
                                   "wide); 0 keeps torch's default, one per core. 1 avoids "
                                   "threads spinning against other busy processes on a "

@@ -56,7 +56,7 @@ import numpy as np
 
 from poam_ros.ingest import Ingest, IngestConfig, SampleBatch
 from poam_ros.map_grid import MapGrid, MapLayers, predict_map
-from poam_ros.metrics import evaluate_map, evaluation_grid
+from poam_ros.metrics import evaluate_map, evaluation_points
 from poam_ros.mission import EpochRecord, MissionResult, MissionSetup, mission_seeds
 from poam_ros.models import NumericalError, OnlineSparseGP, make_model
 from poam_ros.params import Params, param
@@ -196,9 +196,7 @@ def remap_bag(bag, setup: MissionSetup, ingest_config: IngestConfig,
         from poam_ros.sim import terrain_from_config
 
         terrain = terrain_from_config(setup.terrain)
-        points = evaluation_grid(workspace.bounds, setup.mission.eval_grid,
-                                 setup.mission.eval_grid)
-        eval_points = points[workspace.contains(points)]
+        eval_points = evaluation_points(workspace, setup.mission.eval_grid)
         truth = terrain.elevation(eval_points)
 
     seeds = mission_seeds(setup.mission.seed)

@@ -444,6 +444,22 @@ def cloud_to_response(cloud: PointCloud2) -> tuple[np.ndarray, np.ndarray]:
     return np.column_stack([arrays["x"], arrays["y"]]), arrays["std"]
 
 
+def evaluation_to_cloud(header: Header, xy, mean, std) -> PointCloud2:
+    """``map/evaluation``: evaluation points (N, 2) [m] with the predictive mean (N,) and
+    the standard deviation of a new measurement (N,), float64 fields x, y, mean, std, so
+    that a monitor scores exactly the model's predictions."""
+    xy, mean = _points_and_values(xy, mean, "mean")
+    _, std = _points_and_values(xy, std, "std")
+    return fields_to_cloud(header, {"x": xy[:, 0], "y": xy[:, 1], "mean": mean, "std": std},
+                           datatype=PointField.FLOAT64)
+
+
+def cloud_to_evaluation(cloud: PointCloud2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Points (N, 2) [m], means (N,) and standard deviations (N,) of a ``map/evaluation``."""
+    arrays = cloud_to_fields(cloud, required=("x", "y", "mean", "std"))
+    return np.column_stack([arrays["x"], arrays["y"]]), arrays["mean"], arrays["std"]
+
+
 def time_to_nanoseconds(stamp: Time) -> int:
     """Exact integer nanoseconds of a ``Time`` (to compare stamps that identify messages)."""
     return stamp.sec * _NANOSECONDS_PER_SECOND + stamp.nanosec

@@ -22,6 +22,7 @@ Topics (names relative, remappable):
 | map                    | sensor_msgs/PointCloud2         | out       | latched (TL, 1)      |
 | map/std                | nav_msgs/OccupancyGrid          | out       | latched (TL, 1)      |
 | map/inducing           | sensor_msgs/PointCloud2         | out       | latched (TL, 1)      |
+| map/evaluation         | sensor_msgs/PointCloud2         | out       | latched (TL, 1)      |
 | uncertainty/response   | sensor_msgs/PointCloud2         | out       | reliable, depth 10   |
 | /diagnostics           | diagnostic_msgs/DiagnosticArray | out       | reliable, depth 10   |
 
@@ -32,7 +33,12 @@ start and on ``~/reset`` (a model resumed from ``state_file`` keeps the settings
 it, except the device). ``grid.*`` (:class:`MapGridConfig`), ``workspace.*`` (the map's
 default extent and mask), ``map_frame``, ``save_path``, ``publish_lengthscale`` and
 ``std_includes_noise`` apply at once (the map is republished); ``state_file``,
-``diagnostics_period`` and ``torch_threads`` are read-only.
+``diagnostics_period``, ``evaluation_grid`` and ``torch_threads`` are read-only.
+
+With ``evaluation_grid`` set, each map is followed by ``map/evaluation``, stamped as the
+map: the same model's mean and std of a new measurement, float64, at the mission's
+evaluation points, which is what :class:`~poam_ros.mission.Mission` scores, so that a
+monitor with the ground truth (``poam-ros sim``) scores the live maps like for like.
 """
 
 from __future__ import annotations
@@ -58,6 +64,7 @@ from std_msgs.msg import Header
 from std_srvs.srv import SetBool, Trigger
 
 from poam_ros.map_grid import MapGrid, MapGridConfig, predict_map
+from poam_ros.metrics import evaluation_points
 from poam_ros.models import (METHODS, MappingConfig, ModelNotReadyError, NumericalError,
                              OnlineSparseGP, UpdateReport, load_model, make_model)
 from poam_ros.node_settings import MapperSettings
@@ -129,11 +136,12 @@ class MapperNode(Node):
         workspace_config = declare_config(self, WorkspaceConfig, "workspace")
         self._settings = declare_config(self, MapperSettings,
                                         read_only=("state_file", "diagnostics_period",
-                                                   "torch_threads"))
+                                                   "evaluation_grid", "torch_threads"))
         if self._settings.torch_threads:
             torch.set_num_threads(self._settings.torch_threads)
         _check_mapping(self._mapping)
         self._grid = _make_grid(grid_config, workspace_config)
+        self._evaluation = _evaluation_points(self._settings, workspace_config)
         self.add_on_set_parameters_callback(self._vet_parameters)
         add_config_callback(self, MappingConfig, self._apply_mapping, "mapping")
         add_config_callback(self, MapGridConfig, self._apply_grid, "grid")
@@ -167,6 +175,8 @@ class MapperNode(Node):
         self._map_pub = self.create_publisher(PointCloud2, "map", qos.LATCHED)
         self._std_pub = self.create_publisher(OccupancyGrid, "map/std", qos.LATCHED)
         self._inducing_pub = self.create_publisher(PointCloud2, "map/inducing", qos.LATCHED)
+        self._evaluation_pub = self.create_publisher(PointCloud2, "map/evaluation",
+                                                     qos.LATCHED)
         self._response_pub = self.create_publisher(PointCloud2, "uncertainty/response",
                                                    qos.QUERY)
         self._diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics",
@@ -207,10 +217,11 @@ class MapperNode(Node):
         self.get_logger().info("mapping.* changed: applies from the next ~/reset")
 
     def _apply_grid(self, _config) -> None:
-        grid = _make_grid(read_config(self, MapGridConfig, "grid"),
-                          read_config(self, WorkspaceConfig, "workspace"))
+        workspace = read_config(self, WorkspaceConfig, "workspace")
+        grid = _make_grid(read_config(self, MapGridConfig, "grid"), workspace)
         with self._lock:
             self._grid = grid
+            self._evaluation = _evaluation_points(self._settings, workspace)
             self._republish = True
             self._lock.notify_all()
 
@@ -388,6 +399,7 @@ class MapperNode(Node):
             status.latency, status.queue_wait = latency, taken - newest
             status.overhead = latency - status.queue_wait - report.total_time - status.map_time
             status.latencies.append(latency)
+        self._publish_evaluation(model, generation)
         self._publish_diagnostics()
 
     def _served_copy(self) -> OnlineSparseGP | None:
@@ -435,6 +447,23 @@ class MapperNode(Node):
             self._std_pub.publish(std_grid)
             self._inducing_pub.publish(inducing_cloud)
             return time.monotonic()
+
+    def _publish_evaluation(self, model: OnlineSparseGP, generation: int) -> None:
+        """``map/evaluation`` of the map just published (after its served copy, so that
+        it delays no query), stamped as that map."""
+        with self._lock:
+            points, frame = self._evaluation, self._settings.map_frame
+            stamp = self._status.map_stamp
+        if points is None:
+            return
+        mean, std = model.predict(points, include_noise=True)
+        header = Header(stamp=cv.nanoseconds_to_time(stamp), frame_id=frame)
+        cloud = cv.evaluation_to_cloud(header, points, mean, std)
+        with self._publish_lock:
+            with self._lock:
+                if generation != self._generation or self._stopping:
+                    return
+            self._evaluation_pub.publish(cloud)
 
     def _record(self, model: OnlineSparseGP, report: UpdateReport,
                 map_time: float = float("nan")) -> None:
@@ -556,6 +585,13 @@ def _device_name(config: MappingConfig) -> str:
     if config.device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     return config.device
+
+
+def _evaluation_points(settings: MapperSettings,
+                       workspace: WorkspaceConfig) -> np.ndarray | None:
+    if not settings.evaluation_grid:
+        return None
+    return evaluation_points(Workspace.from_config(workspace), settings.evaluation_grid)
 
 
 def _make_grid(grid: MapGridConfig, workspace: WorkspaceConfig) -> MapGrid:

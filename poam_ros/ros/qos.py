@@ -3,7 +3,8 @@
 | profile     | streams                                 | policy                          |
 |-------------|-----------------------------------------|---------------------------------|
 | ODOMETRY    | odom                                    | reliable, volatile, depth 100   |
-| LATCHED     | plan, goal, map, map/std, map/inducing  | reliable, transient local, 1    |
+| LATCHED     | plan, goal, map, map/std, map/inducing, | reliable, transient local, 1    |
+|             | map/evaluation                          |                                 |
 | SAMPLES     | samples                                 | reliable, volatile, depth 10    |
 | QUERY       | uncertainty/query, uncertainty/response | reliable, volatile, depth 10    |
 | DIAGNOSTICS | /diagnostics                            | reliable, volatile, depth 10    |

@@ -3,7 +3,8 @@ import math
 import numpy as np
 import pytest
 
-from poam_ros.metrics import MapMetrics, evaluate_map, evaluation_grid
+from poam_ros.metrics import MapMetrics, evaluate_map, evaluation_grid, evaluation_points
+from poam_ros.workspace import Workspace, WorkspaceConfig
 
 HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
@@ -71,3 +72,13 @@ def test_evaluation_grid_is_inclusive_with_x_fastest():
 def test_invalid_grid_raises(extent, nx, message):
     with pytest.raises(ValueError, match=message):
         evaluation_grid(extent, nx=nx)
+
+
+def test_evaluation_points_leave_out_what_lies_outside_the_workspace():
+    # An L-shaped workspace: the grid's upper-right quarter is outside.
+    workspace = Workspace.from_config(WorkspaceConfig(
+        vertices=[0.0, 0.0, 4.0, 0.0, 4.0, 2.0, 2.0, 2.0, 2.0, 4.0, 0.0, 4.0]))
+    points = evaluation_points(workspace, 5)
+    grid = evaluation_grid((0.0, 4.0, 0.0, 4.0), 5, 5)
+    np.testing.assert_array_equal(points, grid[workspace.contains(grid)])
+    assert len(points) < 25 and not ((points[:, 0] > 2.0) & (points[:, 1] > 2.0)).any()

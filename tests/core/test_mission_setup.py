@@ -1,5 +1,6 @@
 """MissionSetup loads every node's section of the parameter file and says what each node gets."""
 
+import math
 import textwrap
 
 import pytest
@@ -52,5 +53,8 @@ def test_node_parameters_carry_the_derived_seeds_and_the_shared_workspace():
         == [0.0, 0.0, 10.0, 0.0, 10.0, 10.0]
     assert "workspace.no_go_vertices" not in planner  # empty lists are left out
     assert mapper["grid.resolution"] == 2.0 and planner["mode"] == "lockstep"
+    vehicle = setup.node_parameters("simulated_auv")
+    assert vehicle["seed"] == seeds["simulator"]
+    assert vehicle["start_pose"] == [10.0, 0.0, math.pi]  # Mission's: lower right, facing west
     with pytest.raises(ConfigError, match="unknown node"):
         setup.node_parameters("mapper_typo")

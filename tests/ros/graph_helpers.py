@@ -1,6 +1,14 @@
-"""Helpers for the node tests: a probe node on the graph's topics and bounded service calls."""
+"""Helpers for the node tests: a probe node on the graph's topics, bounded service calls,
+and ``poam-ros sim`` as a process."""
 
 from __future__ import annotations
+
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
@@ -12,6 +20,9 @@ from std_msgs.msg import Header
 
 from poam_ros.ros import conversions as cv
 from poam_ros.ros import qos
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+RUN_LIMIT = 300.0  # s of wall time poam-ros sim may take on a loaded machine
 
 
 def overrides(values: dict) -> list[Parameter]:
@@ -83,3 +94,25 @@ def call(client, request, spin_until, *nodes, timeout=10.0):
     future = client.call_async(request)
     assert spin_until(future.done, *nodes, timeout=timeout), f"no answer from {client.srv_name}"
     return future.result()
+
+
+def poam_ros_sim(args, out: pathlib.Path) -> subprocess.Popen:
+    """``python3 -m poam_ros sim`` of this source tree, in this module's ROS domain."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.Popen([sys.executable, "-m", "poam_ros", "sim", *args, "--out", str(out)],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def finish(process: subprocess.Popen, executor, deadline: float) -> tuple[int, str, str]:
+    """Spin ``executor`` until the command exits (SIGINT, then kill, past ``deadline``)."""
+    while process.poll() is None and time.monotonic() < deadline:
+        executor.spin_once(timeout_sec=0.05)
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+    out, err = process.communicate(timeout=30)
+    return process.returncode, out, err

@@ -88,6 +88,17 @@ def test_query_and_response_keep_float64_exactly():
         cv.cloud_to_response(query)
 
 
+def test_evaluation_keeps_float64_exactly():
+    mean, std = np.array([-3.0, 1.0 / 3.0, 7.5]), np.array([0.1, 1.0 / 7.0, 3.0])
+    cloud = cv.evaluation_to_cloud(header(), XY, mean, std)
+    assert [f.name for f in cloud.fields] == ["x", "y", "mean", "std"]
+    assert {f.datatype for f in cloud.fields} == {PointField.FLOAT64}
+    for read, written in zip(cv.cloud_to_evaluation(cloud), (XY, mean, std)):
+        np.testing.assert_array_equal(read, written)
+    with pytest.raises(ValueError, match="std must have shape"):
+        cv.evaluation_to_cloud(header(), XY, mean, std[:2])
+
+
 def test_nanosecond_stamps_are_exact():
     for ns in (0, 1, 999_999_999, 1_795_306_312_094_952_916):
         assert cv.time_to_nanoseconds(cv.nanoseconds_to_time(ns)) == ns

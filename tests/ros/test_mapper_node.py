@@ -12,15 +12,19 @@ rclpy = pytest.importorskip("rclpy", exc_type=ModuleNotFoundError)
 import torch  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticStatus  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
+from sensor_msgs.msg import PointCloud2  # noqa: E402
 from std_srvs.srv import SetBool, Trigger  # noqa: E402
 
 from graph_helpers import Probe, call, overrides  # noqa: E402
 from poam_ros.map_grid import MapGrid  # noqa: E402
+from poam_ros.metrics import evaluation_points  # noqa: E402
 from poam_ros.models import (POAM, MappingConfig, NumericalError, load_model,  # noqa: E402
                              make_model)
 from poam_ros.models.state_io import StateFileError  # noqa: E402
 from poam_ros.ros import conversions as cv  # noqa: E402
+from poam_ros.ros import qos  # noqa: E402
 from poam_ros.ros.mapper_node import MapperNode  # noqa: E402
+from poam_ros.workspace import Workspace, WorkspaceConfig  # noqa: E402
 
 MAPPING = MappingConfig(num_inducing=30, train_steps=2, batch_size=64, device="cpu")
 SMALL = {**{f"mapping.{k}": v for k, v in MAPPING.to_dict().items()},
@@ -119,6 +123,28 @@ def test_queries_get_the_predictive_std_of_a_measurement(graph, spin_until):
     np.testing.assert_array_equal(answered, points)
     np.testing.assert_array_equal(std, offline_model((xy, z)).predict(points,
                                                                       include_noise=True)[1])
+
+
+def test_the_evaluation_follows_each_map_with_its_model(start_mapper, make_node, spin_until):
+    """map/evaluation: the map's model at the mission's evaluation points, stamped as the map."""
+    mapper = start_mapper(evaluation_grid=6)
+    probe = Probe(make_node("probe"))
+    evaluations = []
+    probe.node.create_subscription(PointCloud2, "map/evaluation", evaluations.append,
+                                   qos.LATCHED)
+    assert spin_until(lambda: probe.samples_pub.get_subscription_count() > 0, mapper,
+                      probe.node)
+    xy, z = batch(2)
+    probe.send_samples(xy, z, stamp_ns=7_000_000_001)
+    assert spin_until(lambda: evaluations and probe.maps, mapper, probe.node, timeout=TIMEOUT)
+    cloud = evaluations[-1]
+    assert cloud.header.stamp == probe.maps[-1].header.stamp
+    points, mean, std = cv.cloud_to_evaluation(cloud)
+    workspace = Workspace.from_config(WorkspaceConfig(vertices=SMALL["workspace.vertices"]))
+    np.testing.assert_array_equal(points, evaluation_points(workspace, 6))
+    expected = offline_model((xy, z)).predict(points, include_noise=True)
+    np.testing.assert_array_equal(mean, expected[0])
+    np.testing.assert_array_equal(std, expected[1])
 
 
 def test_batches_received_while_paused_go_into_one_update(graph, make_node, spin_until):

@@ -11,6 +11,7 @@ from poam_ros.mission import MissionSetup, default_parameter_file  # noqa: E402
 from poam_ros.param_files import ROS_NODE_PARAMETERS, load_node_parameters  # noqa: E402
 from poam_ros.ros.mapper_node import MapperNode  # noqa: E402
 from poam_ros.ros.planner_node import PlannerNode  # noqa: E402
+from poam_ros.sim.simulated_auv_node import SimulatedAuvNode  # noqa: E402
 
 
 @pytest.mark.parametrize("name, node_class", [("mapper", MapperNode),
@@ -40,7 +41,8 @@ def test_node_parameters_are_all_declared(ros_context):
     setup = MissionSetup()
     setup.workspace.no_go_vertices = [1.0, 1.0, 2.0, 1.0, 2.0, 2.0]
     setup.workspace.no_go_vertex_counts = [3]
-    for name, node_class in (("mapper", MapperNode), ("planner", PlannerNode)):
+    for name, node_class in (("mapper", MapperNode), ("planner", PlannerNode),
+                             ("simulated_auv", SimulatedAuvNode)):
         parameters = setup.node_parameters(name)
         node = node_class(context=ros_context, parameter_overrides=[
             Parameter(key, value=value) for key, value in parameters.items()])

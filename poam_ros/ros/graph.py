@@ -1,0 +1,253 @@
+"""The simulated mission's graph as processes, supervised: what ``poam-ros sim`` runs.
+
+The nodes of ``launch/sim.launch.xml`` (simulated AUV, sensor ingest, mapper, planner) each
+run as their own process, ``python -m <module> --ros-args --params-file <file>
+--params-file <graph parameters>``: the user's parameter file, then what
+:meth:`MissionSetup.node_parameters` derives from it (the seeds and the start of the ROS-free
+mission, the command line's overrides), so that a lockstep graph replays
+:class:`~poam_ros.mission.Mission`. A :class:`MissionMonitor` in this process scores every
+map; the simulated AUV, the clock source, starts once the monitor hears the other nodes,
+so that it misses no batch and no map.
+
+The run ends when a map holds the sample budget, on Ctrl-C (KeyboardInterrupt), or with a
+:class:`GraphError` when a node exits on its own, the nodes do not come up, or no map comes
+for ``stall_timeout`` seconds. Whatever ends it, every child gets SIGINT, then time to
+exit, then SIGKILL.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import rclpy
+import yaml
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.signals import SignalHandlerOptions
+
+import poam_ros
+from poam_ros.mission import EpochRecord, MissionSetup
+from poam_ros.param_files import PARAMETERS_KEY
+from poam_ros.sim import Terrain, terrain_from_config
+
+from .mission_monitor import MissionMonitor
+
+#: node name -> module, in start order; the last one is the clock source
+NODES = {"sensor_ingest": "poam_ros.ros.ingest_node", "mapper": "poam_ros.ros.mapper_node",
+         "planner": "poam_ros.ros.planner_node",
+         "simulated_auv": "poam_ros.sim.simulated_auv_node"}
+CLOCK_SOURCE = "simulated_auv"
+SPIN_PERIOD = 0.1  # s: children and deadlines are checked this often
+LOG_TAIL = 20  # lines of a failed child's log that the error quotes
+SETTLE_TIME = 2.5  # s the nodes' diagnostics get to catch up at the end
+
+
+class GraphError(RuntimeError):
+    """The graph could not run the mission; the message says which node and why."""
+
+
+@dataclass
+class GraphOptions:
+    """How to run the graph, beyond the mission's setup."""
+
+    mode: str | None = None  # lockstep | realtime, for the vehicle and the planner
+    time_scale: float | None = None  # sim seconds per wall second; 0: as fast as possible
+    torch_threads: int | None = None  # the mapper's
+    start_timeout: float = 120.0  # wall s for the nodes to come up
+    stall_timeout: float = 600.0  # wall s without a new map before giving up
+    stop_timeout: float = 15.0  # wall s the children get to exit after SIGINT
+
+
+@dataclass
+class GraphRun:
+    """What the monitor saw; ``outcome`` is ``budget`` or ``interrupted``."""
+
+    records: list[EpochRecord]
+    monitor: MissionMonitor
+    terrain: Terrain
+    wall_time: float  # s from starting the nodes to the last record
+    outcome: str
+    exit_codes: dict[str, int | str] = field(default_factory=dict)  # "killed" if it had to be
+
+
+def graph_parameters(setup: MissionSetup, options: GraphOptions) -> dict[str, dict[str, Any]]:
+    """Per node, the parameters given on top of the parameter file."""
+    parameters = {node: setup.node_parameters(node)
+                  for node in ("simulated_auv", "mapper", "planner")}
+    # float64 samples: the model gets the positions the simulator computed, unrounded (the
+    # ranges stay float32, as sensor_msgs/Range carries them).
+    parameters["sensor_ingest"] = {"float64_samples": True}
+    for node in ("sensor_ingest", "mapper", "planner"):
+        parameters[node]["use_sim_time"] = True  # as sim.launch.xml: the AUV is the clock
+    parameters["mapper"]["evaluation_grid"] = setup.mission.eval_grid  # for the monitor
+    if options.mode is not None:
+        parameters["simulated_auv"]["mode"] = parameters["planner"]["mode"] = options.mode
+    if options.time_scale is not None:
+        parameters["simulated_auv"]["time_scale"] = float(options.time_scale)
+    if options.torch_threads is not None:
+        parameters["mapper"]["torch_threads"] = options.torch_threads
+    return parameters
+
+
+def write_parameter_file(path: Path, parameters: dict[str, dict[str, Any]]) -> Path:
+    """``parameters`` (node -> {dotted name: value}) as a ROS 2 ``--params-file``."""
+    tree: dict[str, Any] = {}
+    for node, values in parameters.items():
+        section = tree.setdefault(node, {}).setdefault(PARAMETERS_KEY, {})
+        for name, value in values.items():
+            *parents, leaf = name.split(".")
+            level = section
+            for parent in parents:
+                level = level.setdefault(parent, {})
+            level[leaf] = value
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.dump(tree, Dumper=_PlainDumper, sort_keys=False))
+    return path
+
+
+class _PlainDumper(yaml.SafeDumper):
+    """Writes a value shared by two nodes twice: rcl's parser refuses YAML aliases."""
+
+    def ignore_aliases(self, data) -> bool:
+        return True
+
+
+def child_environment() -> dict[str, str]:
+    """This process's environment for the children: discovery on this host unless the
+    user chose otherwise, and this process's poam_ros first on the path (an editable
+    install, an install space or a source tree alike)."""
+    env = dict(os.environ)
+    env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    root = str(Path(poam_ros.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+class Child:
+    """One node's process, its output in ``<log_dir>/<name>.log``."""
+
+    def __init__(self, name: str, parameter_files: list[Path], log_dir: Path,
+                 env: dict[str, str]) -> None:
+        self.name = name
+        self.log_path = log_dir / f"{name}.log"
+        files = [arg for path in parameter_files for arg in ("--params-file", str(path))]
+        self.command = [sys.executable, "-m", NODES[name], "--ros-args", *files]
+        with open(self.log_path, "wb") as log:
+            # Its own session: a Ctrl-C at the terminal reaches this process alone, which
+            # then stops the children in order.
+            self.process = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT,
+                                            stdin=subprocess.DEVNULL, env=env,
+                                            start_new_session=True, preexec_fn=_die_with_parent)
+
+    def tail(self) -> str:
+        with open(self.log_path, errors="replace") as log:
+            return "".join(deque(log, maxlen=LOG_TAIL))
+
+
+def run_graph(setup: MissionSetup, params_file: Path, options: GraphOptions, log_dir: Path,
+              on_epoch: Callable[[EpochRecord], None] | None = None,
+              on_start: Callable[[Child], None] | None = None) -> GraphRun:
+    """Run the graph until a map holds ``setup.mission.max_samples`` samples (or Ctrl-C);
+    see the module docstring. ``on_start`` sees each node's process as it starts."""
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")  # the monitor's too
+    files = [params_file, write_parameter_file(log_dir / "graph_parameters.yaml",
+                                               graph_parameters(setup, options))]
+    terrain = terrain_from_config(setup.terrain)
+    env = child_environment()
+    context = rclpy.Context()
+    # No rclpy signal handlers: Ctrl-C raises KeyboardInterrupt here, and the children stop.
+    rclpy.init(context=context, signal_handler_options=SignalHandlerOptions.NO)
+    executor = SingleThreadedExecutor(context=context)
+    children: list[Child] = []
+    monitor = None
+    start = time.monotonic()
+    outcome = "interrupted"
+    try:
+        monitor = MissionMonitor(terrain, setup.mission.max_samples, on_epoch, context=context)
+        executor.add_node(monitor)
+        for name in NODES:
+            if name == CLOCK_SOURCE:
+                deadline = time.monotonic() + options.start_timeout
+                _spin_until(lambda: not monitor.missing_sources(), executor, children,
+                            lambda: time.monotonic() > deadline and (
+                                f"no sign of {', '.join(monitor.missing_sources())} within "
+                                f"{options.start_timeout:g} s"))
+            children.append(Child(name, files, log_dir, env))
+            if on_start is not None:
+                on_start(children[-1])
+        _spin_until(lambda: monitor.finished, executor, children,
+                    lambda: time.monotonic() - monitor.last_progress > options.stall_timeout
+                    and (f"no new map for {options.stall_timeout:g} s; the nodes say: "
+                         + "; ".join(f"{name}: {text}"
+                                     for name, text in monitor.messages.items())))
+        outcome = "budget"
+        # A last look at the diagnostics (published once a second), so that the summary's
+        # counts include the last batch.
+        settle = time.monotonic() + SETTLE_TIME
+        _spin_until(lambda: monitor.counts_current() or time.monotonic() > settle, executor,
+                    children, lambda: False)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        end = monitor.last_progress if monitor is not None and monitor.records else \
+            time.monotonic()
+        codes = _stop(children, options.stop_timeout)
+        executor.shutdown()
+        if monitor is not None:
+            monitor.destroy_node()
+        rclpy.try_shutdown(context=context)
+    return GraphRun(monitor.records, monitor, terrain, end - start, outcome, codes)
+
+
+def _spin_until(done: Callable[[], bool], executor: SingleThreadedExecutor,
+                children: list[Child], give_up: Callable[[], str | bool]) -> None:
+    """Spin the monitor until ``done()``; a child's exit, or a reason from ``give_up()``,
+    ends it with a :class:`GraphError`."""
+    while not done():
+        executor.spin_once(timeout_sec=SPIN_PERIOD)
+        for child in children:
+            code = child.process.poll()
+            if code is not None:
+                raise GraphError(f"{child.name} exited with status {code} before the "
+                                 f"mission ended; the end of {child.log_path}:\n{child.tail()}")
+        reason = give_up()
+        if reason:
+            raise GraphError(reason)
+
+
+def _stop(children: list[Child], timeout: float) -> dict[str, int | str]:
+    """SIGINT to every child, wait for them up to ``timeout`` s, then SIGKILL the rest."""
+    for child in reversed(children):  # the clock source first: the rest see no new data
+        if child.process.poll() is None:
+            child.process.send_signal(signal.SIGINT)
+    deadline = time.monotonic() + timeout
+    codes: dict[str, int | str] = {}
+    for child in children:
+        try:
+            codes[child.name] = child.process.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            child.process.kill()
+            child.process.wait()
+            codes[child.name] = "killed"
+    return codes
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM when this process dies, even by SIGKILL, so that
+    no node outlives its supervisor (Linux; elsewhere nothing)."""
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+# Looked up before any fork: after one, with the DDS threads running, only the call is safe.
+_PR_SET_PDEATHSIG = 1
+_PRCTL = getattr(ctypes.CDLL(None), "prctl", None) if sys.platform.startswith("linux") else None

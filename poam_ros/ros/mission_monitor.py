@@ -1,0 +1,182 @@
+"""The monitor of ``poam-ros sim``: watches the graph as a user would and scores its maps.
+
+It subscribes to what the stack publishes (``samples``, ``map``, ``map/inducing``,
+``map/evaluation``, ``goal``, ``/diagnostics``) and makes one :class:`EpochRecord` per map,
+scored as :class:`~poam_ros.mission.Mission` scores an epoch: ``map/evaluation`` holds the
+map's model at the mission's evaluation points (mean and std of a new measurement,
+float64), the ground truth comes from the simulator's terrain, and the MSLL baseline from
+every sample the mapper holds (the ``samples`` batches up to the map's stamp, filtered by
+the model's own rule). Update times and counts come from the mapper's diagnostics of that
+map (``map_stamp``).
+
+A map is scored once its evaluation, the mapper's diagnostics and the samples batch it is
+stamped with have all arrived, in stamp order, whatever order DDS delivers them in.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import PoseStamped
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import PointCloud2
+
+from poam_ros.metrics import evaluate_map
+from poam_ros.mission import EpochRecord
+from poam_ros.samples import filter_samples
+from poam_ros.sim import Terrain
+
+from . import conversions as cv
+from . import qos
+
+# Latched streams, kept 10 deep on this side so that no map is overwritten before it is read.
+LATCHED_HISTORY = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+#: what the monitor waits to hear before the clock source starts: topic -> the node behind it
+SOURCES = {"samples": "sensor_ingest", "map/evaluation": "mapper", "goal": "planner"}
+KEPT_MAPS = 5  # maps (and inducing clouds) kept for the final figure
+
+
+class MissionMonitor(Node):
+    """Scores the graph's maps against ``terrain`` until one holds ``budget`` samples;
+    ``on_epoch`` sees every record as it comes."""
+
+    def __init__(self, terrain: Terrain, budget: int,
+                 on_epoch: Callable[[EpochRecord], None] | None = None,
+                 node_name: str = "poam_ros_sim_monitor", **kwargs) -> None:
+        super().__init__(node_name, **kwargs)
+        self.terrain, self.budget, self.on_epoch = terrain, budget, on_epoch
+        self.records: list[EpochRecord] = []
+        self.record_stamps: list[int] = []  # ns, the map stamp of each record
+        self.last_progress = time.monotonic()  # when the last record (or none yet) came
+        self.goals: list[tuple[float, float]] = []
+        self.statuses: dict[str, dict[str, str]] = {}  # newest values per diagnostic status
+        self.messages: dict[str, str] = {}  # newest message per diagnostic status
+        self.maps: dict[int, PointCloud2] = {}  # by stamp (ns), the newest few
+        self.inducing: dict[int, PointCloud2] = {}
+        self._batches: list[tuple[int, np.ndarray, np.ndarray]] = []  # stamp ns, xy, z
+        self._seen: set = set()
+        self._newest_batch = -1
+        self._evaluations: dict[int, PointCloud2] = {}
+        self._mapper: dict[int, dict[str, str]] = {}  # mapper diagnostics by map_stamp
+        self._truth: tuple[np.ndarray, np.ndarray] | None = None  # points, elevations
+        subscribe = self.create_subscription
+        subscribe(PointCloud2, "map", self._keep(self.maps), LATCHED_HISTORY)
+        subscribe(PointCloud2, "map/inducing", self._keep(self.inducing), LATCHED_HISTORY)
+        subscribe(DiagnosticArray, "/diagnostics", self._on_diagnostics, qos.DIAGNOSTICS)
+        self._sources = {
+            "samples": subscribe(PointCloud2, "samples", self._on_samples, qos.SAMPLES),
+            "map/evaluation": subscribe(PointCloud2, "map/evaluation", self._on_evaluation,
+                                        LATCHED_HISTORY),
+            "goal": subscribe(PoseStamped, "goal", self._on_goal, LATCHED_HISTORY),
+        }
+
+    @property
+    def finished(self) -> bool:
+        """A map holds the sample budget: the mission is over, as :meth:`Mission.run`'s."""
+        return bool(self.records) and self.records[-1].num_samples >= self.budget
+
+    def missing_sources(self) -> list[str]:
+        """The nodes not heard yet, by the topics in :data:`SOURCES`."""
+        return [node for topic, node in SOURCES.items()
+                if self._sources[topic].get_publisher_count() == 0]
+
+    def counts_current(self) -> bool:
+        """Whether the ingest's diagnostics count every sample received here."""
+        published = self.status(": samples").get("samples_published", "-1")
+        return int(published) >= sum(len(z) for _, _, z in self._batches)
+
+    def status(self, suffix: str) -> dict[str, str]:
+        """Newest diagnostic values of the status whose name ends with ``suffix``."""
+        return next((values for name, values in self.statuses.items()
+                     if name.endswith(suffix)), {})
+
+    # ------------------------------------------------------------------ callbacks
+    def _on_samples(self, message: PointCloud2) -> None:
+        stamp = cv.time_to_nanoseconds(message.header.stamp)
+        xy, z = cv.cloud_to_samples(message)
+        xy, z, _ = filter_samples(xy, z, self._seen)  # the model's rule: what it keeps
+        self._batches.append((stamp, xy, z))
+        self._newest_batch = max(self._newest_batch, stamp)
+        self._score_ready()
+
+    def _keep(self, store: dict) -> Callable[[PointCloud2], None]:
+        def keep(message: PointCloud2) -> None:
+            if message.width * message.height:  # an empty map: the mapper was reset
+                store[cv.time_to_nanoseconds(message.header.stamp)] = message
+                for stamp in sorted(store)[:-KEPT_MAPS]:
+                    del store[stamp]
+        return keep
+
+    def _on_evaluation(self, message: PointCloud2) -> None:
+        self._evaluations[cv.time_to_nanoseconds(message.header.stamp)] = message
+        self._score_ready()
+
+    def _on_goal(self, message: PoseStamped) -> None:
+        position = message.pose.position
+        self.goals.append((position.x, position.y))
+
+    def _on_diagnostics(self, message: DiagnosticArray) -> None:
+        for status in message.status:
+            values = {kv.key: kv.value for kv in status.values}
+            self.statuses[status.name] = values
+            self.messages[status.name] = status.message
+            if status.name.endswith(": mapping") and "map_stamp" in values:
+                self._mapper[int(values["map_stamp"])] = values
+        self._score_ready()
+
+    # ------------------------------------------------------------------ scoring
+    def _score_ready(self) -> None:
+        """Score the oldest waiting map while everything it needs has come."""
+        while self._evaluations and not self.finished:
+            stamp = min(self._evaluations)
+            if stamp not in self._mapper or self._newest_batch < stamp:
+                return
+            self._score(stamp, self._evaluations.pop(stamp), self._mapper.pop(stamp))
+
+    def _score(self, stamp: int, evaluation: PointCloud2, mapper: dict[str, str]) -> None:
+        points, mean, std = cv.cloud_to_evaluation(evaluation)
+        if self._truth is None or not np.array_equal(self._truth[0], points):
+            self._truth = points, self.terrain.elevation(points)
+        targets = np.concatenate([z for batch_stamp, _, z in self._batches
+                                  if batch_stamp <= stamp])
+        metrics = evaluate_map(self._truth[1], mean, std, targets)
+        failure = mapper.get("last_training_failure") or None
+        record = EpochRecord(
+            len(self.records), int(mapper["samples"]), **metrics.as_dict(),
+            update_time=float(mapper["last_update_time"]),
+            inducing_time=float(mapper["last_inducing_time"]),
+            variational_time=float(mapper["last_variational_time"]),
+            training_time=float(mapper["last_training_time"]),
+            predict_time=float(mapper["last_map_predict_time"]),
+            num_inducing=int(mapper["inducing_points"]), sim_time=stamp / 1e9,
+            training_failure=failure)
+        self.records.append(record)
+        self.record_stamps.append(stamp)
+        self.last_progress = time.monotonic()
+        if self.on_epoch is not None:
+            self.on_epoch(record)
+
+    def samples(self, until: int | None = None) -> np.ndarray:
+        """(N, 3) x, y, elevation of the samples kept so far, up to stamp ``until`` (ns)."""
+        kept = [np.column_stack([xy, z]) for stamp, xy, z in self._batches
+                if until is None or stamp <= until]
+        return np.concatenate(kept) if kept else np.empty((0, 3))
+
+    def map_layers(self, stamp: int) -> dict[str, np.ndarray] | None:
+        """The map of ``stamp`` (ns) as cells: ``points`` (N, 2), ``mean``, ``std`` and
+        ``lengthscale`` (N,) when published, and its ``inducing`` inputs (M, 2); None when
+        that map is no longer kept."""
+        if stamp not in self.maps:
+            return None
+        fields = cv.cloud_to_arrays(self.maps[stamp])
+        layers = {"points": np.column_stack([fields["x"], fields["y"]]),
+                  "mean": fields["mean"], "std": fields["std"],
+                  "lengthscale": fields.get("lengthscale"), "inducing": np.empty((0, 2))}
+        if stamp in self.inducing:
+            layers["inducing"] = cv.cloud_to_points(self.inducing[stamp])[:, :2]
+        return layers

@@ -1,0 +1,213 @@
+"""``poam-ros sim`` over real DDS, as a user sees it: the command runs the whole graph (one
+process per node) on the embedded map in accelerated lockstep to a small sample budget,
+while an independent subscriber in this process checks what the graph publishes: samples
+placed on the terrain, maps with their declared fields whose uncertainty falls where the
+vehicle went, goals in the workspace, diagnostics that count; then the command's own
+summary, records and figure. A node that dies ends the command with a clear error.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip("rclpy", exc_type=ModuleNotFoundError)
+
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from sensor_msgs.msg import PointCloud2  # noqa: E402
+
+from graph_helpers import RUN_LIMIT, Probe, finish, poam_ros_sim  # noqa: E402
+from poam_ros.mission import MissionSetup  # noqa: E402
+from poam_ros.ros import conversions as cv  # noqa: E402
+from poam_ros.ros import qos  # noqa: E402
+from poam_ros.sim import terrain_from_config  # noqa: E402
+from poam_ros.workspace import Workspace  # noqa: E402
+
+BUDGET = 650  # samples: the pilot survey (484) and a few goals
+
+
+@pytest.fixture(scope="module")
+def mission(ros_context, tmp_path_factory, small_parameter_file):
+    """The command's run, what an independent probe heard meanwhile, and the setup."""
+    from rclpy.node import Node
+
+    folder = tmp_path_factory.mktemp("sim")
+    params = small_parameter_file()
+    setup = MissionSetup.from_file(params)
+    node = Node("user_probe", context=ros_context)
+    probe = Probe(node)
+    samples: list[PointCloud2] = []
+    node.create_subscription(PointCloud2, "samples", samples.append, qos.SAMPLES)
+    executor = SingleThreadedExecutor(context=ros_context)
+    executor.add_node(node)
+    try:
+        # The file's time scale (20): as fast as possible would lose readings on a busy
+        # machine (the ingest reports them), which is not what this test is about.
+        process = poam_ros_sim(["--params", str(params), "--max-samples", str(BUDGET),
+                                "--seed", "5"], folder / "out")
+        code, out, err = finish(process, executor, time.monotonic() + RUN_LIMIT)
+        # What is still in flight (the last diagnostics) arrives within a moment.
+        settle = time.monotonic() + 1.0
+        while time.monotonic() < settle:
+            executor.spin_once(timeout_sec=0.05)
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+    assert code == 0, f"poam-ros sim exited with {code}:\n{out}\n{err}"
+    return setup, folder / "out", probe, samples, out
+
+
+def test_the_command_reports_every_epoch_and_writes_its_records(mission):
+    setup, out, probe, samples, printed = mission
+    summary = json.loads((out / "sim.json").read_text())
+    epochs = [json.loads(line) for line in (out / "epochs.jsonl").read_text().splitlines()]
+    assert summary["outcome"] == "budget" and summary["final"] == epochs[-1]
+    assert epochs[-1]["num_samples"] >= BUDGET > epochs[-2]["num_samples"]
+    assert [e["epoch"] for e in epochs] == list(range(len(epochs)))
+    assert all(np.isfinite([e["smse"], e["msll"], e["update_time"]]).all() for e in epochs)
+    assert summary["exit_codes"] == dict.fromkeys(
+        ("sensor_ingest", "mapper", "planner", "simulated_auv"), 0)
+    assert (out / "sim.png").stat().st_size > 0
+    assert (out / "logs" / "mapper.log").is_file()
+    assert f"{summary['final']['smse']:.4f}" in printed  # the final summary was printed
+    # One line per epoch, with its sample count.
+    for epoch in epochs:
+        assert f"{epoch['epoch']:>5} {epoch['num_samples']:>7}" in printed
+
+
+def test_samples_lie_on_the_terrain_inside_the_workspace(mission):
+    setup, out, probe, samples, printed = mission
+    terrain = terrain_from_config(setup.terrain)
+    workspace = Workspace.from_config(setup.workspace)
+    assert len(samples) >= 2
+    for cloud in samples:
+        assert cloud.header.frame_id == "map"
+        xy, z = cv.cloud_to_samples(cloud)
+        assert np.isfinite(xy).all() and np.isfinite(z).all()
+        assert workspace.contains(xy).all()
+        # Elevation = the terrain plus the sonar's noise (1.0 m here): within 5 sigma.
+        assert np.abs(z - terrain.elevation(xy)).max() < 5 * setup.sonar.noise_std
+
+
+def test_maps_carry_their_fields_and_grow_certain_where_the_vehicle_went(mission):
+    setup, out, probe, samples, printed = mission
+    maps = probe.maps
+    assert len({cv.time_to_nanoseconds(m.header.stamp) for m in maps}) >= 2
+    for cloud in maps:
+        assert cloud.header.frame_id == "map" and cloud.height > 1 and cloud.width > 1
+        assert [f.name for f in cloud.fields] == ["x", "y", "z", "mean", "std", "lengthscale"]
+    first, last = cv.cloud_to_arrays(maps[0]), cv.cloud_to_arrays(maps[-1])
+    cells = np.column_stack([last["x"], last["y"]])
+    inside = np.isfinite(last["std"])
+    assert inside.any() and (last["std"][inside] > 0).all()
+    assert (last["lengthscale"][inside] > 0).all()
+
+    def distance_to(points):
+        return np.min(np.linalg.norm(cells[:, None, :] - points[None, :, :], axis=2), axis=1)
+
+    stamp = cv.time_to_nanoseconds(maps[0].header.stamp)
+    pilot = np.vstack([cv.cloud_to_samples(c)[0] for c in samples
+                       if cv.time_to_nanoseconds(c.header.stamp) <= stamp])
+    later = np.vstack([cv.cloud_to_samples(c)[0] for c in samples
+                       if cv.time_to_nanoseconds(c.header.stamp) > stamp])
+    near_path, far = distance_to(np.vstack([pilot, later])) < 1.5, distance_to(
+        np.vstack([pilot, later])) > 6.0
+    assert (near_path & inside).any() and (far & inside).any()
+    # In the final map the std is lower along the path than far from it ...
+    assert np.median(last["std"][near_path & inside]) < np.median(last["std"][far & inside])
+    # ... and where the vehicle went after the pilot survey it fell more than elsewhere.
+    visited = (distance_to(later) < 1.5) & (distance_to(pilot) > 4.0) & inside
+    assert visited.any()
+    ratio = last["std"] / first["std"]
+    assert np.median(ratio[visited]) < np.median(ratio[far & inside])
+
+
+def test_goals_lie_in_the_workspace(mission):
+    setup, out, probe, samples, printed = mission
+    workspace = Workspace.from_config(setup.workspace)
+    epochs = json.loads((out / "sim.json").read_text())["epochs"]
+    assert len(probe.goals) >= epochs - 1  # a goal per epoch after the pilot survey
+    for goal in probe.goals:
+        assert goal.header.frame_id == "map"
+        assert workspace.contains(np.array([[goal.pose.position.x, goal.pose.position.y]]))[0]
+
+
+def test_diagnostics_count_samples_inducing_points_and_rejections(mission):
+    setup, out, probe, samples, printed = mission
+    summary = json.loads((out / "sim.json").read_text())
+    final = summary["final"]
+    # The mapper's status of the final map: its sample count is what the ingest published
+    # up to that map, and the inducing points are within M.
+    statuses = [{kv.key: kv.value for kv in s.values}
+                for name, found in probe.diagnostics.items() if name.endswith(": mapping")
+                for s in found]
+    stamps = {int(v["map_stamp"]): v for v in statuses if "map_stamp" in v}
+    last = max(stamp for stamp in stamps if int(stamps[stamp]["samples"]) == final["num_samples"])
+    published = sum(len(cv.cloud_to_samples(c)[1]) for c in samples
+                    if cv.time_to_nanoseconds(c.header.stamp) <= last)
+    assert int(stamps[last]["samples"]) == published == final["num_samples"]
+    assert 0 < int(stamps[last]["inducing_points"]) <= setup.mapping.num_inducing
+    assert not [key for key in stamps[last] if key.startswith("rejected_")]  # none rejected
+    _, _, ingest = probe.last_status("sensor_ingest: samples")
+    assert {"dropped.outside_workspace", "dropped.late", "dropped.lost_in_transport",
+            "samples_published"} <= set(ingest)
+    assert [key for key, count in ingest.items() if key.startswith("dropped.")
+            and key != "dropped.outside_workspace" and count != "0"] == []
+    _, _, planner = probe.last_status("planner: planning")
+    assert int(planner["goals_issued"]) >= summary["epochs"] - 1
+    # The command's summary holds the same diagnostics.
+    assert summary["diagnostics"]["mapper: mapping"]["inducing_points"]
+
+
+def test_a_node_that_dies_ends_the_command_with_its_error(ros_domain_id, small_parameter_file,
+                                                          tmp_path):
+    """A mapper that cannot start (an unknown method) exits; the command says so, exits 1,
+    and leaves no node behind."""
+    params = small_parameter_file(mapper={"mapping": {"method": "no_such_method"}})
+    process = poam_ros_sim(["--params", str(params)], tmp_path)
+    try:
+        out, err = process.communicate(timeout=RUN_LIMIT)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 1, (out, err)
+    assert "mapper exited with status 1" in err and "no_such_method" in err
+    assert "Traceback" not in err
+
+
+def test_ctrl_c_stops_every_node_and_keeps_what_was_scored(ros_domain_id,
+                                                          small_parameter_file, tmp_path):
+    process = poam_ros_sim(["--params", str(small_parameter_file()), "--max-samples",
+                            "100000"], tmp_path)
+    lines: queue.Queue = queue.Queue()
+    reader = threading.Thread(target=lambda: [lines.put(line) for line in process.stdout],
+                              daemon=True)
+    reader.start()
+    printed = []
+    try:
+        deadline = time.monotonic() + RUN_LIMIT
+        # Ctrl-C once the command has printed its first epoch, i.e. scored a map.
+        while not any(line.startswith("    0 ") for line in printed):
+            assert time.monotonic() < deadline and process.poll() is None, printed
+            try:
+                printed.append(lines.get(timeout=1.0))
+            except queue.Empty:
+                pass
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    reader.join(timeout=10)
+    err = process.stderr.read()
+    assert process.returncode == 130, (printed, err)
+    summary = json.loads((tmp_path / "sim.json").read_text())
+    assert summary["outcome"] == "interrupted" and summary["epochs"] >= 1
+    assert summary["exit_codes"] == dict.fromkeys(
+        ("sensor_ingest", "mapper", "planner", "simulated_auv"), 0)
