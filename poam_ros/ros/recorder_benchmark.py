@@ -11,11 +11,11 @@ Reported per rate: the rate offered, the rate the sounder achieved, the messages
 published (a publish call that fails, a reliable writer whose history is full, is not
 published), the messages read back from the bag, the loss (offered − stored; the
 recorder's own count of gaps in the sounder's sequence numbers beside it), the CPU time
-per message of the recorder process (every thread: DDS's receive thread, the intake, the
-writer) and of the sounder, and the load average before the run. A rate is sustained
-without loss when every message offered is in the bag. On a machine with few cores the
-sounder (Python too, about 20 µs a message) and other jobs compete with the recorder:
-read the rates beside the load and the CPU per message.
+per message of the recorder process (DDS's threads, chiefly its receive thread, and the
+Python threads: the intake, the writer) and of the sounder, and the load average before
+the run. A rate is sustained without loss when every message offered is in the bag. On a
+machine with few cores the sounder (Python too, 20–35 µs a message here) and other jobs
+compete with the recorder: read the rates beside the load and the CPU per message.
 """
 
 from __future__ import annotations
@@ -36,10 +36,19 @@ TOPIC = "/sonar/range"
 SETTLE = 2.0  # s after the last publish for the recorder to take what is in flight
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU time of process ``pid`` so far, every thread (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def _cpu_seconds(pid: int) -> dict[str, float]:
+    """User + system CPU time so far of process ``pid``'s threads (Linux /proc): Fast DDS's
+    (named ``dds.*``: receive, events) and the others (Python's: intake, writer, main)."""
+    tick, times = os.sysconf("SC_CLK_TCK"), {"dds": 0.0, "python": 0.0}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            name = (task / "comm").read_text().strip()
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except FileNotFoundError:  # the thread ended meanwhile
+            continue
+        kind = "dds" if name.startswith("dds.") else "python"
+        times[kind] += (int(fields[11]) + int(fields[12])) / tick
+    return times
 
 
 def sound(rate: float, count: int, depth: int) -> int:
@@ -104,12 +113,12 @@ def run_rate(rate: float, count: int, depth: int, bag: Path, env: dict) -> dict:
         if ready != "ready":
             raise RuntimeError(f"the sounder did not start: {ready}")
         load = os.getloadavg()[0]
-        recorder_cpu = _cpu_seconds(recorder.pid)
+        before = _cpu_seconds(recorder.pid)
         sounder.stdin.write("go\n")
         sounder.stdin.flush()
         outcome = json.loads(sounder.stdout.readline())
         time.sleep(SETTLE)
-        recorder_cpu = _cpu_seconds(recorder.pid) - recorder_cpu
+        after = _cpu_seconds(recorder.pid)
         sounder.wait(timeout=60)
     finally:
         for process in (sounder, recorder):
@@ -121,7 +130,8 @@ def run_rate(rate: float, count: int, depth: int, bag: Path, env: dict) -> dict:
     return {**outcome, "rate": rate, "offered": count, "published": count - outcome["failures"],
             "stored": stored, "lost": count - stored,
             "gaps": int(gaps.group(1)) if gaps else 0, "load": load,
-            "recorder_cpu_per_message": recorder_cpu / max(stored, 1)}
+            **{f"recorder_{kind}_cpu_per_message": (after[kind] - before[kind]) / max(stored, 1)
+               for kind in after}}
 
 
 def main(argv=None) -> int:
@@ -148,11 +158,12 @@ def main(argv=None) -> int:
         for rate in args.rates:
             r = run_rate(rate, args.count, args.depth, Path(workdir) / f"rate_{int(rate)}",
                          env)
+            dds, python = r["recorder_dds_cpu_per_message"], r["recorder_python_cpu_per_message"]
             print(f"offered {r['rate']:>6.0f}/s  achieved {r['achieved']:>6.0f}/s  "
                   f"published {r['published']:>7}  stored {r['stored']:>7}  "
                   f"lost {r['lost']:>6} (recorder saw {r['gaps']} in gaps)  "
-                  f"CPU/msg recorder {r['recorder_cpu_per_message'] * 1e6:4.1f} µs, "
-                  f"sounder {r['cpu_per_message'] * 1e6:4.1f} µs  "
+                  f"CPU/msg recorder {(dds + python) * 1e6:4.1f} µs (DDS {dds * 1e6:4.1f}, "
+                  f"Python {python * 1e6:4.1f}), sounder {r['cpu_per_message'] * 1e6:4.1f} µs  "
                   f"load {r['load']:.1f}  {'lossless' if not r['lost'] else 'LOST'}",
                   flush=True)
     return 0
