@@ -36,7 +36,8 @@ setup(
         "pyyaml>=6.0",
         "tqdm>=4.60",
         "rosbags>=0.11.9,<0.12",  # rosbag2 (sqlite3) and message definitions, no ROS needed
-        "mcap>=1.2",  # rosbag2's default MCAP storage
+        "mcap>=1.2",  # rosbag2's default MCAP storage: its records and reader
+        "zstandard>=0.20",  # MCAP chunk compression (mcap needs it too)
     ],
     extras_require={
         # pytest 8.2 for importorskip(exc_type=...); the mcap ROS 2 decoder is the tests'

@@ -201,10 +201,14 @@ def remap(argv) -> int:
     parser.add_argument("--seed", type=int, help="mission seed (the model's seed derives "
                                                  "from it, as in a live mission)")
     parser.add_argument("--map", help="terrain file of the simulated survey (ground truth)")
+    parser.add_argument("--source", choices=("sensors", "samples"), default="sensors",
+                        help="sensors: odometry and sonar through the ingest; samples: the "
+                             "recorded batches the live mapper received")
     parser.add_argument("--updates", choices=("auto", "map", "batch"), default="auto")
     parser.add_argument("--tail", choices=("auto", "map", "drop"), default="auto")
     parser.add_argument("--truth", choices=("auto", "sim", "none"), default="auto")
-    for name in ("odom", "range", "swath", "plan", "map"):
+    topics = ("odom", "range", "swath", "plan", "map", "samples", "diagnostics")
+    for name in topics:
         default = getattr(RemapConfig(), f"{name}_topic")
         parser.add_argument(f"--{name}-topic", default=default, help=f"default {default}")
     parser.add_argument("--out", type=Path, help="output folder (default: "
@@ -222,10 +226,9 @@ def remap(argv) -> int:
             setup.mission = setup.mission.replace(seed=args.seed)
         if args.method:
             setup.mapping = setup.mapping.replace(method=args.method)
-        config = RemapConfig(odom_topic=args.odom_topic, range_topic=args.range_topic,
-                             swath_topic=args.swath_topic, plan_topic=args.plan_topic,
-                             map_topic=args.map_topic, updates=args.updates, tail=args.tail,
-                             truth=args.truth)
+        config = RemapConfig(source=args.source, updates=args.updates, tail=args.tail,
+                             truth=args.truth, **{f"{name}_topic": getattr(args, f"{name}_topic")
+                                                  for name in topics})
     except (ConfigError, ValueError) as error:
         return _fail("remap", error)
     try:

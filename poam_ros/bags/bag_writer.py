@@ -7,10 +7,11 @@ CDR bytes a publisher sent, with the time they were received, and are never re-e
 
 Storage:
 
-* **MCAP** through the ``mcap`` library (the format's reference Python writer): ``ros2``
-  profile, ``ros2msg`` schemas, ``cdr`` channels carrying ``offered_qos_profiles``, chunks
-  of 1 MiB compressed with zstd (or not) and with CRCs, so that a reader can tell a
-  damaged chunk from a good one, message indexes, and the ``rosbag2`` metadata record.
+* **MCAP** through :mod:`poam_ros.bags.mcap_file` (the ``mcap`` library's records, messages
+  packed a batch at a time): ``ros2`` profile, ``ros2msg`` schemas, ``cdr`` channels
+  carrying ``offered_qos_profiles``, chunks of 1 MiB compressed with zstd (or not) and with
+  CRCs, so that a reader can tell a damaged chunk from a good one, message indexes, and
+  the ``rosbag2`` metadata record.
 * **sqlite3** through ``rosbags``' storage writer (schema version 4, message definitions
   table), the file renamed to its split name when it is closed.
 
@@ -30,10 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
-from mcap.writer import CompressionType
-from mcap.writer import Writer as McapFileWriter
 
 from poam_ros import __version__
+
+from .mcap_file import McapFile
 
 log = logging.getLogger(__name__)
 
@@ -142,30 +143,20 @@ class BagWriter:
                 return index
         topic = TopicRecord(name, msgtype, definition, type_hash, list(offered_qos))
         self.topics.append(topic)
-        self._file.add_topic(len(self.topics) - 1, topic)
+        self._file.add_topic(len(self.topics) - 1, topic, qos_yaml(topic.offered_qos))
         return len(self.topics) - 1
 
     def write(self, topic_id: int, log_time: int, data: bytes,
-              publish_time: int | None = None) -> None:
+              publish_time: int = 0) -> None:
         """Append a serialized message of topic ``topic_id`` received at ``log_time`` ns and
-        sent at ``publish_time`` ns (the publisher's source time; default the receive time:
+        sent at ``publish_time`` ns (the publisher's source time; 0: the receive time.
         MCAP stores it, sqlite3 does not)."""
-        stats = self.files[-1]
-        if stats.count and self._split_due(stats, log_time):
-            self._close_split()
-            self._open_split()
-            stats = self.files[-1]
-        self._file.write(topic_id, log_time, data, publish_time or log_time)
-        self.topics[topic_id].count += 1
-        stats.count += 1
-        stats.start = min(stats.start, log_time)
-        stats.end = max(stats.end, log_time)
-        self._file_bytes += len(data)
+        self.write_many([(topic_id, log_time, data, publish_time)])
 
     def write_many(self, items) -> None:
-        """Append ``(topic_id, log_time, data[, publish_time])`` items, in order: :meth:`write`
-        with the bookkeeping done once per split rather than per message (the recorder's hot
-        path)."""
+        """Append ``(topic_id, log_time, data, publish_time)`` items, in order: :meth:`write`
+        with the bookkeeping done once per batch and split rather than per message (the
+        recorder's hot path)."""
         items = list(items)
         while items:
             stats = self.files[-1]
@@ -173,7 +164,7 @@ class BagWriter:
             if self.max_bytes or self.max_duration_ns:
                 # Stop at the first message that makes a split due; it starts the next file.
                 size, start = self._file_bytes, stats.start if stats.count else None
-                for k, (_, log_time, data, *_) in enumerate(items):
+                for k, (_, log_time, data, _) in enumerate(items):
                     if (stats.count or k) and (
                             (self.max_bytes and size >= self.max_bytes) or
                             (self.max_duration_ns and start is not None
@@ -187,11 +178,8 @@ class BagWriter:
                 self._open_split()
                 continue
             head, items = items[:cut], items[cut:]
-            write, counts = self._file.write, Counter()
-            for topic_id, log_time, data, *sent in head:
-                write(topic_id, log_time, data, sent[0] if sent and sent[0] else log_time)
-                counts[topic_id] += 1
-            for topic_id, count in counts.items():
+            self._file.write_many(head)
+            for topic_id, count in Counter(item[0] for item in head).items():
                 self.topics[topic_id].count += count
             times = [item[1] for item in head]
             stats.count += len(head)
@@ -241,28 +229,25 @@ class BagWriter:
 
     # ------------------------------------------------------------------ internals
 
-    def _split_due(self, stats: _FileStats, log_time: int) -> bool:
-        return bool((self.max_bytes and self._file_bytes >= self.max_bytes)
-                    or (self.max_duration_ns and log_time - stats.start >= self.max_duration_ns))
-
     def _open_split(self) -> None:
         name = f"{self.path.name}_{len(self.files)}{EXTENSIONS[self.storage]}"
         self.files.append(_FileStats(name))
-        opener = _McapFile if self.storage == "mcap" else _Sqlite3File
         try:
-            self._file = opener(self.path, name, self.compression, self.chunk_size)
+            self._file = McapFile(self.path, name, self.compression, self.chunk_size,
+                                  library=f"poam_ros {__version__}") \
+                if self.storage == "mcap" else _Sqlite3File(self.path, name)
         except OSError as error:
             raise BagWriteError(f"cannot create {self.path / name}: {error}") from error
         self._file_bytes = 0
         for index, topic in enumerate(self.topics):
-            self._file.add_topic(index, topic)
+            self._file.add_topic(index, topic, qos_yaml(topic.offered_qos))
 
     def _close_split(self) -> None:
-        text = _dump(self.metadata())
-        self._file.close(yaml.safe_load(text)["rosbag2_bagfile_information"])
+        metadata = self.metadata()
+        self._file.close(_dump(metadata["rosbag2_bagfile_information"]))
         self._file = None
         tmp = self.path / "metadata.yaml.tmp"
-        tmp.write_text(text)
+        tmp.write_text(_dump(metadata))
         tmp.replace(self.path / "metadata.yaml")
 
 
@@ -275,37 +260,6 @@ def qos_yaml(profiles: list[dict]) -> str:
     return yaml.safe_dump(profiles, sort_keys=False).strip() if profiles else ""
 
 
-class _McapFile:
-    """One MCAP storage file of the bag."""
-
-    def __init__(self, directory: Path, name: str, compression: str, chunk_size: int) -> None:
-        self.stream = open(directory / name, "xb")
-        kind = CompressionType.ZSTD if compression == "zstd" else CompressionType.NONE
-        self.writer = McapFileWriter(self.stream, chunk_size=chunk_size, compression=kind)
-        self.writer.start(profile="ros2", library=f"poam_ros {__version__}")
-        self.schemas: dict[str, int] = {}
-        self.channels: dict[int, int] = {}
-        self.sequence = 0
-
-    def add_topic(self, index: int, topic: TopicRecord) -> None:
-        if topic.msgtype not in self.schemas:
-            self.schemas[topic.msgtype] = self.writer.register_schema(
-                topic.msgtype, "ros2msg", topic.definition.encode())
-        self.channels[index] = self.writer.register_channel(
-            topic.name, "cdr", self.schemas[topic.msgtype],
-            {"offered_qos_profiles": qos_yaml(topic.offered_qos)})
-
-    def write(self, index: int, log_time: int, data: bytes, publish_time: int) -> None:
-        self.sequence += 1
-        self.writer.add_message(self.channels[index], log_time=log_time, data=data,
-                                publish_time=publish_time, sequence=self.sequence)
-
-    def close(self, metadata: dict) -> None:
-        self.writer.add_metadata("rosbag2", {"serialized_metadata": _dump(metadata)})
-        self.writer.finish()
-        self.stream.close()
-
-
 class _Sqlite3File:
     """One sqlite3 storage file, written by rosbags' Sqlite3Writer.
 
@@ -313,7 +267,7 @@ class _Sqlite3File:
     is renamed to the split's name when it is closed. It commits only when closed; here a
     commit every :data:`SQLITE_COMMIT_PERIOD` seconds keeps a killed recording readable."""
 
-    def __init__(self, directory: Path, name: str, compression: str, chunk_size: int) -> None:
+    def __init__(self, directory: Path, name: str) -> None:
         from rosbags.rosbag2 import CompressionMode
         from rosbags.rosbag2.storage_sqlite3 import Sqlite3Writer
 
@@ -323,7 +277,7 @@ class _Sqlite3File:
         self.types: set[str] = set()
         self.committed = time.monotonic()
 
-    def add_topic(self, index: int, topic: TopicRecord) -> None:
+    def add_topic(self, index: int, topic: TopicRecord, offered_qos: str) -> None:
         from rosbags.interfaces import (Connection, ConnectionExtRosbag2, MessageDefinition,
                                         MessageDefinitionFormat)
 
@@ -336,18 +290,20 @@ class _Sqlite3File:
         if topic.msgtype not in self.types:
             self.writer.add_msgtype(connection)
             self.types.add(topic.msgtype)
-        self.writer.add_connection(connection, qos_yaml(topic.offered_qos))
+        self.writer.add_connection(connection, offered_qos)
         self.connections[index] = connection
 
-    def write(self, index: int, log_time: int, data: bytes, publish_time: int) -> None:
-        self.writer.write(self.connections[index], log_time, data)
+    def write_many(self, items) -> None:
+        write, connections = self.writer.write, self.connections
+        for index, log_time, data, _ in items:
+            write(connections[index], log_time, data)
         now = time.monotonic()
         if now - self.committed >= SQLITE_COMMIT_PERIOD:
             self.writer.conn.commit()
             self.committed = now
 
-    def close(self, metadata: dict) -> None:
-        self.writer.close(METADATA_VERSION, _dump(metadata).strip())
+    def close(self, metadata: str) -> None:
+        self.writer.close(METADATA_VERSION, metadata.strip())
         Path(self.writer.path).replace(self.final)
 
 

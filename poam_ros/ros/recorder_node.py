@@ -14,13 +14,19 @@ published before the recorder started). Their offered QoS profiles go into the b
 player can offer the same.
 
 Messages are taken off the subscriptions by an intake thread of the node's own (a wait set
-over the recording subscriptions, each drained at every wake-up), not by the executor's
+over the recording subscriptions, each drained at every wake-up, then a pause of
+``INTAKE_PERIOD`` so that a busy topic is taken in batches), not by the executor's
 callbacks: an rclpy executor dispatches one message per subscription per wait, a few
 thousand a second, where the intake thread takes tens of thousands. The subscriptions
-therefore live on a private intake node that no executor spins. A writer thread stores the
-queued bytes every ``flush_period``, sorted by receive time. The bag's ``metadata.yaml`` is
-written when a split closes and when the node is destroyed: on SIGINT or SIGTERM (rclpy
-shuts the context down; ``main`` destroys the node) the bag is complete.
+therefore live on a private intake node that no executor spins. The intake thread only
+takes; a writer thread does the per-message work every ``flush_period`` (receive times,
+gaps in the publishers' sequence numbers) and stores the batch sorted by receive time.
+Taking promptly matters beyond the recorder's own queue: Fast DDS searches a reader's
+history for every sample that arrives, so a reader left holding thousands of samples
+costs its receive thread more per message just when it is behind. The bag's
+``metadata.yaml`` is written when a split closes and when the node is destroyed: on
+SIGINT or SIGTERM (rclpy shuts the context down; ``main`` destroys the node) the bag is
+complete.
 
 Publishes ``/diagnostics`` once a second: messages written per topic, messages
 lost before they reached the recorder (gaps in each publisher's sequence numbers), and
@@ -32,6 +38,8 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter, deque
+from functools import partial
+from operator import itemgetter
 from pathlib import Path
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
@@ -47,6 +55,11 @@ from poam_ros.ros.bag_qos import message_class, qos_to_dict, subscription_qos
 from poam_ros.ros.parameters import declare_config
 
 DIAGNOSTICS_PERIOD = 1.0  # s, wall
+# After taking what is there, the intake pauses this long before it waits for messages
+# again, so that a busy topic is taken in batches: a topic sending 20,000 messages/s would
+# otherwise wake the thread every message or two, and the wake-ups cost more than the
+# takes. Subscriptions hold what arrives meanwhile (rate × this, far below queue_depth).
+INTAKE_PERIOD = 0.002  # s
 
 
 class RecorderNode(Node):
@@ -161,10 +174,11 @@ class RecorderNode(Node):
     # ------------------------------------------------------------------ intake
 
     def _intake_loop(self) -> None:
-        """Wait for messages on every recording subscription; take all that are there."""
+        """Wait for messages on every recording subscription; take all that are there, as
+        they came (bytes, info), and queue them per subscription for the writer thread."""
         from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 
-        queue, gaps, lost = self._queue, self._gaps, self.lost
+        queue = self._queue
         wait_set, entries = None, []
         while not self._stop.is_set():
             if wait_set is None or self._recording_changed.is_set():
@@ -180,20 +194,13 @@ class RecorderNode(Node):
             for subscription, _, _ in entries:
                 wait_set.add_subscription(subscription.handle)
             wait_set.wait(50_000_000)  # ns: wakes for the stop flag at least this often
-            append = queue.append
             for subscription, topic_id, name in entries:
-                take, msg_type = subscription.handle.take_message, subscription.msg_type
-                while True:
-                    taken = take(msg_type, True)
-                    if taken is None:
-                        break
-                    data, info = taken
-                    append((topic_id, info["received_timestamp"] or time.time_ns(), data,
-                            info["source_timestamp"]))
-                    skipped = gaps.saw((name, bytes(info["publisher_gid"]["data"])),
-                                       info["publication_sequence_number"])
-                    if skipped:
-                        lost[name] += skipped
+                # take_message until it returns None, looped in C.
+                taken = list(iter(partial(subscription.handle.take_message,
+                                          subscription.msg_type, True), None))
+                if taken:
+                    queue.append((topic_id, name, taken))
+            self._stop.wait(INTAKE_PERIOD)
 
     # ------------------------------------------------------------------ writing
 
@@ -203,31 +210,45 @@ class RecorderNode(Node):
         self._drain()
 
     def _drain(self) -> None:
-        queue = self._queue
-        items = []
+        """Write what the intake queued, in receive order across topics; count the
+        messages that never reached the recorder."""
+        queue, items, now = self._queue, [], time.time_ns()
         while queue:
-            items.append(queue.popleft())
+            topic_id, name, taken = queue.popleft()
+            items += [(topic_id, info["received_timestamp"] or now, data,
+                       info["source_timestamp"]) for data, info in taken]
+            self._count_gaps(name, [info for _, info in taken])
         if not items:
             return
-        items.sort(key=lambda item: item[1])  # receive order across topics
+        items.sort(key=itemgetter(1))
         with self._lock:
             self.writer.write_many(items)
 
+    def _count_gaps(self, name: str, infos: list[dict]) -> None:
+        publishers = [info["publisher_gid"]["data"] for info in infos]
+        sequences = [info["publication_sequence_number"] for info in infos]
+        if publishers.count(publishers[0]) == len(publishers):  # one publisher: the usual
+            runs = {publishers[0]: sequences}
+        else:
+            runs = {}
+            for publisher, sequence in zip(publishers, sequences):
+                runs.setdefault(publisher, []).append(sequence)
+        for publisher, run in runs.items():
+            skipped = self._gaps.saw_run((name, publisher), run)
+            if skipped:
+                self.lost[name] += skipped
+
     def close(self) -> None:
-        """Stop writing, store what is queued and finish the bag (metadata.yaml)."""
+        """Stop taking, write what is queued and finish the bag (metadata.yaml)."""
         if self._closed:
             return
         self._closed = True
         self._stop.set()
         self._intake.join(timeout=5.0)
         self._thread.join(timeout=30.0)
+        self._drain()
         with self._lock:
-            self._drain_locked_rest()
             self.writer.close()
-
-    def _drain_locked_rest(self) -> None:
-        while self._queue:
-            self.writer.write(*self._queue.popleft())
 
     def destroy_node(self) -> None:
         self.close()
@@ -243,7 +264,8 @@ class RecorderNode(Node):
         message = f"recording to {self.path}"
         if lost:
             message += f"; {lost} message(s) lost before the recorder"
-        values = {"messages": sum(counts.values()), "queued": len(self._queue),
+        queued = sum(len(taken) for _, _, taken in list(self._queue))
+        values = {"messages": sum(counts.values()), "queued": queued,
                   "lost": lost, "topics": len(counts)}
         values.update({f"count.{name}": n for name, n in counts.items()})
         values.update({f"lost.{name}": n for name, n in self.lost.items()})

@@ -323,6 +323,15 @@ def test_sequence_gaps_count_messages_lost_per_publisher():
     assert gaps.saw("c", None) == 0 and gaps.lost == 3
 
 
+@pytest.mark.parametrize("runs", [[[1, 2, 5], [6, 9]], [[3], [4, 5, 6]], [[7, 8, 2, 4], [1, 3]],
+                                  [[5, 9], [9, 10]], [[None, None]], [[]]])
+def test_a_run_of_sequence_numbers_counts_as_one_at_a_time(runs):
+    one, run = ig.SequenceGaps(), ig.SequenceGaps()
+    for numbers in runs:
+        assert run.saw_run("a", numbers) == sum(one.saw("a", n) for n in numbers)
+    assert run.lost == one.lost
+
+
 def test_a_reading_waits_while_poses_keep_coming(placed):
     placed.add_range(12.0, 300.0, *LIMITS, now=0.0)  # ahead of the poses (up to 10 s)
     for i, now in enumerate((1.5, 3.0, 4.5)):        # a lagging odometry queue catches up

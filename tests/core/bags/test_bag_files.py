@@ -154,7 +154,9 @@ def test_definitions_from_the_store_and_from_installed_files(tmp_path):
 
 @pytest.mark.parametrize("split", [{}, {"max_duration": 10.0}, {"max_bytes": 5000}])
 def test_batched_writes_equal_single_writes(tmp_path, split):
-    items = [(0, BASE + k * 10**8, sounding(0.1 * k, k)) for k in range(300)]
+    """Batches spanning several chunks and splits store what single writes store."""
+    split = {**split, "chunk_size": 1000}
+    items = [(0, BASE + k * 10**8, sounding(0.1 * k, k), 0) for k in range(300)]
     for name, batches in (("one", [items]), ("parts", [items[:7], items[7:200], items[200:]])):
         with BagWriter(tmp_path / name, **split) as writer:
             add(writer, "/sonar/range", RANGE)

@@ -46,3 +46,11 @@ def test_bad_input_is_one_clear_line(tmp_path, capsys):
     assert remap([str(tmp_path / "junk")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "neither an MCAP nor an sqlite3 file" in err[0]
+
+
+def test_source_samples_needs_the_recorded_batches(survey_bag, capsys):
+    _, bag = survey_bag  # written without ROS: sensors, plans, diagnostics, no /samples
+    assert remap([str(bag), "--source", "samples", "--samples-topic", "/batches"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "has no /batches (sensor_msgs/msg/PointCloud2) to map " \
+        "(source samples)" in err[0]
