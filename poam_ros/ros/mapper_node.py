@@ -82,6 +82,7 @@ WRONG_FRAME = "wrong_frame"
 UNREADABLE_MESSAGE = "unreadable_message"
 LATENCY_WINDOW = 20  # updates over which the median latency is reported
 SNAPSHOT_WAIT = 10.0  # s a query waits at most for the model of a map just published
+SHUTDOWN_WAIT = 10.0  # s destroy_node waits for an update in progress
 
 
 @dataclass
@@ -565,9 +566,15 @@ class MapperNode(Node):
                 with self._lock:
                     self._stopping = True
                     self._lock.notify_all()
-            # An update in progress finishes on its own (the thread is a daemon) but
-            # publishes nothing more.
-            self._worker.join(timeout=1.0)
+            # An update in progress publishes nothing more, but the process must not exit
+            # while torch is inside it (that aborts the interpreter): wait for it, bounded
+            # below the graph supervisor's 15 s before it kills a node.
+            if self._worker.is_alive():
+                self.get_logger().info("waiting for the update in progress to finish")
+            self._worker.join(timeout=SHUTDOWN_WAIT)
+            if self._worker.is_alive():
+                self.get_logger().warning(f"the update in progress did not finish within "
+                                          f"{SHUTDOWN_WAIT:g} s; exiting anyway")
             self._worker = None
         super().destroy_node()
 

@@ -90,11 +90,15 @@ def test_messages_arrive_in_order_with_their_timing(ros_context, make_node, spin
     assert [value for _, value in arrivals] == [float(k) for k in range(COUNT)]
     start = arrivals[0][0]
     expected_span = (COUNT - 1) * SPACING / rate
+    lateness = []
     for k, (arrived, _) in enumerate(arrivals):
-        # Never early by more than scheduling noise; late by at most 0.25 s (a loaded
-        # machine) plus 10 %.
+        # Never early by more than scheduling noise; late by at most 0.5 s plus 10 % (a
+        # process of a loaded 2-core machine can wait that long for a core) ...
         assert arrived - start >= k * SPACING / rate - 0.02
-        assert arrived - start <= k * SPACING / rate * 1.1 + 0.25, (k, arrived - start)
+        assert arrived - start <= k * SPACING / rate * 1.1 + 0.5, (k, arrived - start)
+        lateness.append(arrived - start - k * SPACING / rate)
+    # ... but most messages on time: the wrong rate factor would make them all late.
+    assert sorted(lateness)[COUNT // 2] <= 0.1, lateness
     assert arrivals[-1][0] - start >= expected_span - 0.02
     # The recorded /clock plays too: the stack can run on bag time.
     assert [c.clock.sec + c.clock.nanosec * 1e-9 for c in clocks] == \
