@@ -58,7 +58,6 @@ from nav_msgs.msg import OccupancyGrid
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
-from rclpy.node import Node
 from sensor_msgs.msg import PointCloud2
 from std_msgs.msg import Header
 from std_srvs.srv import SetBool, Trigger
@@ -75,7 +74,7 @@ from poam_ros.workspace import Workspace, WorkspaceConfig
 from . import conversions as cv
 from . import qos
 from .parameters import add_config_callback, declare_config, proposed_config, read_config
-from .run import run_node
+from .run import StartingNode, run_node
 
 # Rejections the node counts itself, beside the model's (non-finite, duplicate, malformed).
 WRONG_FRAME = "wrong_frame"
@@ -117,19 +116,13 @@ class _Status:
     map_stamp: int = 0  # ns, header stamp of the last map published
 
 
-class MapperNode(Node):
+class MapperNode(StartingNode):
     """POAM mapping node; see the module docstring for its interface."""
+
+    _worker: threading.Thread | None = None
 
     def __init__(self, node_name: str = "mapper", **kwargs) -> None:
         super().__init__(node_name, **kwargs)
-        self._worker: threading.Thread | None = None
-        try:
-            self._start(node_name)
-        except BaseException:
-            # A node that cannot start leaves the graph now rather than when its context
-            # shuts down.
-            super().destroy_node()
-            raise
 
     def _start(self, node_name: str) -> None:
         self._mapping = declare_config(self, MappingConfig, "mapping")

@@ -46,7 +46,6 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import Odometry, Path
-from rclpy.node import Node
 from sensor_msgs.msg import PointCloud2
 from std_msgs.msg import Header
 
@@ -60,7 +59,7 @@ from poam_ros.workspace import Workspace, WorkspaceConfig
 from . import conversions as cv
 from . import qos
 from .parameters import add_config_callback, declare_config
-from .run import run_node
+from .run import StartingNode, run_node
 
 PILOT = "pilot"
 WAITING = "waiting for map"
@@ -83,19 +82,13 @@ class _Query:
     error: str = "no answer"
 
 
-class PlannerNode(Node):
+class PlannerNode(StartingNode):
     """Pilot survey and informative planning; see the module docstring for its interface."""
+
+    _worker: threading.Thread | None = None
 
     def __init__(self, node_name: str = "planner", **kwargs) -> None:
         super().__init__(node_name, **kwargs)
-        self._worker: threading.Thread | None = None
-        try:
-            self._start(node_name)
-        except BaseException:
-            # A node that cannot start leaves the graph now rather than when its context
-            # shuts down.
-            super().destroy_node()
-            raise
 
     def _start(self, node_name: str) -> None:
         configs = {prefix: declare_config(self, cls, prefix,

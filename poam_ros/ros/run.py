@@ -19,6 +19,23 @@ from rclpy.node import Node
 from poam_ros.params import ConfigError
 
 
+class StartingNode(Node):
+    """A node whose set-up, :meth:`_start`, may fail (a bad parameter, an unreadable file): the
+    node then leaves the graph at once, rather than when its context shuts down, and the error
+    propagates to :func:`run_node` or the caller."""
+
+    def __init__(self, node_name: str, **kwargs) -> None:
+        super().__init__(node_name, **kwargs)
+        try:
+            self._start(node_name)
+        except BaseException:
+            Node.destroy_node(self)  # not the subclass's: its set-up did not complete
+            raise
+
+    def _start(self, node_name: str) -> None:
+        raise NotImplementedError
+
+
 def run_node(make_node: Callable[[], Node], name: str, args=None,
              make_executor: Callable[[], Executor] = SingleThreadedExecutor) -> None:
     """Initialise rclpy with ``args``, build the node and spin it until shutdown.
