@@ -66,6 +66,25 @@ def make_node(ros_context):
 
 
 @pytest.fixture
+def start_node(ros_context):
+    """``start_node(cls, **parameters)`` -> a node of ``cls`` in this module's context with
+    those parameter overrides, destroyed after the test."""
+    from rclpy.parameter import Parameter
+
+    nodes = []
+
+    def start(cls, **parameters):
+        node = cls(context=ros_context, parameter_overrides=[
+            Parameter(name, value=value) for name, value in parameters.items()])
+        nodes.append(node)
+        return node
+
+    yield start
+    for node in nodes:
+        node.destroy_node()
+
+
+@pytest.fixture
 def spin_until(ros_context):
     """``spin_until(predicate, *nodes, timeout=5.0) -> bool``: spin the nodes until
     ``predicate()`` holds (True) or ``timeout`` seconds pass (False)."""

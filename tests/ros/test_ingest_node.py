@@ -37,22 +37,6 @@ BEST_EFFORT = QoSProfile(depth=100, reliability=ReliabilityPolicy.BEST_EFFORT)
 LIMITS = {"min_range": 1.0, "max_range": 2000.0, "field_of_view": 0.0}
 
 
-@pytest.fixture
-def nodes(ros_context):
-    """``nodes(cls, **parameters)`` -> a node of ``cls`` with those overrides."""
-    made = []
-
-    def make(cls, **parameters):
-        node = cls(context=ros_context, parameter_overrides=[
-            Parameter(name, value=value) for name, value in parameters.items()])
-        made.append(node)
-        return node
-
-    yield make
-    for node in made:
-        node.destroy_node()
-
-
 class Tester:
     """Plays the other nodes: sends plans and sensor messages, keeps batches and diagnostics."""
 
@@ -91,9 +75,10 @@ class Tester:
 
 
 @pytest.mark.parametrize("float64", [False, True])
-def test_lockstep_batches_over_dds_are_what_follow_makes(nodes, make_node, spin_until, float64):
-    vehicle = nodes(SimulatedAuvNode, time_scale=25.0, seed=5, start_pose=START)
-    ingest = nodes(IngestNode, float64_samples=float64)
+def test_lockstep_batches_over_dds_are_what_follow_makes(start_node, make_node, spin_until,
+                                                         float64):
+    vehicle = start_node(SimulatedAuvNode, time_scale=25.0, seed=5, start_pose=START)
+    ingest = start_node(IngestNode, float64_samples=float64)
     tester = Tester(make_node)
     # The third plan is where the vehicle already is: an empty batch, at once.
     plans = [[[15.0, -28.0], [12.0, -25.0]], [[12.0, -18.0]], [[12.0, -18.0]]]
@@ -120,8 +105,8 @@ def test_lockstep_batches_over_dds_are_what_follow_makes(nodes, make_node, spin_
     assert not ingest.core.dropped and ingest.core.flushes_on_grace == 0
 
 
-def test_bad_input_is_counted_and_never_published(nodes, make_node, spin_until):
-    ingest = nodes(IngestNode, flush_grace=0.2, pending_timeout=0.5, **{
+def test_bad_input_is_counted_and_never_published(start_node, make_node, spin_until):
+    ingest = start_node(IngestNode, flush_grace=0.2, pending_timeout=0.5, **{
         "workspace.vertices": [-4.0, -30.0, 30.0, -30.0, 30.0, 30.0, -4.0, 30.0]})
     tester = Tester(make_node)
     assert spin_until(lambda: tester.odom.get_subscription_count() and
@@ -163,8 +148,8 @@ def test_bad_input_is_counted_and_never_published(nodes, make_node, spin_until):
     assert ingest.core.dropped == expected
 
 
-def test_best_effort_sensors_through_qos_overrides(nodes, make_node, spin_until):
-    ingest = nodes(IngestNode, **{
+def test_best_effort_sensors_through_qos_overrides(start_node, make_node, spin_until):
+    ingest = start_node(IngestNode, **{
         "qos_overrides./odom.subscription.reliability": "best_effort",
         "qos_overrides./sonar/range.subscription.reliability": "best_effort"})
     tester = Tester(make_node, sensor_qos=BEST_EFFORT)
@@ -182,8 +167,8 @@ def test_best_effort_sensors_through_qos_overrides(nodes, make_node, spin_until)
         == "best_effort"
 
 
-def test_a_flood_is_bounded_counted_and_survived(nodes, make_node, spin_until):
-    ingest = nodes(IngestNode, max_pending=50, pending_timeout=60.0)
+def test_a_flood_is_bounded_counted_and_survived(start_node, make_node, spin_until):
+    ingest = start_node(IngestNode, max_pending=50, pending_timeout=60.0)
     tester = Tester(make_node)
     assert spin_until(lambda: tester.range.get_subscription_count(), ingest, tester.node)
     for i in range(300):  # no pose at all: every reading waits
@@ -223,8 +208,8 @@ def test_parameter_file_sections_are_declared_parameters(ros_domain_id, node_cls
         rclpy.try_shutdown(context=context)
 
 
-def test_parameters_are_vetted_when_set(nodes):
-    ingest = nodes(IngestNode)
+def test_parameters_are_vetted_when_set(start_node):
+    ingest = start_node(IngestNode)
     assert ingest.describe_parameter("max_batch_size").integer_range[0].from_value == 0
     assert "decision points" in ingest.describe_parameter("max_batch_size").description
     assert not ingest.set_parameters([Parameter("max_batch_size", value=-5)])[0].successful

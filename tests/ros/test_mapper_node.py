@@ -15,7 +15,7 @@ from rclpy.parameter import Parameter  # noqa: E402
 from sensor_msgs.msg import PointCloud2  # noqa: E402
 from std_srvs.srv import SetBool, Trigger  # noqa: E402
 
-from graph_helpers import Probe, call, overrides  # noqa: E402
+from graph_helpers import Probe, call  # noqa: E402
 from poam_ros.map_grid import MapGrid  # noqa: E402
 from poam_ros.metrics import evaluation_points  # noqa: E402
 from poam_ros.models import (POAM, MappingConfig, NumericalError, load_model,  # noqa: E402
@@ -49,17 +49,8 @@ def offline_model(*batches):
 
 
 @pytest.fixture
-def start_mapper(ros_context):
-    nodes = []
-
-    def start(**extra):
-        node = MapperNode(context=ros_context, parameter_overrides=overrides({**SMALL, **extra}))
-        nodes.append(node)
-        return node
-
-    yield start
-    for node in nodes:
-        node.destroy_node()
+def start_mapper(start_node):
+    return lambda **extra: start_node(MapperNode, **{**SMALL, **extra})
 
 
 @pytest.fixture

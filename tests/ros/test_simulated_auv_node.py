@@ -52,21 +52,11 @@ class Recorder:
 
 
 @pytest.fixture
-def auv(ros_context):
+def auv(start_node):
     """``auv(**parameters)`` -> a SimulatedAuvNode (time_scale 25, seed 11, the paper's
     start unless overridden), destroyed after the test."""
-    nodes = []
-
-    def make(**parameters):
-        values = {"time_scale": 25.0, "seed": 11, "start_pose": START, **parameters}
-        node = SimulatedAuvNode(context=ros_context, parameter_overrides=[
-            Parameter(name, value=value) for name, value in values.items()])
-        nodes.append(node)
-        return node
-
-    yield make
-    for node in nodes:
-        node.destroy_node()
+    return lambda **parameters: start_node(SimulatedAuvNode, **{
+        "time_scale": 25.0, "seed": 11, "start_pose": START, **parameters})
 
 
 def test_lockstep_publishes_what_follow_makes_then_holds_the_clock(auv, make_node, spin_until):
