@@ -35,6 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
+from poam_ros.processes import wait_or_kill
+
 PLANE_Z = 300.0
 SPEED = 1.0  # m/s along x
 HALF_EXTENT = 5000.0  # m, the workspace the samples must fall in
@@ -273,10 +275,7 @@ def main(argv=None) -> int:
             vehicle.node.destroy_node()
             rclpy.try_shutdown(context=context)
             ingest.terminate()
-            try:
-                ingest.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                ingest.kill()
+            wait_or_kill(ingest, 10)
     sustained = [(rate, statistics.median(r.achieved for r in runs)) for rate, runs in results
                  if all(r.clean for r in runs)
                  and statistics.median(r.achieved for r in runs) >= KEEP_UP * rate]

@@ -38,6 +38,7 @@ import yaml
 
 from poam_ros.mission import MissionSetup, default_parameter_file, mission_seeds
 from poam_ros.planners import RandomPlanner, pilot_survey
+from poam_ros.processes import wait_or_kill
 from poam_ros.sim import SurveySimulator, lower_right_start, terrain_from_config
 from poam_ros.workspace import Workspace
 
@@ -169,10 +170,7 @@ def main(argv=None) -> int:
             probe.destroy()
             rclpy.try_shutdown(context=context)
             mapper.terminate()
-            try:
-                mapper.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                mapper.kill()
+            wait_or_kill(mapper, 20)
     _print_table(rows)
     if args.output:
         args.output.write_text(json.dumps({"rows": rows, "median": summarise(rows),

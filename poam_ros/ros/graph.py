@@ -36,6 +36,7 @@ from rclpy.signals import SignalHandlerOptions
 import poam_ros
 from poam_ros.mission import EpochRecord, MissionSetup
 from poam_ros.param_files import PARAMETERS_KEY
+from poam_ros.processes import wait_or_kill
 from poam_ros.sim import Terrain, terrain_from_config
 
 from .mission_monitor import MissionMonitor
@@ -232,12 +233,7 @@ def _stop(children: list[Child], timeout: float) -> dict[str, int | str]:
     deadline = time.monotonic() + timeout
     codes: dict[str, int | str] = {}
     for child in children:
-        try:
-            codes[child.name] = child.process.wait(max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            child.process.kill()
-            child.process.wait()
-            codes[child.name] = "killed"
+        codes[child.name] = wait_or_kill(child.process, deadline - time.monotonic())
     return codes
 
 
