@@ -12,9 +12,7 @@ import argparse
 import json
 import logging
 import math
-import signal
 import sys
-import threading
 from dataclasses import asdict
 from pathlib import Path
 
@@ -59,43 +57,32 @@ def record(argv) -> int:
         return _fail("record", error)
     try:
         import rclpy
-        from rclpy.executors import ExternalShutdownException
-
         from rclpy.executors import SingleThreadedExecutor
 
         from .params import ConfigError
         from .ros.recorder_node import RecorderNode
+        from .ros.run import StopSignals, init_rclpy, spin_until_stopped
     except ImportError as error:
         return _fail("record", f"needs rclpy ({error}); install the ROS 2 Kilted wheels "
                                f"(scripts/setup.sh) or source a ROS 2 installation")
     # Only the --ros-args part reaches rclpy (None would make it parse sys.argv).
     ros_args = ["poam-ros", *(["--ros-args", *args.ros_args] if args.ros_args else [])]
-    rclpy.init(args=ros_args)  # rclpy turns SIGINT and SIGTERM into a shutdown
-    try:
-        node = RecorderNode(config=config)
-    except ConfigError as error:
-        rclpy.try_shutdown()
-        return _fail("record", error)
-    # Not the EventsExecutor: with the Kilted wheels (rclpy 9.1.2) its timers never fire
-    # here, and the recorder's discovery runs on a timer.
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    timer = None
-    if args.duration > 0:
-        timer = threading.Timer(args.duration, rclpy.try_shutdown)
-        timer.daemon = True
-        timer.start()
-    print(f"recording to {node.path} (Ctrl-C to stop)", flush=True)
-    try:
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if timer is not None:
-            timer.cancel()
-        node.destroy_node()  # writes metadata.yaml
-        executor.shutdown()
-        rclpy.try_shutdown()
+    with StopSignals() as stop:
+        init_rclpy(ros_args)
+        try:
+            node = RecorderNode(config=config)
+        except ConfigError as error:
+            rclpy.try_shutdown()
+            return _fail("record", error)
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
+        print(f"recording to {node.path} (Ctrl-C to stop)", flush=True)
+        try:
+            spin_until_stopped(executor, stop.requested, args.duration or None)
+        finally:
+            node.destroy_node()  # writes metadata.yaml
+            executor.shutdown()
+            rclpy.try_shutdown()
     counts = {t.name: t.count for t in node.writer.topics}
     print(f"{node.path}: {sum(counts.values())} message(s)")
     for name, count in sorted(counts.items()):
@@ -149,30 +136,27 @@ def play(argv) -> int:
                              f"{', '.join(sorted(reader.topics))}")
     try:
         import rclpy
-        from rclpy.signals import SignalHandlerOptions
 
         from .ros.bag_player import BagPlayer
+        from .ros.run import StopSignals, init_rclpy
     except ImportError as error:
         return _fail("play", f"needs rclpy ({error}); install the ROS 2 Kilted wheels "
                              f"(scripts/setup.sh) or source a ROS 2 installation")
-    # The play loop does not spin: stop it from our own handlers.
-    rclpy.init(args=["poam-ros"], signal_handler_options=SignalHandlerOptions.NO)
-    stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
-    try:
-        player = BagPlayer(reader, topics=topics, remap=remap, clock_rate=args.clock)
-        print(reader.describe())
-        if not player.topics:
-            print("poam-ros play: nothing to play", file=sys.stderr)
-            return 1
-        stop.wait(args.delay)
-        print(f"playing {len(player.topics)} topic(s) at rate {args.rate:g}"
-              f"{', looped' if args.loop else ''} (Ctrl-C to stop)", flush=True)
-        report = player.play(rate=args.rate, loop=args.loop, stop=stop)
-        player.destroy_node()
-    finally:
-        rclpy.try_shutdown()
+    with StopSignals() as stop:  # the play loop does not spin: it watches the request
+        init_rclpy(["poam-ros"])
+        try:
+            player = BagPlayer(reader, topics=topics, remap=remap, clock_rate=args.clock)
+            print(reader.describe())
+            if not player.topics:
+                print("poam-ros play: nothing to play", file=sys.stderr)
+                return 1
+            stop.requested.wait(args.delay)
+            print(f"playing {len(player.topics)} topic(s) at rate {args.rate:g}"
+                  f"{', looped' if args.loop else ''} (Ctrl-C to stop)", flush=True)
+            report = player.play(rate=args.rate, loop=args.loop, stop=stop.requested)
+            player.destroy_node()
+        finally:
+            rclpy.try_shutdown()
     for line in report.lines():
         print(line)
     return 0

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import sys
 
 import numpy as np
@@ -60,15 +59,12 @@ def sim(argv) -> int:
         if child.name == CLOCK_SOURCE:  # the mission starts with the clock
             print(EPOCH_HEADER, flush=True)
 
-    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # stop as on Ctrl-C
     try:
         run = run_graph(setup, params, options, logs,
                         lambda record: print(epoch_line(record), flush=True), started)
     except GraphError as error:
         print(f"poam-ros sim: {error}", file=sys.stderr)
         return 1
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     status = 0 if run.outcome == "budget" else INTERRUPTED
     unclean = {name: code for name, code in run.exit_codes.items() if code != 0}
     if unclean:

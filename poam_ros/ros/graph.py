@@ -9,7 +9,7 @@ mission, the command line's overrides), so that a lockstep graph replays
 map; the simulated AUV, the clock source, starts once the monitor hears the other nodes,
 so that it misses no batch and no map.
 
-The run ends when a map holds the sample budget, on Ctrl-C (KeyboardInterrupt), or with a
+The run ends when a map holds the sample budget, on Ctrl-C or SIGTERM, or with a
 :class:`GraphError` when a node exits on its own, the nodes do not come up, or no map comes
 for ``stall_timeout`` seconds. Whatever ends it, every child gets SIGINT, then time to
 exit, then SIGKILL.
@@ -22,6 +22,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -31,7 +32,6 @@ from typing import Any, Callable
 import rclpy
 import yaml
 from rclpy.executors import SingleThreadedExecutor
-from rclpy.signals import SignalHandlerOptions
 
 import poam_ros
 from poam_ros.mission import EpochRecord, MissionSetup
@@ -40,6 +40,7 @@ from poam_ros.processes import wait_or_kill
 from poam_ros.sim import Terrain, terrain_from_config
 
 from .mission_monitor import MissionMonitor
+from .run import StopSignals, init_rclpy
 
 #: node name -> module, in start order; the last one is the clock source
 NODES = {"sensor_ingest": "poam_ros.ros.ingest_node", "mapper": "poam_ros.ros.mapper_node",
@@ -165,55 +166,64 @@ def run_graph(setup: MissionSetup, params_file: Path, options: GraphOptions, log
     terrain = terrain_from_config(setup.terrain)
     env = child_environment()
     context = rclpy.Context()
-    # No rclpy signal handlers: Ctrl-C raises KeyboardInterrupt here, and the children stop.
-    rclpy.init(context=context, signal_handler_options=SignalHandlerOptions.NO)
-    executor = SingleThreadedExecutor(context=context)
-    children: list[Child] = []
-    monitor = None
-    start = time.monotonic()
-    outcome = "interrupted"
-    try:
-        monitor = MissionMonitor(terrain, setup.mission.max_samples, on_epoch, context=context)
-        executor.add_node(monitor)
-        for name in NODES:
-            if name == CLOCK_SOURCE:
-                deadline = time.monotonic() + options.start_timeout
-                _spin_until(lambda: not monitor.missing_sources(), executor, children,
-                            lambda: time.monotonic() > deadline and (
-                                f"no sign of {', '.join(monitor.missing_sources())} within "
-                                f"{options.start_timeout:g} s"))
-            children.append(Child(name, files, log_dir, env))
-            if on_start is not None:
-                on_start(children[-1])
-        _spin_until(lambda: monitor.finished, executor, children,
-                    lambda: time.monotonic() - monitor.last_progress > options.stall_timeout
-                    and (f"no new map for {options.stall_timeout:g} s; the nodes say: "
-                         + "; ".join(f"{name}: {text}"
-                                     for name, text in monitor.messages.items())))
-        outcome = "budget"
-        # A last look at the diagnostics (published once a second), so that the summary's
-        # counts include the last batch.
-        settle = time.monotonic() + SETTLE_TIME
-        _spin_until(lambda: monitor.counts_current() or time.monotonic() > settle, executor,
-                    children, lambda: False)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        end = monitor.last_progress if monitor is not None and monitor.records else \
-            time.monotonic()
-        codes = _stop(children, options.stop_timeout)
-        executor.shutdown()
-        if monitor is not None:
-            monitor.destroy_node()
-        rclpy.try_shutdown(context=context)
-    return GraphRun(monitor.records, monitor, terrain, end - start, outcome, codes)
+    with StopSignals() as signals:  # Ctrl-C, SIGTERM: the children stop in order
+        init_rclpy(context=context)
+        stop = signals.requested
+        executor = SingleThreadedExecutor(context=context)
+        children: list[Child] = []
+        monitor = None
+        start = time.monotonic()
+        outcome = "interrupted"
+        try:
+            monitor = MissionMonitor(terrain, setup.mission.max_samples, on_epoch,
+                                     context=context)
+            executor.add_node(monitor)
+            for name in NODES:
+                if name == CLOCK_SOURCE:
+                    deadline = time.monotonic() + options.start_timeout
+                    _spin_until(lambda: not monitor.missing_sources(), executor, children,
+                                stop, lambda: time.monotonic() > deadline and (
+                                    f"no sign of {', '.join(monitor.missing_sources())} "
+                                    f"within {options.start_timeout:g} s"))
+                children.append(Child(name, files, log_dir, env))
+                if on_start is not None:
+                    on_start(children[-1])
+            _spin_until(lambda: monitor.finished, executor, children, stop,
+                        lambda: time.monotonic() - monitor.last_progress > options.stall_timeout
+                        and (f"no new map for {options.stall_timeout:g} s; the nodes say: "
+                             + "; ".join(f"{name}: {text}"
+                                         for name, text in monitor.messages.items())))
+            outcome = "budget"
+            # A last look at the diagnostics (published once a second), so that the
+            # summary's counts include the last batch.
+            settle = time.monotonic() + SETTLE_TIME
+            _spin_until(lambda: monitor.counts_current() or time.monotonic() > settle,
+                        executor, children, stop, lambda: False)
+        except (_Interrupted, KeyboardInterrupt):  # a second Ctrl-C: at once
+            pass
+        finally:
+            end = monitor.last_progress if monitor is not None and monitor.records else \
+                time.monotonic()
+            codes = _stop(children, options.stop_timeout)
+            executor.shutdown()
+            if monitor is not None:
+                monitor.destroy_node()
+            rclpy.try_shutdown(context=context)
+        return GraphRun(monitor.records, monitor, terrain, end - start, outcome, codes)
+
+
+class _Interrupted(Exception):
+    """Ctrl-C or SIGTERM came: the run ends, as ``interrupted``."""
 
 
 def _spin_until(done: Callable[[], bool], executor: SingleThreadedExecutor,
-                children: list[Child], give_up: Callable[[], str | bool]) -> None:
-    """Spin the monitor until ``done()``; a child's exit, or a reason from ``give_up()``,
-    ends it with a :class:`GraphError`."""
+                children: list[Child], stop: threading.Event,
+                give_up: Callable[[], str | bool]) -> None:
+    """Spin the monitor until ``done()``; ``stop`` ends it with :class:`_Interrupted`, a
+    child's exit or a reason from ``give_up()`` with a :class:`GraphError`."""
     while not done():
+        if stop.is_set():
+            raise _Interrupted
         executor.spin_once(timeout_sec=SPIN_PERIOD)
         for child in children:
             code = child.process.poll()

@@ -25,8 +25,7 @@ Taking promptly matters beyond the recorder's own queue: Fast DDS searches a rea
 history for every sample that arrives, so a reader left holding thousands of samples
 costs its receive thread more per message just when it is behind. The bag's
 ``metadata.yaml`` is written when a split closes and when the node is destroyed: on
-SIGINT or SIGTERM (rclpy shuts the context down; ``main`` destroys the node) the bag is
-complete.
+SIGINT or SIGTERM (the spin loop stops; ``main`` destroys the node) the bag is complete.
 
 Publishes ``/diagnostics`` once a second: messages written per topic, messages
 lost before they reached the recorder (gaps in each publisher's sequence numbers), and
@@ -53,6 +52,7 @@ from poam_ros.params import ConfigError
 from poam_ros.ros import conversions as cv
 from poam_ros.ros.bag_qos import message_class, qos_to_dict, subscription_qos
 from poam_ros.ros.parameters import declare_config
+from poam_ros.ros.run import run_node
 
 DIAGNOSTICS_PERIOD = 1.0  # s, wall
 # After taking what is there, the intake pauses this long before it waits for messages
@@ -282,28 +282,7 @@ def _never_called(_message) -> None:
 
 def main(args=None) -> None:
     """The ``recorder`` executable; stops (and finishes the bag) on SIGINT or SIGTERM."""
-    import rclpy
-    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
-
-    rclpy.init(args=args)
-    try:
-        node = RecorderNode()
-    except ConfigError as error:
-        rclpy.logging.get_logger("recorder").fatal(f"bad configuration: {error}")
-        rclpy.try_shutdown()
-        raise SystemExit(1) from error
-    # Not run_node's EventsExecutor: with the Kilted wheels (rclpy 9.1.2) its timers never
-    # fire here, and discovery runs on a timer.
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    try:
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        executor.shutdown()
-        rclpy.try_shutdown()
+    run_node(RecorderNode, "recorder", args)
 
 
 if __name__ == "__main__":

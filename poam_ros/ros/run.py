@@ -1,4 +1,11 @@
-"""Run one node as a process: ``main()`` of every node executable.
+"""Run a node as a process: ``main()`` of every node executable, and the stop signals that
+the node processes and the commands (``sim``, ``record``, ``play``) share.
+
+rclpy's own handlers make SIGINT raise ``KeyboardInterrupt`` wherever the main thread
+happens to be: inside rclpy's take of a message (which then fails with a ``RuntimeError``
+and exit status 1), half-way through building a task, or in a lock. :class:`StopSignals`
+turns SIGINT and SIGTERM into a request that the spin loop sees between two callbacks, so
+that every process stops the same orderly way; a second signal interrupts at once.
 
 The nodes spin on rclpy's ``SingleThreadedExecutor``. rclpy 9.1's experimental
 ``EventsExecutor`` dispatches messages several times faster, but with the Kilted wheels its
@@ -9,14 +16,63 @@ internal routine``), which the ingest needs to count messages lost in DDS.
 
 from __future__ import annotations
 
+import signal
+import threading
+import time
 from typing import Callable
 
 import rclpy
 import rclpy.logging
-from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import Executor, SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
 
 from poam_ros.params import ConfigError
+
+STOP_CHECK_PERIOD = 0.1  # s: how long a stop request may wait for the spin loop to see it
+CALLBACK_GRACE = 5.0  # s callbacks in flight get to finish once a stop is requested
+
+
+class StopSignals:
+    """While entered, SIGINT and SIGTERM set :attr:`requested` instead of raising
+    ``KeyboardInterrupt``; the second one raises it (a user who will not wait). Enter it
+    before ``rclpy.init(..., signal_handler_options=SignalHandlerOptions.NO)``."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.requested = threading.Event()
+        self._previous: dict[int, object] = {}
+
+    def __enter__(self) -> "StopSignals":
+        for signum in self.SIGNALS:
+            self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous.clear()
+
+    def _handle(self, signum, frame) -> None:
+        if self.requested.is_set():
+            raise KeyboardInterrupt
+        self.requested.set()
+
+
+def init_rclpy(args=None, context=None) -> None:
+    """``rclpy.init`` without rclpy's signal handlers (see :class:`StopSignals`)."""
+    rclpy.init(args=args, context=context, signal_handler_options=SignalHandlerOptions.NO)
+
+
+def spin_until_stopped(executor: Executor, stop: threading.Event,
+                       duration: float | None = None) -> None:
+    """Spin ``executor`` until ``stop`` is set, its context shuts down, or ``duration``
+    seconds have passed (``None``: no limit)."""
+    end = None if duration is None else time.monotonic() + duration
+    context = executor.context
+    while not stop.is_set() and context.ok() and (end is None or time.monotonic() < end):
+        executor.spin_once(timeout_sec=STOP_CHECK_PERIOD)
 
 
 class StartingNode(Node):
@@ -38,31 +94,24 @@ class StartingNode(Node):
 
 def run_node(make_node: Callable[[], Node], name: str, args=None,
              make_executor: Callable[[], Executor] = SingleThreadedExecutor) -> None:
-    """Initialise rclpy with ``args``, build the node and spin it until shutdown.
-
-    A :class:`ConfigError` while building (a bad parameter) is logged and exits with
-    status 1, without a traceback. Ctrl-C or SIGTERM, also while starting, end it quietly;
-    callbacks in flight get a few seconds to finish.
-    """
-    rclpy.init(args=args)
-    node = executor = None
-    try:
-        node = make_node()
-        executor = make_executor()
-        executor.add_node(node)
-        executor.spin()
-    except ConfigError as error:
-        rclpy.logging.get_logger(name).fatal(f"bad configuration: {error}")
-        raise SystemExit(1) from error
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except Exception:
-        if rclpy.ok():
-            raise
-        # Shut down (Ctrl-C, SIGTERM) while starting: nothing went wrong.
-    finally:
-        if executor is not None:
-            executor.shutdown(timeout_sec=5.0)
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
+    """Initialise rclpy with ``args``, build the node and spin it until SIGINT or SIGTERM,
+    also one that came while it was being built; callbacks in flight then get
+    ``CALLBACK_GRACE`` seconds to finish. A :class:`ConfigError` while building (a bad
+    parameter) is logged and exits with status 1, without a traceback."""
+    with StopSignals() as stop:
+        init_rclpy(args)
+        node = executor = None
+        try:
+            node = make_node()
+            executor = make_executor()
+            executor.add_node(node)
+            spin_until_stopped(executor, stop.requested)
+        except ConfigError as error:
+            rclpy.logging.get_logger(name).fatal(f"bad configuration: {error}")
+            raise SystemExit(1) from error
+        finally:
+            if executor is not None:
+                executor.shutdown(timeout_sec=CALLBACK_GRACE)
+            if node is not None:
+                node.destroy_node()
+            rclpy.try_shutdown()

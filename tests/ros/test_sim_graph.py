@@ -181,8 +181,12 @@ def test_a_node_that_dies_ends_the_command_with_its_error(ros_domain_id, small_p
     assert "Traceback" not in err
 
 
-def test_ctrl_c_stops_every_node_and_keeps_what_was_scored(ros_domain_id,
-                                                          small_parameter_file, tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_stop_signal_stops_every_node_and_keeps_what_was_scored(ros_domain_id, signum,
+                                                                  small_parameter_file,
+                                                                  tmp_path):
+    """Ctrl-C (or a SIGTERM from a supervisor) once a map was scored: every node exits
+    cleanly, the command exits 130 and keeps its records."""
     process = poam_ros_sim(["--params", str(small_parameter_file()), "--max-samples",
                             "100000"], tmp_path)
     lines: queue.Queue = queue.Queue()
@@ -199,7 +203,7 @@ def test_ctrl_c_stops_every_node_and_keeps_what_was_scored(ros_domain_id,
                 printed.append(lines.get(timeout=1.0))
             except queue.Empty:
                 pass
-        process.send_signal(signal.SIGINT)
+        process.send_signal(signum)
         process.wait(timeout=60)
     finally:
         if process.poll() is None:
