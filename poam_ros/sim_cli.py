@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -35,7 +36,14 @@ def sim(argv) -> int:
                         help="give up when no new map comes for this many seconds")
     parser.add_argument("--compare", action="store_true",
                         help="then run the ROS-free mission with the same setup and compare")
+    parser.add_argument("--record", type=Path, metavar="BAG",
+                        help="record the mission to this bag (a recorder node beside the "
+                             "others; its parameters from the file's 'recorder' section)")
     args = parser.parse_args(argv)
+    if args.record is not None and args.record.exists():
+        print(f"poam-ros sim: {args.record} exists; a bag is never overwritten",
+              file=sys.stderr)
+        return 2
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         setup, params = setup_from_args(args)
@@ -49,7 +57,8 @@ def sim(argv) -> int:
               file=sys.stderr)
         return 2
     options = GraphOptions(mode=args.mode, time_scale=args.time_scale,
-                           torch_threads=args.torch_threads, stall_timeout=args.stall_timeout)
+                           torch_threads=args.torch_threads, stall_timeout=args.stall_timeout,
+                           record=args.record)
     logs = args.out / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     print(f"sim: {describe(setup)}; node logs in {logs}")
@@ -76,12 +85,27 @@ def sim(argv) -> int:
                             f"{setup.mapping.method} over ROS, seed {setup.mission.seed}")
     extra = {"outcome": run.outcome, "exit_codes": run.exit_codes,
              "goals": run.monitor.goals, "diagnostics": run.monitor.statuses}
+    if args.record is not None:
+        extra["bag"] = describe_bag(args.record)
     if args.compare:
         extra["ros_free"] = compare(setup, run, args.torch_threads)
     report(summarize(run.records, run.wall_time, setup, **extra), run.records, args.out,
            "sim", figure)
     print_node_counts(run.monitor)
     return status
+
+
+def describe_bag(path: Path) -> dict:
+    """Print what the bag holds; returns its path and message count per topic."""
+    from .bags import BagError, BagReader
+
+    try:
+        counts = {name: topic.count for name, topic in BagReader(path).topics.items()}
+    except BagError as error:
+        print(f"poam-ros sim: the bag cannot be read: {error}", file=sys.stderr)
+        return {"path": str(path), "error": str(error)}
+    print(f"recorded {sum(counts.values())} message(s) on {len(counts)} topic(s) to {path}")
+    return {"path": str(path), "messages": counts}
 
 
 def plot_final_map(run, path, title: str):

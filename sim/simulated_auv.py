@@ -58,10 +58,11 @@ class SimulatedAuvConfig(Params):
     max_steps_per_tick: int = param(20, "most control steps one timer tick makes, so a slow "
                                         "tick cannot burst past the queues' depth", low=1,
                                     high=10000)
-    wait_for_subscribers: bool = param(True, "lockstep: hold the clock until odom, "
-                                             "sonar/range (and sonar/swath) have subscribers, "
-                                             "so that no reading is sent before the ingest "
-                                             "has matched the publishers")
+    min_subscribers: int = param(1, "lockstep: hold the clock until odom, sonar/range (and "
+                                    "sonar/swath) each have this many subscribers, so that "
+                                    "no reading is sent before the ingest (and a recorder: "
+                                    "2) has matched the publishers; 0: never hold",
+                                 low=0, high=1000)
 
     def validate(self) -> None:
         if self.start_pose and (len(self.start_pose) != 3 or not all(

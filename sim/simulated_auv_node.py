@@ -129,14 +129,14 @@ class SimulatedAuvNode(Node):
     def _subscribers_missing(self) -> list[str]:
         publishers = [self._odom_pub, self._range_pub] + (
             [self._swath_pub] if self._swath_pub is not None else [])
-        return [p.topic_name for p in publishers if p.get_subscription_count() == 0]
+        return [p.topic_name for p in publishers
+                if p.get_subscription_count() < self.config.min_subscribers]
 
     def _tick(self) -> None:
         now = time.monotonic()
         elapsed, self._last_tick = now - self._last_tick, now
         config, auv = self.config, self.auv
-        self.waiting_for = (self._subscribers_missing() if config.mode == "lockstep"
-                            and config.wait_for_subscribers else [])
+        self.waiting_for = (self._subscribers_missing() if config.mode == "lockstep" else [])
         if self.waiting_for:
             self._target = auv.time
         elif config.time_scale > 0:
@@ -188,7 +188,8 @@ class SimulatedAuvNode(Node):
         level = DiagnosticStatus.OK
         message = "holding, waiting for a plan" if holding else "following a plan"
         if self.waiting_for:
-            message = f"holding the clock until {', '.join(self.waiting_for)} have subscribers"
+            message = (f"holding the clock until {', '.join(self.waiting_for)} have "
+                       f"{self.config.min_subscribers} subscriber(s)")
         if self.plans_refused:
             level = DiagnosticStatus.WARN
             message = f"{message}; {self.plans_refused} plan(s) refused"

@@ -104,6 +104,13 @@ def cloud_points(cloud) -> np.ndarray:
         np.empty((0, 3))
 
 
+def cloud_is_float64(cloud) -> bool:
+    """Whether a ``PointCloud2``'s x, y and z are float64 fields (a ``samples`` batch of an
+    ingest with ``float64_samples``)."""
+    return all(_POINT_FIELD_TYPES.get(field.datatype) == "f8"
+               for field in cloud.fields if field.name in ("x", "y", "z"))
+
+
 def wire_samples(points: np.ndarray, float64: bool) -> np.ndarray:
     """Samples as the mapper reads them off a ``samples`` cloud: float32 fields unless
     ``float64`` (the ingest's ``float64_samples``), read back as float64."""

@@ -15,8 +15,9 @@ Pipeline (what the live graph does, message for message):
    order. The receive time stands for the node's wall clock (grace periods, pending
    timeouts, polled every 50 ms).
 2. Each batch reaches the model as the mapper reads it off the ``samples`` cloud
-   (float32 fields unless ``float64_samples``); empty batches are skipped, as the mapper
-   skips them.
+   (float32 fields unless ``float64_samples``; a bag with recorded batches says which the
+   live ingest sent, and that wins over the parameter file); empty batches are skipped, as
+   the mapper skips them.
 3. **Updates** (``updates``): the live mapper merges every batch that arrived during an
    update into its next one, so its maps depend on timing. Each map it publishes is
    stamped with the newest batch stamp it includes; ``map`` mode reads those stamps from
@@ -210,7 +211,7 @@ def remap_bag(bag, setup: MissionSetup, ingest_config: IngestConfig,
     for group in groups:
         for batch in group:
             xy_z = batch.points if on_wire else dec.wire_samples(
-                batch.points, ingest_config.float64_samples)
+                batch.points, ingest.config.float64_samples)
             try:
                 model.add_data(xy_z[:, :2], xy_z[:, 2])
             except InvalidBatchError as error:
@@ -350,6 +351,13 @@ def _ingest(reader: BagReader, types: MessageTypes, ingest: Ingest, config: Rema
                 notes.append(f"a recorded samples batch could not be read: {error}")
                 continue
             recorded[stamp] = points
+            wire64 = dec.cloud_is_float64(decoded)
+            if wire64 != ingest.config.float64_samples:
+                # The live mapper got what the live ingest sent: its precision, not the file's.
+                ingest.config = ingest.config.replace(float64_samples=wire64)
+                notes.append(f"the live ingest sent {'float64' if wire64 else 'float32'} "
+                             f"samples: so does the remap (float64_samples: "
+                             f"{str(wire64).lower()})")
             if from_samples:
                 batches.append(SampleBatch(stamp / 1e9, points, "recorded"))
     # A plan acts after the data the graph had acted on when it was sent (by the send

@@ -34,8 +34,9 @@ import yaml
 from rclpy.executors import SingleThreadedExecutor
 
 import poam_ros
+from poam_ros.bags import RecorderConfig
 from poam_ros.mission import EpochRecord, MissionSetup
-from poam_ros.param_files import PARAMETERS_KEY
+from poam_ros.param_files import PARAMETERS_KEY, load_config
 from poam_ros.processes import wait_or_kill
 from poam_ros.sim import Terrain, terrain_from_config
 
@@ -47,6 +48,8 @@ NODES = {"sensor_ingest": "poam_ros.ros.ingest_node", "mapper": "poam_ros.ros.ma
          "planner": "poam_ros.ros.planner_node",
          "simulated_auv": "poam_ros.sim.simulated_auv_node"}
 CLOCK_SOURCE = "simulated_auv"
+RECORDER = ("recorder", "poam_ros.ros.recorder_node")  # with GraphOptions.record
+RECORDER_DISCOVERY = 0.1  # s: the graph's recorder searches for new topics this often
 SPIN_PERIOD = 0.1  # s: children and deadlines are checked this often
 LOG_TAIL = 20  # lines of a failed child's log that the error quotes
 SETTLE_TIME = 2.5  # s the nodes' diagnostics get to catch up at the end
@@ -66,6 +69,7 @@ class GraphOptions:
     start_timeout: float = 120.0  # wall s for the nodes to come up
     stall_timeout: float = 600.0  # wall s without a new map before giving up
     stop_timeout: float = 15.0  # wall s the children get to exit after SIGINT
+    record: Path | None = None  # a bag to create: the recorder node records the mission
 
 
 @dataclass
@@ -96,6 +100,11 @@ def graph_parameters(setup: MissionSetup, options: GraphOptions) -> dict[str, di
         parameters["simulated_auv"]["time_scale"] = float(options.time_scale)
     if options.torch_threads is not None:
         parameters["mapper"]["torch_threads"] = options.torch_threads
+    if options.record is not None:
+        parameters["recorder"] = {"output": str(options.record),
+                                  "discovery_period": RECORDER_DISCOVERY}
+        # The ingest and the recorder: the vehicle's first reading reaches both.
+        parameters["simulated_auv"]["min_subscribers"] = 2
     return parameters
 
 
@@ -135,14 +144,14 @@ def child_environment() -> dict[str, str]:
 
 
 class Child:
-    """One node's process, its output in ``<log_dir>/<name>.log``."""
+    """One node's process, running ``module``, its output in ``<log_dir>/<name>.log``."""
 
-    def __init__(self, name: str, parameter_files: list[Path], log_dir: Path,
+    def __init__(self, name: str, module: str, parameter_files: list[Path], log_dir: Path,
                  env: dict[str, str]) -> None:
         self.name = name
         self.log_path = log_dir / f"{name}.log"
         files = [arg for path in parameter_files for arg in ("--params-file", str(path))]
-        self.command = [sys.executable, "-m", NODES[name], "--ros-args", *files]
+        self.command = [sys.executable, "-m", module, "--ros-args", *files]
         with open(self.log_path, "wb") as log:
             # Its own session: a Ctrl-C at the terminal reaches this process alone, which
             # then stops the children in order.
@@ -165,6 +174,9 @@ def run_graph(setup: MissionSetup, params_file: Path, options: GraphOptions, log
                                                graph_parameters(setup, options))]
     terrain = terrain_from_config(setup.terrain)
     env = child_environment()
+    # The recorder first, so that it hears every node from its first message; stopped last.
+    starts = ([RECORDER] if options.record is not None else []) + list(NODES.items())
+    recorded = _recorded_topics(params_file) if options.record is not None else set()
     context = rclpy.Context()
     with StopSignals() as signals:  # Ctrl-C, SIGTERM: the children stop in order
         init_rclpy(context=context)
@@ -178,14 +190,14 @@ def run_graph(setup: MissionSetup, params_file: Path, options: GraphOptions, log
             monitor = MissionMonitor(terrain, setup.mission.max_samples, on_epoch,
                                      context=context)
             executor.add_node(monitor)
-            for name in NODES:
+            for name, module in starts:
                 if name == CLOCK_SOURCE:
                     deadline = time.monotonic() + options.start_timeout
-                    _spin_until(lambda: not monitor.missing_sources(), executor, children,
+                    _spin_until(lambda: not _not_ready(monitor, recorded), executor, children,
                                 stop, lambda: time.monotonic() > deadline and (
-                                    f"no sign of {', '.join(monitor.missing_sources())} "
+                                    f"no sign of {', '.join(_not_ready(monitor, recorded))} "
                                     f"within {options.start_timeout:g} s"))
-                children.append(Child(name, files, log_dir, env))
+                children.append(Child(name, module, files, log_dir, env))
                 if on_start is not None:
                     on_start(children[-1])
             _spin_until(lambda: monitor.finished, executor, children, stop,
@@ -204,12 +216,38 @@ def run_graph(setup: MissionSetup, params_file: Path, options: GraphOptions, log
         finally:
             end = monitor.last_progress if monitor is not None and monitor.records else \
                 time.monotonic()
-            codes = _stop(children, options.stop_timeout)
+            # The nodes, then the recorder: it takes what they publish until they are gone.
+            codes = _stop([c for c in children if c.name != RECORDER[0]], options.stop_timeout)
+            codes |= _stop([c for c in children if c.name == RECORDER[0]], options.stop_timeout)
             executor.shutdown()
             if monitor is not None:
                 monitor.destroy_node()
             rclpy.try_shutdown(context=context)
         return GraphRun(monitor.records, monitor, terrain, end - start, outcome, codes)
+
+
+def _recorded_topics(params_file: Path) -> set[str] | None:
+    """The absolute names of the topics the graph's recorder takes from ``params_file``
+    (``None``: every topic)."""
+    config = load_config(params_file, RECORDER[0], RecorderConfig)
+    if config.all_topics:
+        return None
+    return {topic if topic.startswith("/") else f"/{topic}" for topic in config.topics}
+
+
+def _not_ready(monitor: MissionMonitor, recorded: set[str] | None) -> list[str]:
+    """What the clock source waits for: nodes the monitor has not heard, and ``recorder:
+    <topic>`` for each of ``recorded`` (``None``: all; empty: no recorder) that has a
+    publisher but no subscription of the recorder yet."""
+    missing = monitor.missing_sources()
+    if recorded is not None and not recorded:
+        return missing
+    intake = f"{RECORDER[0]}_intake"  # the node that holds the recorder's subscriptions
+    return missing + [f"recorder: {name}" for name, _ in monitor.get_topic_names_and_types()
+                      if (recorded is None or name in recorded)
+                      and monitor.get_publishers_info_by_topic(name)
+                      and not any(info.node_name == intake
+                                  for info in monitor.get_subscriptions_info_by_topic(name))]
 
 
 class _Interrupted(Exception):

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import queue
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -22,7 +24,8 @@ rclpy = pytest.importorskip("rclpy", exc_type=ModuleNotFoundError)
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from sensor_msgs.msg import PointCloud2  # noqa: E402
 
-from graph_helpers import RUN_LIMIT, Probe, finish, poam_ros_sim  # noqa: E402
+from graph_helpers import ROOT, RUN_LIMIT, Probe, finish, poam_ros_sim  # noqa: E402
+from poam_ros.bags import BagReader, MessageTypes  # noqa: E402
 from poam_ros.mission import MissionSetup  # noqa: E402
 from poam_ros.ros import conversions as cv  # noqa: E402
 from poam_ros.ros import qos  # noqa: E402
@@ -30,6 +33,8 @@ from poam_ros.sim import terrain_from_config  # noqa: E402
 from poam_ros.workspace import Workspace  # noqa: E402
 
 BUDGET = 650  # samples: the pilot survey (484) and a few goals
+SEED = 5
+NODES = ("sensor_ingest", "mapper", "planner", "simulated_auv")
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +55,8 @@ def mission(ros_context, tmp_path_factory, small_parameter_file):
         # The file's time scale (20): as fast as possible would lose readings on a busy
         # machine (the ingest reports them), which is not what this test is about.
         process = poam_ros_sim(["--params", str(params), "--max-samples", str(BUDGET),
-                                "--seed", "5"], folder / "out")
+                                "--seed", str(SEED), "--record", str(folder / "bag")],
+                               folder / "out")
         code, out, err = finish(process, executor, time.monotonic() + RUN_LIMIT)
         # What is still in flight (the last diagnostics) arrives within a moment.
         settle = time.monotonic() + 1.0
@@ -60,19 +66,18 @@ def mission(ros_context, tmp_path_factory, small_parameter_file):
         executor.shutdown()
         node.destroy_node()
     assert code == 0, f"poam-ros sim exited with {code}:\n{out}\n{err}"
-    return setup, folder / "out", probe, samples, out
+    return setup, folder / "out", probe, samples, out, params, folder / "bag"
 
 
 def test_the_command_reports_every_epoch_and_writes_its_records(mission):
-    setup, out, probe, samples, printed = mission
+    setup, out, probe, samples, printed, _, _ = mission
     summary = json.loads((out / "sim.json").read_text())
     epochs = [json.loads(line) for line in (out / "epochs.jsonl").read_text().splitlines()]
     assert summary["outcome"] == "budget" and summary["final"] == epochs[-1]
     assert epochs[-1]["num_samples"] >= BUDGET > epochs[-2]["num_samples"]
     assert [e["epoch"] for e in epochs] == list(range(len(epochs)))
     assert all(np.isfinite([e["smse"], e["msll"], e["update_time"]]).all() for e in epochs)
-    assert summary["exit_codes"] == dict.fromkeys(
-        ("sensor_ingest", "mapper", "planner", "simulated_auv"), 0)
+    assert summary["exit_codes"] == dict.fromkeys((*NODES, "recorder"), 0)
     assert (out / "sim.png").stat().st_size > 0
     assert (out / "logs" / "mapper.log").is_file()
     assert f"{summary['final']['smse']:.4f}" in printed  # the final summary was printed
@@ -82,7 +87,7 @@ def test_the_command_reports_every_epoch_and_writes_its_records(mission):
 
 
 def test_samples_lie_on_the_terrain_inside_the_workspace(mission):
-    setup, out, probe, samples, printed = mission
+    setup, out, probe, samples, printed, _, _ = mission
     terrain = terrain_from_config(setup.terrain)
     workspace = Workspace.from_config(setup.workspace)
     assert len(samples) >= 2
@@ -96,7 +101,7 @@ def test_samples_lie_on_the_terrain_inside_the_workspace(mission):
 
 
 def test_maps_carry_their_fields_and_grow_certain_where_the_vehicle_went(mission):
-    setup, out, probe, samples, printed = mission
+    setup, out, probe, samples, printed, _, _ = mission
     maps = probe.maps
     assert len({cv.time_to_nanoseconds(m.header.stamp) for m in maps}) >= 2
     for cloud in maps:
@@ -129,7 +134,7 @@ def test_maps_carry_their_fields_and_grow_certain_where_the_vehicle_went(mission
 
 
 def test_goals_lie_in_the_workspace(mission):
-    setup, out, probe, samples, printed = mission
+    setup, out, probe, samples, printed, _, _ = mission
     workspace = Workspace.from_config(setup.workspace)
     epochs = json.loads((out / "sim.json").read_text())["epochs"]
     assert len(probe.goals) >= epochs - 1  # a goal per epoch after the pilot survey
@@ -139,7 +144,7 @@ def test_goals_lie_in_the_workspace(mission):
 
 
 def test_diagnostics_count_samples_inducing_points_and_rejections(mission):
-    setup, out, probe, samples, printed = mission
+    setup, out, probe, samples, printed, _, _ = mission
     summary = json.loads((out / "sim.json").read_text())
     final = summary["final"]
     # The mapper's status of the final map: its sample count is what the ingest published
@@ -163,6 +168,33 @@ def test_diagnostics_count_samples_inducing_points_and_rejections(mission):
     assert int(planner["goals_issued"]) >= summary["epochs"] - 1
     # The command's summary holds the same diagnostics.
     assert summary["diagnostics"]["mapper: mapping"]["inducing_points"]
+
+
+def test_the_recorded_bag_holds_the_whole_mission_and_remaps_to_its_maps(mission, tmp_path):
+    """``--record``: every pose and sounding from the vehicle's first, every batch the probe
+    heard, and maps that ``poam-ros remap`` of the bag reproduces from the raw sensors."""
+    setup, out, probe, samples, printed, params, bag = mission
+    counts = json.loads((out / "sim.json").read_text())["bag"]["messages"]
+    assert {"/odom", "/sonar/range", "/samples", "/map", "/plan", "/goal", "/clock",
+            "/diagnostics"} <= set(counts)
+    assert counts["/samples"] == len(samples)
+    reader, types = BagReader(bag), MessageTypes()
+    stamps: dict[str, list[float]] = {"/odom": [], "/sonar/range": []}
+    for message in reader.messages(stamps):
+        header = types.deserialize(message.data, message.msgtype).header
+        stamps[message.topic].append(header.stamp.sec + header.stamp.nanosec * 1e-9)
+    rates = {"/odom": setup.vehicle.control_rate, "/sonar/range": setup.sonar.rate}
+    for topic, rate in rates.items():
+        period = 1.0 / rate
+        times = np.sort(stamps[topic])
+        assert times[0] < period and np.allclose(np.diff(times), period, atol=1e-6), topic
+    remap = subprocess.run([sys.executable, "-m", "poam_ros", "remap", str(bag), "--seed",
+                            str(SEED), "--params", str(params), "--out", str(tmp_path)],
+                           cwd=ROOT, capture_output=True, text=True, timeout=RUN_LIMIT)
+    assert remap.returncode == 0, remap.stderr
+    assert "is equal to the live map (max |Δmean| 0, max |Δstd| 0" in remap.stdout, remap.stdout
+    final = json.loads((out / "sim.json").read_text())["final"]
+    assert f"SMSE {final['smse']:.4f}  MSLL {final['msll']:.3f}" in remap.stdout
 
 
 def test_a_node_that_dies_ends_the_command_with_its_error(ros_domain_id, small_parameter_file,
@@ -213,5 +245,4 @@ def test_a_stop_signal_stops_every_node_and_keeps_what_was_scored(ros_domain_id,
     assert process.returncode == 130, (printed, err)
     summary = json.loads((tmp_path / "sim.json").read_text())
     assert summary["outcome"] == "interrupted" and summary["epochs"] >= 1
-    assert summary["exit_codes"] == dict.fromkeys(
-        ("sensor_ingest", "mapper", "planner", "simulated_auv"), 0)
+    assert summary["exit_codes"] == dict.fromkeys(NODES, 0)

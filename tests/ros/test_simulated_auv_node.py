@@ -33,8 +33,8 @@ RELIABLE = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
 class Recorder:
     """A test node that sends plans and keeps what the vehicle publishes."""
 
-    def __init__(self, make_node):
-        self.node = make_node("recorder")
+    def __init__(self, make_node, name="recorder"):
+        self.node = make_node(name)
         self.plans = self.node.create_publisher(Path, "plan", LATCHED)
         self.odom, self.ranges, self.clock, self.swaths, self.diagnostics = [], [], [], [], []
         for kind, topic, store in ((Odometry, "odom", self.odom), (Range, "sonar/range",
@@ -160,16 +160,24 @@ def test_timers_do_not_depend_on_sim_time(auv, make_node, spin_until):
     assert time.monotonic() - started < 10.0
 
 
+@pytest.mark.parametrize("min_subscribers", [1, 2])
 def test_lockstep_holds_the_clock_until_the_sensors_have_subscribers(auv, make_node,
-                                                                      spin_until):
-    node = auv()
+                                                                      spin_until,
+                                                                      min_subscribers):
+    """``min_subscribers`` 2: the ingest and a recorder both get the first reading."""
+    node = auv(min_subscribers=min_subscribers)
     planner = make_node("planner_only")
     plans = planner.create_publisher(Path, "plan", LATCHED)
     plans.publish(cv.path_from_waypoints(Header(frame_id="map"), np.array([[20.0, -30.0]])))
     assert spin_until(lambda: not node.auv.holding, node, planner)  # it has the plan ...
-    spin_until(lambda: False, node, planner, timeout=0.5)
-    assert node.auv.time == 0.0 and "/odom" in node.waiting_for  # ... but nobody listens
-    recorder = Recorder(make_node)
-    assert spin_until(lambda: len(recorder.ranges) >= 3, node, planner, recorder.node,
+    listeners = []
+    for count in range(min_subscribers):
+        spin_until(lambda: False, node, planner, *(r.node for r in listeners), timeout=0.5)
+        # ... but not enough listen
+        assert node.auv.time == 0.0 and "/odom" in node.waiting_for, count
+        listeners.append(Recorder(make_node, f"listener_{count}"))
+    nodes = [node, planner, *(r.node for r in listeners)]
+    assert spin_until(lambda: all(len(r.ranges) >= 3 for r in listeners), *nodes,
                       timeout=10.0)
-    assert cv.time_to_seconds(recorder.ranges[0].header.stamp) == 0.0  # nothing was missed
+    for listener in listeners:  # nothing was missed
+        assert cv.time_to_seconds(listener.ranges[0].header.stamp) == 0.0
