@@ -90,7 +90,10 @@ def recorded(ros_context, tmp_path_factory):
         output=str(bag), discovery_period=0.1))
     auv = SimulatedAuvNode(context=ros_context, parameter_overrides=_overrides({
         **setup.node_parameters("simulated_auv"), "seed": seeds["simulator"],
-        "time_scale": 25.0, "start_pose": START}))
+        "time_scale": 25.0, "start_pose": START,
+        # The ingest, the probe and the recorder (which finds the topic on its discovery
+        # timer) all hear the first pose.
+        "min_subscribers": 3}))
     # On a loaded machine a single-threaded executor spinning six nodes can hold a reading
     # back for more than a second: deep sensor queues, and grace periods long enough that
     # the live ingest's batches do not depend on its wall clock (the remap sees every
