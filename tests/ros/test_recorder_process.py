@@ -1,5 +1,6 @@
-"""``poam-ros record`` as a process: stopped by SIGINT or SIGTERM it leaves a complete bag
-(metadata.yaml with every message it received); bad options are one clear line."""
+"""``poam-ros record`` as a process: stopped by SIGINT, SIGTERM or ``--duration`` it leaves a
+complete bag (metadata.yaml with every message it received); bad options are one clear
+line."""
 
 from __future__ import annotations
 
@@ -56,6 +57,21 @@ def test_a_signal_leaves_a_complete_bag(ros_domain_id, make_node, spin_until, tm
     assert [m.topic for m in reader.messages()] == ["/sonar/range"] * 50
     assert not reader.report.damaged
     assert "/sonar/range" in output and "50" in output
+
+
+def test_duration_stops_it_by_itself_with_a_complete_bag(ros_domain_id, tmp_path):
+    bag = tmp_path / "bag"
+    started = time.monotonic()
+    process = start_recorder(bag, "--duration", "2", "sonar/range")
+    try:
+        output, _ = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, output
+    assert time.monotonic() - started >= 2.0
+    meta = yaml.safe_load((bag / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    assert meta["message_count"] == 0 and f"{bag}: 0 message(s)" in output
 
 
 def test_an_existing_bag_is_one_clear_line(tmp_path):
