@@ -57,11 +57,10 @@ def record(argv) -> int:
         return _fail("record", error)
     try:
         import rclpy
-        from rclpy.executors import SingleThreadedExecutor
 
         from .params import ConfigError
         from .ros.recorder_node import RecorderNode
-        from .ros.run import StopSignals, init_rclpy, spin_until_stopped
+        from .ros.run import StopSignals, init_rclpy, spin_node
     except ImportError as error:
         return _fail("record", f"needs rclpy ({error}); install the ROS 2 Kilted wheels "
                                f"(scripts/setup.sh) or source a ROS 2 installation")
@@ -74,15 +73,8 @@ def record(argv) -> int:
         except ConfigError as error:
             rclpy.try_shutdown()
             return _fail("record", error)
-        executor = SingleThreadedExecutor()
-        executor.add_node(node)
         print(f"recording to {node.path} (Ctrl-C to stop)", flush=True)
-        try:
-            spin_until_stopped(executor, stop.requested, args.duration or None)
-        finally:
-            node.destroy_node()  # writes metadata.yaml
-            executor.shutdown()
-            rclpy.try_shutdown()
+        spin_node(node, stop.requested, duration=args.duration or None)  # writes metadata.yaml
     counts = {t.name: t.count for t in node.writer.topics}
     print(f"{node.path}: {sum(counts.values())} message(s)")
     for name, count in sorted(counts.items()):

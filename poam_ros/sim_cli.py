@@ -40,10 +40,14 @@ def sim(argv) -> int:
                         help="record the mission to this bag (a recorder node beside the "
                              "others; its parameters from the file's 'recorder' section)")
     args = parser.parse_args(argv)
-    if args.record is not None and args.record.exists():
-        print(f"poam-ros sim: {args.record} exists; a bag is never overwritten",
-              file=sys.stderr)
-        return 2
+    if args.record is not None:  # before any node starts
+        from .bags import BagWriteError, check_new_bag
+
+        try:
+            check_new_bag(args.record)
+        except BagWriteError as error:
+            print(f"poam-ros sim: {error}", file=sys.stderr)
+            return 2
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         setup, params = setup_from_args(args)

@@ -6,10 +6,10 @@ The rclpy sides (the recorder node, the player) live in :mod:`poam_ros.ros`.
 """
 
 from .bag_reader import BagError, BagMessage, BagReader, ReadReport, TopicInfo
-from .bag_writer import STORAGES, BagWriteError, BagWriter, default_bag_path
+from .bag_writer import STORAGES, BagWriteError, BagWriter, check_new_bag, default_bag_path
 from .message_types import STACK_TOPICS, MessageTypes, UnknownMessageType
 from .recorder_config import RecorderConfig
 
 __all__ = ["BagError", "BagMessage", "BagReader", "ReadReport", "TopicInfo", "STORAGES",
-           "BagWriteError", "BagWriter", "default_bag_path", "STACK_TOPICS", "MessageTypes",
-           "UnknownMessageType", "RecorderConfig"]
+           "BagWriteError", "BagWriter", "check_new_bag", "default_bag_path", "STACK_TOPICS",
+           "MessageTypes", "UnknownMessageType", "RecorderConfig"]

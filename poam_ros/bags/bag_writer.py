@@ -76,6 +76,18 @@ class _FileStats:
                 "message_count": self.count}
 
 
+def check_new_bag(path) -> Path:
+    """``path`` as a Path, if no file or folder is there yet: a bag is never overwritten.
+
+    Raises:
+        BagWriteError: something exists at ``path``.
+    """
+    path = Path(path)
+    if path.exists():
+        raise BagWriteError(f"{path} exists already; a bag is never overwritten")
+    return path
+
+
 class BagWriter:
     """Writes one rosbag2 bag; see the module docstring.
 
@@ -104,9 +116,7 @@ class BagWriter:
             compression = "none"  # rosbag2's sqlite3 storage compresses whole files only
         if max_bytes < 0 or max_duration < 0:
             raise ValueError("max_bytes and max_duration must be >= 0")
-        self.path = Path(path)
-        if self.path.exists():
-            raise BagWriteError(f"{self.path} exists already; a bag is never overwritten")
+        self.path = check_new_bag(path)
         try:
             self.path.mkdir(parents=True)
         except OSError as error:

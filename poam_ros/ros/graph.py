@@ -176,7 +176,7 @@ def run_graph(setup: MissionSetup, params_file: Path, options: GraphOptions, log
     env = child_environment()
     # The recorder first, so that it hears every node from its first message; stopped last.
     starts = ([RECORDER] if options.record is not None else []) + list(NODES.items())
-    recorded = _recorded_topics(params_file) if options.record is not None else set()
+    recording = _recording(params_file) if options.record is not None else None
     context = rclpy.Context()
     with StopSignals() as signals:  # Ctrl-C, SIGTERM: the children stop in order
         init_rclpy(context=context)
@@ -193,9 +193,9 @@ def run_graph(setup: MissionSetup, params_file: Path, options: GraphOptions, log
             for name, module in starts:
                 if name == CLOCK_SOURCE:
                     deadline = time.monotonic() + options.start_timeout
-                    _spin_until(lambda: not _not_ready(monitor, recorded), executor, children,
+                    _spin_until(lambda: not _not_ready(monitor, recording), executor, children,
                                 stop, lambda: time.monotonic() > deadline and (
-                                    f"no sign of {', '.join(_not_ready(monitor, recorded))} "
+                                    f"no sign of {', '.join(_not_ready(monitor, recording))} "
                                     f"within {options.start_timeout:g} s"))
                 children.append(Child(name, module, files, log_dir, env))
                 if on_start is not None:
@@ -226,26 +226,26 @@ def run_graph(setup: MissionSetup, params_file: Path, options: GraphOptions, log
         return GraphRun(monitor.records, monitor, terrain, end - start, outcome, codes)
 
 
-def _recorded_topics(params_file: Path) -> set[str] | None:
-    """The absolute names of the topics the graph's recorder takes from ``params_file``
-    (``None``: every topic)."""
+def _recording(params_file: Path) -> Callable[[str], bool]:
+    """Whether the graph's recorder, as ``params_file`` configures it, takes a topic (by
+    its absolute name)."""
     config = load_config(params_file, RECORDER[0], RecorderConfig)
     if config.all_topics:
-        return None
-    return {topic if topic.startswith("/") else f"/{topic}" for topic in config.topics}
+        return lambda name: True
+    topics = {topic if topic.startswith("/") else f"/{topic}" for topic in config.topics}
+    return topics.__contains__
 
 
-def _not_ready(monitor: MissionMonitor, recorded: set[str] | None) -> list[str]:
-    """What the clock source waits for: nodes the monitor has not heard, and ``recorder:
-    <topic>`` for each of ``recorded`` (``None``: all; empty: no recorder) that has a
-    publisher but no subscription of the recorder yet."""
+def _not_ready(monitor: MissionMonitor, recording: Callable[[str], bool] | None) -> list[str]:
+    """What the clock source waits for: nodes the monitor has not heard and, with a recorder
+    (``recording``: whether it takes a topic), ``recorder: <topic>`` for each topic it takes
+    that has a publisher but no subscription of the recorder yet."""
     missing = monitor.missing_sources()
-    if recorded is not None and not recorded:
+    if recording is None:
         return missing
     intake = f"{RECORDER[0]}_intake"  # the node that holds the recorder's subscriptions
     return missing + [f"recorder: {name}" for name, _ in monitor.get_topic_names_and_types()
-                      if (recorded is None or name in recorded)
-                      and monitor.get_publishers_info_by_topic(name)
+                      if recording(name) and monitor.get_publishers_info_by_topic(name)
                       and not any(info.node_name == intake
                                   for info in monitor.get_subscriptions_info_by_topic(name))]
 

@@ -92,26 +92,38 @@ class StartingNode(Node):
         raise NotImplementedError
 
 
+def spin_node(node: Node, stop: threading.Event,
+              make_executor: Callable[[], Executor] = SingleThreadedExecutor,
+              duration: float | None = None) -> None:
+    """Spin ``node`` until ``stop`` (or ``duration`` s, see :func:`spin_until_stopped`);
+    then callbacks in flight get ``CALLBACK_GRACE`` seconds to finish, the node is destroyed
+    and rclpy shut down."""
+    executor = None
+    try:
+        executor = make_executor()
+        executor.add_node(node)
+        spin_until_stopped(executor, stop, duration)
+    finally:
+        if executor is not None:
+            executor.shutdown(timeout_sec=CALLBACK_GRACE)
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
 def run_node(make_node: Callable[[], Node], name: str, args=None,
              make_executor: Callable[[], Executor] = SingleThreadedExecutor) -> None:
-    """Initialise rclpy with ``args``, build the node and spin it until SIGINT or SIGTERM,
-    also one that came while it was being built; callbacks in flight then get
-    ``CALLBACK_GRACE`` seconds to finish. A :class:`ConfigError` while building (a bad
-    parameter) is logged and exits with status 1, without a traceback."""
+    """Initialise rclpy with ``args``, build the node and :func:`spin_node` it until SIGINT
+    or SIGTERM, also one that came while it was being built. A :class:`ConfigError` while
+    building (a bad parameter) is logged and exits with status 1, without a traceback."""
     with StopSignals() as stop:
         init_rclpy(args)
-        node = executor = None
+        node = None
         try:
             node = make_node()
-            executor = make_executor()
-            executor.add_node(node)
-            spin_until_stopped(executor, stop.requested)
         except ConfigError as error:
             rclpy.logging.get_logger(name).fatal(f"bad configuration: {error}")
             raise SystemExit(1) from error
         finally:
-            if executor is not None:
-                executor.shutdown(timeout_sec=CALLBACK_GRACE)
-            if node is not None:
-                node.destroy_node()
-            rclpy.try_shutdown()
+            if node is None:
+                rclpy.try_shutdown()
+        spin_node(node, stop.requested, make_executor)

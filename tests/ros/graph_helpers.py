@@ -18,6 +18,7 @@ from rclpy.parameter import Parameter
 from sensor_msgs.msg import PointCloud2, PointField
 from std_msgs.msg import Header
 
+from poam_ros.processes import wait_or_kill
 from poam_ros.ros import conversions as cv
 from poam_ros.ros import qos
 
@@ -110,9 +111,6 @@ def finish(process: subprocess.Popen, executor, deadline: float) -> tuple[int, s
         executor.spin_once(timeout_sec=0.05)
     if process.poll() is None:
         process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        wait_or_kill(process, 30)
     out, err = process.communicate(timeout=30)
     return process.returncode, out, err
