@@ -58,11 +58,10 @@ class SimulatedAuvConfig(Params):
     max_steps_per_tick: int = param(20, "most control steps one timer tick makes, so a slow "
                                         "tick cannot burst past the queues' depth", low=1,
                                     high=10000)
-    min_subscribers: int = param(1, "lockstep: hold the clock until odom, sonar/range (and "
-                                    "sonar/swath) each have this many subscribers, so that "
-                                    "no reading is sent before the ingest (and a recorder: "
-                                    "2) has matched the publishers; 0: never hold",
-                                 low=0, high=1000)
+    hold_for: list[str] = param(
+        ["sensor_ingest"], "lockstep: hold the clock until each of these nodes subscribes to "
+        "odom, sonar/range (and sonar/swath), so that none misses the first reading; a name "
+        "starting with / is matched with its namespace; empty: never hold")
 
     def validate(self) -> None:
         if self.start_pose and (len(self.start_pose) != 3 or not all(
@@ -71,6 +70,9 @@ class SimulatedAuvConfig(Params):
             raise ConfigError(f"SimulatedAuvConfig.start_pose must be empty or three finite "
                               f"numbers x, y, yaw, got {self.start_pose!r}")
         self.start_pose = [float(v) for v in self.start_pose]
+        if not all(isinstance(name, str) and name.strip("/") for name in self.hold_for):
+            raise ConfigError(f"SimulatedAuvConfig.hold_for must list node names, got "
+                              f"{self.hold_for!r}")
 
 
 class Odom(NamedTuple):

@@ -95,6 +95,7 @@ class SimulatedAuvNode(Node):
         self._warned: dict[str, float] = {}
         self.plans_refused = 0
         self.waiting_for: list[str] = []
+        self._complete: dict[str, int] = {}  # topic -> matched subscribers when found complete
         self.create_timer(1.0 / self.config.publish_rate, self._tick, clock=steady)
         self.create_timer(DIAGNOSTICS_PERIOD, self._publish_diagnostics, clock=steady)
         self.get_logger().info(
@@ -127,16 +128,34 @@ class SimulatedAuvNode(Node):
         self._warn("plan", f"plan refused, the vehicle keeps its current one: {reason}")
 
     def _subscribers_missing(self) -> list[str]:
+        """Sensor topics that a node of ``hold_for`` does not subscribe to yet.
+
+        A subscriber counts once the graph names its node and the publisher has matched
+        every subscription the graph knows (names come with discovery, matching separately).
+        A topic found complete is asked again only when its number of matched subscribers
+        changes: a graph query costs about 80 µs, the count about 2 µs.
+        """
         publishers = [self._odom_pub, self._range_pub] + (
             [self._swath_pub] if self._swath_pub is not None else [])
-        return [p.topic_name for p in publishers
-                if p.get_subscription_count() < self.config.min_subscribers]
+        missing = []
+        for publisher in publishers:
+            topic, count = publisher.topic_name, publisher.get_subscription_count()
+            if self._complete.get(topic) != count:
+                self._complete.pop(topic, None)
+                endpoints = self.get_subscriptions_info_by_topic(topic)
+                names = [(e.node_namespace, e.node_name) for e in endpoints]
+                if count < len(endpoints) or missing_nodes(self.config.hold_for, names):
+                    missing.append(topic)
+                else:
+                    self._complete[topic] = count
+        return missing
 
     def _tick(self) -> None:
         now = time.monotonic()
         elapsed, self._last_tick = now - self._last_tick, now
         config, auv = self.config, self.auv
-        self.waiting_for = (self._subscribers_missing() if config.mode == "lockstep" else [])
+        self.waiting_for = (self._subscribers_missing()
+                            if config.mode == "lockstep" and config.hold_for else [])
         if self.waiting_for:
             self._target = auv.time
         elif config.time_scale > 0:
@@ -188,8 +207,8 @@ class SimulatedAuvNode(Node):
         level = DiagnosticStatus.OK
         message = "holding, waiting for a plan" if holding else "following a plan"
         if self.waiting_for:
-            message = (f"holding the clock until {', '.join(self.waiting_for)} have "
-                       f"{self.config.min_subscribers} subscriber(s)")
+            message = (f"holding the clock until {', '.join(self.config.hold_for)} "
+                       f"subscribe to {', '.join(self.waiting_for)}")
         if self.plans_refused:
             level = DiagnosticStatus.WARN
             message = f"{message}; {self.plans_refused} plan(s) refused"
@@ -208,6 +227,14 @@ class SimulatedAuvNode(Node):
         if now - self._warned.get(key, -WARN_INTERVAL) >= WARN_INTERVAL:
             self._warned[key] = now
             self.get_logger().warning(message)
+
+
+def missing_nodes(required: list[str], subscribers: list[tuple[str, str]]) -> list[str]:
+    """The names in ``required`` that no (namespace, name) in ``subscribers`` matches: a plain
+    name matches in any namespace, one starting with / only the fully qualified name."""
+    plain = {name for _, name in subscribers}
+    qualified = {f"{namespace.rstrip('/')}/{name}" for namespace, name in subscribers}
+    return [n for n in required if n not in (qualified if n.startswith("/") else plain)]
 
 
 def _all(config_cls) -> list[str]:

@@ -39,6 +39,7 @@ from poam_ros.mission import EpochRecord, MissionSetup
 from poam_ros.param_files import PARAMETERS_KEY, load_config
 from poam_ros.processes import wait_or_kill
 from poam_ros.sim import Terrain, terrain_from_config
+from poam_ros.sim.multibeam import MultibeamStreamConfig
 
 from .mission_monitor import MissionMonitor
 from .run import StopSignals, init_rclpy
@@ -50,6 +51,8 @@ NODES = {"sensor_ingest": "poam_ros.ros.ingest_node", "mapper": "poam_ros.ros.ma
 CLOCK_SOURCE = "simulated_auv"
 RECORDER = ("recorder", "poam_ros.ros.recorder_node")  # with GraphOptions.record
 RECORDER_DISCOVERY = 0.1  # s: the graph's recorder searches for new topics this often
+RECORDER_INTAKE = f"{RECORDER[0]}_intake"  # the recorder's node that holds its subscriptions
+SENSOR_TOPICS = ("/odom", "/sonar/range")  # the simulated AUV's, "/sonar/swath" with multibeam
 SPIN_PERIOD = 0.1  # s: children and deadlines are checked this often
 LOG_TAIL = 20  # lines of a failed child's log that the error quotes
 SETTLE_TIME = 2.5  # s the nodes' diagnostics get to catch up at the end
@@ -84,8 +87,11 @@ class GraphRun:
     exit_codes: dict[str, int | str] = field(default_factory=dict)  # "killed" if it had to be
 
 
-def graph_parameters(setup: MissionSetup, options: GraphOptions) -> dict[str, dict[str, Any]]:
-    """Per node, the parameters given on top of the parameter file."""
+def graph_parameters(setup: MissionSetup, options: GraphOptions,
+                     recording: Callable[[str], bool] | None = None,
+                     sensor_topics: tuple[str, ...] = SENSOR_TOPICS) -> dict[str, dict[str, Any]]:
+    """Per node, the parameters given on top of the parameter file. ``recording`` says which
+    topics the recorder takes (None: no recorder); ``sensor_topics`` are the vehicle's."""
     parameters = {node: setup.node_parameters(node)
                   for node in ("simulated_auv", "mapper", "planner")}
     # float64 samples: the model gets the positions the simulator computed, unrounded (the
@@ -103,8 +109,9 @@ def graph_parameters(setup: MissionSetup, options: GraphOptions) -> dict[str, di
     if options.record is not None:
         parameters["recorder"] = {"output": str(options.record),
                                   "discovery_period": RECORDER_DISCOVERY}
-        # The ingest and the recorder: the vehicle's first reading reaches both.
-        parameters["simulated_auv"]["min_subscribers"] = 2
+        if recording is not None and all(map(recording, sensor_topics)):
+            # The vehicle's first reading reaches the ingest and the recorder both.
+            parameters["simulated_auv"]["hold_for"] = ["sensor_ingest", RECORDER_INTAKE]
     return parameters
 
 
@@ -170,13 +177,15 @@ def run_graph(setup: MissionSetup, params_file: Path, options: GraphOptions, log
     """Run the graph until a map holds ``setup.mission.max_samples`` samples (or Ctrl-C);
     see the module docstring. ``on_start`` sees each node's process as it starts."""
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")  # the monitor's too
-    files = [params_file, write_parameter_file(log_dir / "graph_parameters.yaml",
-                                               graph_parameters(setup, options))]
+    recording = _recording(params_file) if options.record is not None else None
+    sensors = SENSOR_TOPICS + (("/sonar/swath",) if load_config(
+        params_file, CLOCK_SOURCE, MultibeamStreamConfig, "multibeam").enabled else ())
+    files = [params_file, write_parameter_file(
+        log_dir / "graph_parameters.yaml", graph_parameters(setup, options, recording, sensors))]
     terrain = terrain_from_config(setup.terrain)
     env = child_environment()
     # The recorder first, so that it hears every node from its first message; stopped last.
     starts = ([RECORDER] if options.record is not None else []) + list(NODES.items())
-    recording = _recording(params_file) if options.record is not None else None
     context = rclpy.Context()
     with StopSignals() as signals:  # Ctrl-C, SIGTERM: the children stop in order
         init_rclpy(context=context)
@@ -243,10 +252,9 @@ def _not_ready(monitor: MissionMonitor, recording: Callable[[str], bool] | None)
     missing = monitor.missing_sources()
     if recording is None:
         return missing
-    intake = f"{RECORDER[0]}_intake"  # the node that holds the recorder's subscriptions
     return missing + [f"recorder: {name}" for name, _ in monitor.get_topic_names_and_types()
                       if recording(name) and monitor.get_publishers_info_by_topic(name)
-                      and not any(info.node_name == intake
+                      and not any(info.node_name == RECORDER_INTAKE
                                   for info in monitor.get_subscriptions_info_by_topic(name))]
 
 

@@ -11,8 +11,15 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+import yaml
+
+from poam_ros.bags import RecorderConfig
+from poam_ros.parameter_types import check_value_kind, parameter_kind
+from poam_ros.sim.simulated_auv import SimulatedAuvConfig
 
 ROOT = Path(__file__).resolve().parents[2]
+# The configs of the executables that launch files give single parameters to.
+CONFIGS = {"simulated_auv": SimulatedAuvConfig, "recorder": RecorderConfig}
 LAUNCH_FILES = sorted((ROOT / "launch").glob("*.launch.xml"))
 SHARE = "$(find-pkg-share poam_ros)/"
 
@@ -52,3 +59,18 @@ def test_nodes_name_existing_executables_and_files(path):
         if node.get("pkg") == "rviz2":
             config = re.search(r"-d (.+)$", node.get("args").strip()).group(1)
             assert resolve(config, path).is_file()
+
+
+@pytest.mark.parametrize("path", LAUNCH_FILES, ids=lambda p: p.name)
+def test_single_parameters_are_declared_with_their_type(path):
+    for node in launch_nodes(path):
+        for param in node.iter("param"):
+            name, value = param.get("name"), param.get("value")
+            if name is None or name == "use_sim_time":
+                continue
+            config_cls = CONFIGS[node.get("exec")]
+            specs = {spec.name: spec for spec in config_cls.specs()}
+            assert name in specs, f"{path.name}: {node.get('exec')} has no parameter {name}"
+            if "$(" not in value:  # as launch_ros reads a literal: YAML
+                check_value_kind(f"{path.name}: {name}",
+                                 parameter_kind(config_cls, specs[name]), yaml.safe_load(value))

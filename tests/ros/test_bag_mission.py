@@ -93,7 +93,7 @@ def recorded(ros_context, tmp_path_factory):
         "time_scale": 25.0, "start_pose": START,
         # The ingest, the probe and the recorder (which finds the topic on its discovery
         # timer) all hear the first pose.
-        "min_subscribers": 3}))
+        "hold_for": ["sensor_ingest", "probe", "recorder_intake"]}))
     # On a loaded machine a single-threaded executor spinning six nodes can hold a reading
     # back for more than a second: deep sensor queues, and grace periods long enough that
     # the live ingest's batches do not depend on its wall clock (the remap sees every

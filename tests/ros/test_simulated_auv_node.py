@@ -21,7 +21,7 @@ from std_msgs.msg import Header  # noqa: E402
 
 from poam_ros.ros import conversions as cv  # noqa: E402
 from poam_ros.sim.default_terrain import default_terrain  # noqa: E402
-from poam_ros.sim.simulated_auv_node import SimulatedAuvNode  # noqa: E402
+from poam_ros.sim.simulated_auv_node import SimulatedAuvNode, missing_nodes  # noqa: E402
 from poam_ros.sim.simulator import SurveySimulator  # noqa: E402
 
 START = [30.0, -30.0, math.pi]
@@ -54,9 +54,11 @@ class Recorder:
 @pytest.fixture
 def auv(start_node):
     """``auv(**parameters)`` -> a SimulatedAuvNode (time_scale 25, seed 11, the paper's
-    start unless overridden), destroyed after the test."""
+    start, its clock held for the test's ``Recorder`` unless overridden), destroyed after the
+    test."""
     return lambda **parameters: start_node(SimulatedAuvNode, **{
-        "time_scale": 25.0, "seed": 11, "start_pose": START, **parameters})
+        "time_scale": 25.0, "seed": 11, "start_pose": START, "hold_for": ["recorder"],
+        **parameters})
 
 
 def test_lockstep_publishes_what_follow_makes_then_holds_the_clock(auv, make_node, spin_until):
@@ -160,24 +162,36 @@ def test_timers_do_not_depend_on_sim_time(auv, make_node, spin_until):
     assert time.monotonic() - started < 10.0
 
 
-@pytest.mark.parametrize("min_subscribers", [1, 2])
-def test_lockstep_holds_the_clock_until_the_sensors_have_subscribers(auv, make_node,
-                                                                      spin_until,
-                                                                      min_subscribers):
-    """``min_subscribers`` 2: the ingest and a recorder both get the first reading."""
-    node = auv(min_subscribers=min_subscribers)
+@pytest.mark.parametrize("hold_for", [["listener_0"], ["listener_0", "/listener_1"]])
+def test_lockstep_holds_the_clock_until_the_named_nodes_subscribe(auv, make_node, spin_until,
+                                                                   hold_for):
+    """A subscriber not named (a visualiser, say) does not release the clock; once every node
+    of ``hold_for`` subscribes, it runs and each of them gets the first reading."""
+    node = auv(hold_for=hold_for)
     planner = make_node("planner_only")
     plans = planner.create_publisher(Path, "plan", LATCHED)
     plans.publish(cv.path_from_waypoints(Header(frame_id="map"), np.array([[20.0, -30.0]])))
     assert spin_until(lambda: not node.auv.holding, node, planner)  # it has the plan ...
+    viewer = Recorder(make_node, "viewer")
     listeners = []
-    for count in range(min_subscribers):
-        spin_until(lambda: False, node, planner, *(r.node for r in listeners), timeout=0.5)
-        # ... but not enough listen
+    for count, name in enumerate(hold_for):
+        spin_until(lambda: False, node, planner, viewer.node, *(r.node for r in listeners),
+                   timeout=0.5)
+        # ... but not every node it waits for listens
         assert node.auv.time == 0.0 and "/odom" in node.waiting_for, count
-        listeners.append(Recorder(make_node, f"listener_{count}"))
-    nodes = [node, planner, *(r.node for r in listeners)]
+        assert not viewer.odom and not viewer.ranges
+        listeners.append(Recorder(make_node, name.lstrip("/")))
+    nodes = [node, planner, viewer.node, *(r.node for r in listeners)]
     assert spin_until(lambda: all(len(r.ranges) >= 3 for r in listeners), *nodes,
                       timeout=10.0)
     for listener in listeners:  # nothing was missed
         assert cv.time_to_seconds(listener.ranges[0].header.stamp) == 0.0
+
+
+@pytest.mark.parametrize("required, missing", [
+    (["sensor_ingest"], []), (["recorder_intake", "viewer"], ["viewer"]),
+    (["/robot/sensor_ingest"], []), (["/sensor_ingest"], ["/sensor_ingest"]),
+    (["/recorder_intake"], []), ([], [])])
+def test_nodes_are_matched_by_name_or_fully_qualified_name(required, missing):
+    subscribers = [("/robot", "sensor_ingest"), ("/", "recorder_intake")]
+    assert missing_nodes(required, subscribers) == missing
