@@ -6,6 +6,7 @@ every parameter that file gives the node must be one the node declares (checked 
 node, over rclpy, in tests/ros/test_launch_parameters.py).
 """
 
+import itertools
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -74,3 +75,26 @@ def test_single_parameters_are_declared_with_their_type(path):
             if "$(" not in value:  # as launch_ros reads a literal: YAML
                 check_value_kind(f"{path.name}: {name}",
                                  parameter_kind(config_cls, specs[name]), yaml.safe_load(value))
+
+
+@pytest.mark.parametrize("path", LAUNCH_FILES, ids=lambda p: p.name)
+def test_each_choice_of_the_switches_starts_each_node_once(path):
+    """``if``/``unless`` on nodes name boolean args; every combination of them starts a node
+    name at most once (the simulated AUV has two forms, with and without a recorder)."""
+    root = ET.parse(path).getroot()
+    switches = [a.get("name") for a in root.iter("arg") if a.get("default") in ("true", "false")]
+    for values in itertools.product((True, False), repeat=len(switches)):
+        on = dict(zip(switches, values))
+
+        def active(node):
+            for attribute, want in (("if", True), ("unless", False)):
+                condition = node.get(attribute)
+                if condition is not None:
+                    name = re.fullmatch(r"\$\(var (\w+)\)", condition).group(1)
+                    if on[name] != want:
+                        return False
+            return True
+
+        names = [node.get("name") for node in root.iter("node") if active(node)]
+        assert len(names) == len(set(names)), (on, names)
+        assert "simulated_auv" in names or path.name != "sim.launch.xml"
