@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import platform
 import time
 from pathlib import Path
@@ -18,6 +19,7 @@ import numpy as np
 import torch
 
 from ..models import MappingConfig, make_model
+from ..models.linalg import NumericalError
 
 SIZES = (1_000, 2_000, 5_000, 10_000, 20_000, 50_000)
 
@@ -40,22 +42,36 @@ def measure(config: MappingConfig, sizes=SIZES, batch: int = 60, repeats: int = 
 
     model = make_model(config)
     rows = []
+    failures = 0
+
+    def update():
+        """The update's report, or None after a NumericalError (counted; its samples wait
+        for the next update, as in a mission)."""
+        nonlocal failures
+        try:
+            return model.update()
+        except NumericalError as error:
+            failures += 1
+            log(f"update failed at N={model.num_samples}: {error}")
+            return None
+
     for size in sizes:
         while model.num_samples < size:  # fill, untimed, in chunks that keep PCD small
             model.add_data(*samples(min(fill_chunk, size - model.num_samples)))
-            model.update()
+            update()
         reports = []
         for _ in range(repeats):
             model.add_data(*samples(batch))
             if config.device == "cuda" or model.device.type == "cuda":
                 torch.cuda.synchronize()
-            reports.append(model.update())
+            reports.append(update())
+        reports = [r for r in reports if r is not None]
         row = {"num_samples": size,
-               "update": float(np.median([r.total_time for r in reports])),
-               "inducing": float(np.median([r.inducing_time for r in reports])),
-               "variational": float(np.median([r.variational_time for r in reports])),
-               "training": float(np.median([r.training_time for r in reports])),
-               "num_inducing": reports[-1].num_inducing}
+               "update": _median([r.total_time for r in reports]),
+               "inducing": _median([r.inducing_time for r in reports]),
+               "variational": _median([r.variational_time for r in reports]),
+               "training": _median([r.training_time for r in reports]),
+               "num_inducing": model.inducing.shape[0] if model.ready else 0}
         rows.append(row)
         log(f"N={size:>6}  update {row['update']:.3f} s  (PCD {row['inducing']:.3f}, "
             f"variational {row['variational']:.3f}, training {row['training']:.3f})")
@@ -74,7 +90,12 @@ def measure(config: MappingConfig, sizes=SIZES, batch: int = 60, repeats: int = 
     return {"config": config.to_dict(), "device": str(model.device), "batch": batch,
             "repeats": repeats, "torch": torch.__version__, "threads": torch.get_num_threads(),
             "machine": platform.processor() or platform.machine(), "updates": rows,
-            "predict": predict, "largest_over_smallest": flat}
+            "predict": predict, "largest_over_smallest": flat, "failed_updates": failures}
+
+
+def _median(times: list[float]) -> float:
+    """Median of the successful updates' times; NaN when every one failed."""
+    return float(np.median(times)) if times else math.nan
 
 
 def markdown_table(result: dict) -> str:
@@ -87,7 +108,8 @@ def markdown_table(result: dict) -> str:
     lines.append(f"Largest N over smallest N: {result['largest_over_smallest']:.2f}×. Predict "
                  f"2,000 points: {result['predict']['2000'] * 1e3:.1f} ms; 10,000 points: "
                  f"{result['predict']['10000'] * 1e3:.1f} ms ({result['device']}, "
-                 f"{result['threads']} threads).")
+                 f"{result['threads']} threads). Failed updates (NumericalError): "
+                 f"{result.get('failed_updates', 0)}.")
     return "\n".join(lines)
 
 

@@ -117,7 +117,7 @@ class PoamOnlineElbo(POAM):
     def _update_variational(self, selection: InducingUpdate, x_new: Tensor, y_new: Tensor) -> None:
         previous = None
         if self.posterior is not None:
-            previous = (self.inducing, self.posterior, self.data_chol)
+            previous = (self.inducing, self.posterior, self.data_chol.to(self.dtype))
         super()._update_variational(selection, x_new, y_new)
         self._previous = previous
 

@@ -22,7 +22,7 @@ from torch import Tensor
 from .linalg import robust_cholesky
 from .objectives import TrainingObjective, WhitenedElbo
 from .posterior import optimal_posterior, posterior_from_whitened
-from .sparse_gp import InducingUpdate, OnlineSparseGP, UpdateReport
+from .sparse_gp import TERMS_DTYPE, InducingUpdate, OnlineSparseGP, UpdateReport
 
 #: Columns of K_uf formed at a time when summing over all data.
 DATA_BLOCK = 4096
@@ -34,18 +34,19 @@ class Full(OnlineSparseGP):
     method = "full"
 
     def _update_variational(self, selection: InducingUpdate, x_new: Tensor, y_new: Tensor) -> None:
+        """The sums over all data and q(u) in TERMS_DTYPE, as POAM's."""
         z, config = selection.inducing, self.config
-        vector = z.new_zeros(len(z))
-        matrix = z.new_zeros(len(z), len(z))
+        vector = z.new_zeros(len(z), dtype=TERMS_DTYPE)
+        matrix = z.new_zeros(len(z), len(z), dtype=TERMS_DTYPE)
         for start in range(0, self.num_samples, DATA_BLOCK):
             x, y = self._scaled(np.arange(start, min(start + DATA_BLOCK, self.num_samples)))
-            k_uf = self.covariance(z, x)
-            vector += k_uf @ y
+            k_uf = self.covariance(z, x).to(TERMS_DTYPE)
+            vector += k_uf @ y.to(TERMS_DTYPE)
             matrix += k_uf @ k_uf.transpose(0, 1)
-        k_chol = robust_cholesky(selection.k_new, config.jitter, config.max_jitter_tries,
-                                 "K_uu of the inducing inputs")
-        self.posterior = optimal_posterior(k_chol, vector, matrix, self.noise,
-                                           config.max_jitter_tries)
+        k_chol = robust_cholesky(selection.k_new.to(TERMS_DTYPE), config.jitter,
+                                 config.max_jitter_tries, "K_uu of the inducing inputs")
+        self.posterior = optimal_posterior(k_chol, vector, matrix, self.noise.to(TERMS_DTYPE),
+                                           config.max_jitter_tries).to(self.dtype)
         self.inducing = z
 
 

@@ -17,11 +17,14 @@ class NumericalError(RuntimeError):
 def robust_cholesky(matrix: Tensor, jitter: float, max_tries: int, what: str) -> Tensor:
     """Lower Cholesky factor of ``matrix + jitter·mean(diag)·I``.
 
-    On failure the jitter grows tenfold (from 1e-10 if it was zero), at most ``max_tries``
-    times, before :class:`NumericalError` names ``what`` failed. The relative jitter keeps the
-    guard meaningful whatever the kernel amplitude.
+    On failure the jitter grows tenfold, at most ``max_tries`` times, from at least the
+    precision's resolution (1e-10 in float64, 10 ulp in float32: a smaller shift of the
+    diagonal is lost to rounding), before :class:`NumericalError` names ``what`` failed. The
+    relative jitter keeps the guard meaningful whatever the kernel amplitude.
     """
-    scale = matrix.diagonal().mean().detach().abs().clamp_min(torch.finfo(matrix.dtype).tiny)
+    finfo = torch.finfo(matrix.dtype)
+    floor = max(1e-10, 10.0 * finfo.eps)
+    scale = matrix.diagonal().mean().detach().abs().clamp_min(finfo.tiny)
     if not torch.isfinite(matrix).all():
         raise NumericalError(f"{what}: matrix has non-finite entries")
     amount = jitter
@@ -36,7 +39,7 @@ def robust_cholesky(matrix: Tensor, jitter: float, max_tries: int, what: str) ->
                 log.debug("%s: Cholesky needed relative jitter %.1e", what, amount)
             return factor
         last = amount
-        amount = max(10.0 * amount, 1e-10)
+        amount = max(10.0 * amount, floor)
     raise NumericalError(f"{what}: Cholesky failed with relative jitter up to {last:.1e}")
 
 

@@ -29,7 +29,7 @@ from torch import Tensor
 
 from .linalg import robust_cholesky, solve_lower
 from .posterior import optimal_posterior
-from .sparse_gp import InducingUpdate, OnlineSparseGP
+from .sparse_gp import TERMS_DTYPE, InducingUpdate, OnlineSparseGP
 
 
 class POAM(OnlineSparseGP):
@@ -43,14 +43,16 @@ class POAM(OnlineSparseGP):
         self.data_inducing: Tensor | None = None  # Z_b, the inputs b and C are expressed at
 
     def _update_variational(self, selection: InducingUpdate, x_new: Tensor, y_new: Tensor) -> None:
-        vector, matrix = self._batch_terms(selection.k_data, y_new)
+        """The terms and q(u) in TERMS_DTYPE; q(u) is then kept in the model's dtype."""
+        vector, matrix = self._batch_terms(selection.k_data.to(TERMS_DTYPE), y_new.to(TERMS_DTYPE))
         if self.data_vector is not None:
             old_vector, old_matrix = self._carried_terms(selection)
             vector, matrix = old_vector + vector, old_matrix + matrix
-        k_chol = robust_cholesky(selection.k_new, self.config.jitter, self.config.max_jitter_tries,
-                                 "K_u'u' of the new inducing inputs")
-        self.posterior = optimal_posterior(k_chol, vector, matrix, self._terms_noise(),
-                                           self.config.max_jitter_tries)
+        k_chol = robust_cholesky(selection.k_new.to(TERMS_DTYPE), self.config.jitter,
+                                 self.config.max_jitter_tries, "K_u'u' of the new inducing inputs")
+        self.posterior = optimal_posterior(k_chol, vector, matrix,
+                                           self._terms_noise().to(TERMS_DTYPE),
+                                           self.config.max_jitter_tries).to(self.dtype)
         self.inducing = self.data_inducing = selection.inducing
         self.data_vector, self.data_matrix, self.data_chol = vector, matrix, k_chol
 
@@ -78,7 +80,7 @@ class POAM(OnlineSparseGP):
         else:  # the inducing inputs moved since the terms were stored
             k_anchor_new = self.inducing_cross_covariance(self.data_inducing, selection.inducing)
         chol = self.data_chol
-        w = solve_lower(chol, k_anchor_new)  # L⁻¹ K_bu'
+        w = solve_lower(chol, k_anchor_new.to(TERMS_DTYPE))  # L⁻¹ K_bu'
         b = solve_lower(chol, self.data_vector.unsqueeze(-1))
         c = solve_lower(chol, solve_lower(chol, self.data_matrix).transpose(0, 1))
         return (w.transpose(0, 1) @ b).squeeze(-1), w.transpose(0, 1) @ c @ w
@@ -90,10 +92,10 @@ class POAM(OnlineSparseGP):
                     data_chol=self.data_chol, data_inducing=self.data_inducing)
 
     def _load_method_state(self, state: dict[str, Tensor]) -> None:
-        self.data_vector = state.get("data_vector")
-        self.data_matrix = state.get("data_matrix")
-        self.data_chol = state.get("data_chol")
-        self.data_inducing = state.get("data_inducing", self.inducing)
+        terms = [state.get(name) for name in ("data_vector", "data_matrix", "data_chol")]
+        self.data_vector, self.data_matrix, self.data_chol = (
+            None if t is None else t.to(TERMS_DTYPE) for t in terms)
+        self.data_inducing = state.get("data_inducing", self.inducing).to(self.dtype)
         if bool(state.get("fixed_inducing", False)) and not self.fixed_inducing:
             # files written before the fixed inputs were part of the shared state
             self.fixed_inducing, self._fixed_z = True, self.inducing

@@ -28,6 +28,9 @@ class VariationalPosterior:
     sqrt: Tensor  # (M, M), any square root of S
     logdet: Tensor  # scalar
 
+    def to(self, dtype: torch.dtype) -> "VariationalPosterior":
+        return VariationalPosterior(self.mean.to(dtype), self.sqrt.to(dtype), self.logdet.to(dtype))
+
 
 def optimal_posterior(k_uu_chol: Tensor, b: Tensor, c: Tensor, noise: Tensor,
                       max_tries: int) -> VariationalPosterior:
@@ -149,7 +152,8 @@ class PredictionCache:
     Predicting N points is then one product with [α, Q]: μ = K_fu α and
     v = k_ff − rowsum((K_fu Q) ⊙ K_fu), instead of a triangular solve and a product per
     query. In float64 the cancellation in v costs about cond(K_uu)·ε relative accuracy
-    (≈ 1e-10 with the default jitter); float32 models should use a larger jitter.
+    (≈ 1e-10 with the default jitter); the models compute the cache in float64 whatever their
+    dtype.
     """
 
     alpha: Tensor  # (M,)

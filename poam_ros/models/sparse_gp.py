@@ -51,6 +51,12 @@ from .posterior import PredictionCache, VariationalPosterior, prediction_cache
 
 log = logging.getLogger(__name__)
 
+#: Precision of the data terms a method accumulates over the whole mission and of the E-step
+#: that turns them into q(u), whatever the model's dtype: in float32, the rounding of a sum
+#: over thousands of samples makes C = K_uf K_fu indefinite by about 1e-7 of its norm, which
+#: K_uu⁻¹ (condition 1e4 and more) amplifies past I + σ⁻² L⁻¹CL⁻ᵀ ≥ I.
+TERMS_DTYPE = torch.float64
+
 
 class ModelNotReadyError(RuntimeError):
     """Prediction or inspection before the first successful update."""
@@ -298,11 +304,14 @@ class OnlineSparseGP(ABC):
             k = k.index_put((rows, cols), jitter, accumulate=True)
         return k
 
-    def k_uu_cholesky(self, inducing: Tensor, cache: Tensor | None = None) -> Tensor:
+    def k_uu_cholesky(self, inducing: Tensor, cache: Tensor | None = None,
+                      dtype: torch.dtype | None = None) -> Tensor:
+        """Cholesky factor of K_uu (in ``dtype``, default the model's)."""
         base = self.kernel.base_kernel
         k_uu = self.amplitude * (base.from_precomputed(inducing, inducing, cache)
                                  if cache is not None else base.forward(inducing, inducing))
-        return robust_cholesky(k_uu, self.config.jitter, self.config.max_jitter_tries, "K_uu")
+        return robust_cholesky(k_uu.to(dtype or self.dtype), self.config.jitter,
+                               self.config.max_jitter_tries, "K_uu")
 
     # ------------------------------------------------------------------ M-step
     def _make_optimizer(self) -> torch.optim.Optimizer:
@@ -391,8 +400,12 @@ class OnlineSparseGP(ABC):
 
     @torch.no_grad()
     def _refresh_factors(self) -> None:
-        """Prediction factors for the current hyper-parameters (they changed in the M-step)."""
-        self._factors = prediction_cache(self.k_uu_cholesky(self.inducing), self.posterior)
+        """Prediction factors for the current hyper-parameters (they changed in the M-step),
+        computed in TERMS_DTYPE: in float32, K_uu⁻¹'s round-off alone raised the prediction
+        error of a 10,000-sample map by a quarter."""
+        factors = prediction_cache(self.k_uu_cholesky(self.inducing, dtype=TERMS_DTYPE),
+                                   self.posterior.to(TERMS_DTYPE))
+        self._factors = PredictionCache(factors.alpha.to(self.dtype), factors.q.to(self.dtype))
 
     # ------------------------------------------------------------------ prediction
     @torch.no_grad()
@@ -543,6 +556,7 @@ class OnlineSparseGP(ABC):
         fixed = state.get("fixed_inducing")
         self.fixed_inducing = fixed is not None
         self._fixed_z = None if fixed is None else fixed.to(**to)
-        self._load_method_state({k: v.to(**to) for k, v in state["method_state"].items()})
+        # In the precision saved (data terms are float64 in any model); methods cast.
+        self._load_method_state({k: v.to(self.device) for k, v in state["method_state"].items()})
         self._refresh_factors()
 

@@ -1,0 +1,38 @@
+"""The core speed benchmark: its table and JSON, and a failing update reported, not fatal."""
+
+import math
+
+from poam_ros.benchmark import core_speed
+from poam_ros.models import MappingConfig, make_model
+from poam_ros.models.linalg import NumericalError
+
+
+def test_measures_every_size_and_prediction(tmp_path):
+    code = core_speed.main(["--out", str(tmp_path), "--sizes", "200,400", "--repeats", "2",
+                            "--num-inducing", "30", "--threads", "1"])
+    assert code == 0
+    table = (tmp_path / "core_speed.md").read_text()
+    assert "| 200 |" in table and "| 400 |" in table and "Failed updates (NumericalError): 0" in table
+    assert (tmp_path / "core_speed.png").stat().st_size > 0
+
+
+def test_a_failing_update_is_counted_and_the_run_goes_on(monkeypatch):
+    def flaky_model(config):
+        model = make_model(config)
+        update, calls = model.update, []
+
+        def failing_every_third():
+            calls.append(1)
+            if len(calls) % 3 == 0:
+                raise NumericalError("I + A: Cholesky failed (injected)")
+            return update()
+        model.update = failing_every_third
+        return model
+
+    monkeypatch.setattr(core_speed, "make_model", flaky_model)
+    lines = []
+    result = core_speed.measure(MappingConfig(num_inducing=20, train_steps=1), sizes=(100, 200),
+                                batch=20, repeats=3, fill_chunk=100, log=lines.append)
+    assert result["failed_updates"] >= 2
+    assert sum("update failed" in line for line in lines) == result["failed_updates"]
+    assert all(not math.isnan(row["update"]) for row in result["updates"])
