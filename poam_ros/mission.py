@@ -20,7 +20,7 @@ import numpy as np
 
 from .map_grid import MapGridConfig
 from .metrics import MapMetrics, evaluate_map, evaluation_points
-from .models import MappingConfig, OnlineSparseGP, make_model
+from .models import MappingConfig, NumericalError, OnlineSparseGP, UpdateReport, make_model
 from .node_settings import MapperSettings, PlannerSettings
 from .param_files import load_configs
 from .params import ConfigError, Params, param
@@ -175,6 +175,8 @@ class EpochRecord:
     num_inducing: int
     sim_time: float
     training_failure: str | None = None
+    #: a failed E-step: the epoch's samples wait for the next update, the previous map is scored
+    update_failure: str | None = None
 
 
 @dataclass
@@ -273,7 +275,14 @@ class Mission:
         inside = self.workspace.contains(survey.positions)
         self.outside_workspace += int((~inside).sum())
         self.model.add_data(survey.positions[inside], survey.elevations[inside])
-        report = self.model.update()
+        update_failure = None
+        try:
+            report = self.model.update()
+        except NumericalError as error:  # as the mapper node: the last good map stays
+            if not self.model.ready:
+                raise
+            report, update_failure = UpdateReport(num_samples=self.model.num_samples), str(error)
+            log.warning("epoch %d: update failed, the previous map stays: %s", index, error)
         tic = time.perf_counter()
         mean, std = self.model.predict(self.eval_points, include_noise=True)
         predict_time = time.perf_counter() - tic
@@ -283,7 +292,8 @@ class Mission:
                              variational_time=report.variational_time,
                              training_time=report.training_time, predict_time=predict_time,
                              num_inducing=report.num_inducing, sim_time=self.simulator.time,
-                             training_failure=report.training_failure)
+                             training_failure=report.training_failure,
+                             update_failure=update_failure)
         if on_epoch is not None:
             on_epoch(record)
         return record

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from poam_ros.mission import Mission, MissionError, MissionSetup, mission_seeds
+from poam_ros.models import NumericalError
 from poam_ros.workspace import WorkspaceConfig
 
 
@@ -26,6 +27,35 @@ def test_mission_runs_to_its_budget_and_learns(setup):
     # Every sample lies inside the workspace; the path starts at the lower-right corner.
     assert result.workspace.contains(result.samples_x).all()
     assert np.allclose(result.path[0, :2], [30.0, -30.0])
+
+
+def test_a_failed_update_keeps_the_previous_map_and_the_mission_goes_on(setup):
+    mission = Mission(setup)
+    update, calls = mission.model.update, []
+
+    def second_update_fails():
+        calls.append(1)
+        if len(calls) == 2:
+            raise NumericalError("I + A: Cholesky failed (injected)")
+        return update()
+    mission.model.update = second_update_fails
+    records = mission.run().records
+    failed = [r for r in records if r.update_failure]
+    assert [r.epoch for r in failed] == [1] and "injected" in failed[0].update_failure
+    assert failed[0].smse == records[0].smse  # the pilot survey's map, scored again
+    assert records[-1].num_samples >= 750 and records[2].training_time > 0
+    # The failed epoch's samples waited and went in with the next update.
+    assert mission.model.num_samples == records[-1].num_samples
+
+
+def test_a_failed_first_update_ends_the_mission(setup):
+    mission = Mission(setup)
+
+    def failing():
+        raise NumericalError("injected")
+    mission.model.update = failing
+    with pytest.raises(NumericalError):
+        mission.run()
 
 
 def test_same_seed_same_mission(setup):
