@@ -95,7 +95,8 @@ class POAM(OnlineSparseGP):
         terms = [state.get(name) for name in ("data_vector", "data_matrix", "data_chol")]
         self.data_vector, self.data_matrix, self.data_chol = (
             None if t is None else t.to(TERMS_DTYPE) for t in terms)
-        self.data_inducing = state.get("data_inducing", self.inducing).to(self.dtype)
+        inducing = state.get("data_inducing", self.inducing)
+        self.data_inducing = None if inducing is None else inducing.to(self.dtype)
         if bool(state.get("fixed_inducing", False)) and not self.fixed_inducing:
             # files written before the fixed inputs were part of the shared state
             self.fixed_inducing, self._fixed_z = True, self.inducing

@@ -110,3 +110,17 @@ def test_failed_update_keeps_the_previous_model(model, stream):
     model.update()  # the pending batch is used once the model is healthy again
     assert model.num_pending == 0
     assert not np.array_equal(before[0], model.predict(query)[0])
+
+
+def test_failed_first_update_leaves_an_empty_model(stream, small_config):
+    model = POAM(small_config)
+    model.add_data(*stream(1, 50)[0])
+    with torch.no_grad():
+        model.likelihood.raw_noise.fill_(float("nan"))
+    with pytest.raises(NumericalError):
+        model.update()
+    assert not model.ready and model.posterior is None and model.num_pending == 50
+    with torch.no_grad():
+        model.likelihood.raw_noise.fill_(0.0)
+    model.update()
+    assert model.ready and model.num_pending == 0
