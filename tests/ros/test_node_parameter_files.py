@@ -1,5 +1,5 @@
-"""The package parameter file: every key of the mapper's and planner's sections is a
-parameter the node declares, and the node takes the file's value."""
+"""The package parameter file: every key of the mapper's, planner's and simulated AUV's
+sections is a parameter the node declares, and the node takes the file's value."""
 
 import pytest
 
@@ -15,7 +15,8 @@ from poam_ros.sim.simulated_auv_node import SimulatedAuvNode  # noqa: E402
 
 
 @pytest.mark.parametrize("name, node_class", [("mapper", MapperNode),
-                                              ("planner", PlannerNode)])
+                                              ("planner", PlannerNode),
+                                              ("simulated_auv", SimulatedAuvNode)])
 def test_every_key_is_declared_and_applied(ros_domain_id, name, node_class):
     path = default_parameter_file()
     context = rclpy.Context()
