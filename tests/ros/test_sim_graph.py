@@ -192,6 +192,9 @@ def test_the_recorded_bag_holds_the_whole_mission_and_remaps_to_its_maps(mission
                             str(SEED), "--params", str(params), "--out", str(tmp_path)],
                            cwd=ROOT, capture_output=True, text=True, timeout=RUN_LIMIT)
     assert remap.returncode == 0, remap.stderr
+    # The live mapper's thread count (the file's torch_threads, 1): with torch's default of
+    # two, the maps differed under load.
+    assert "1 torch thread(s)" in remap.stdout.splitlines()[0]
     assert "is equal to the live map (max |Δmean| 0, max |Δstd| 0" in remap.stdout, remap.stdout
     final = json.loads((out / "sim.json").read_text())["final"]
     assert f"SMSE {final['smse']:.4f}  MSLL {final['msll']:.3f}" in remap.stdout
