@@ -160,8 +160,6 @@ def remap(argv) -> int:
     """Re-map a bag's odometry and sonar through the ingest and the mapping core with
     any method and parameters; writes the map, metrics (against ground truth for a
     simulator's bag), figures, and compares with the live maps recorded in the bag."""
-    import torch
-
     from .bags import BagError, BagReader
     from .bags.remap import RemapConfig, check_topics, remap_bag
     from .figures import plot_mission
@@ -217,14 +215,12 @@ def remap(argv) -> int:
         check_topics(reader, config)
     except BagError as error:
         return _fail("remap", error)
-    threads = setup.mapper_node.torch_threads if args.torch_threads is None else args.torch_threads
-    if threads:
-        torch.set_num_threads(threads)
+    threads = setup.mapper_node.use_torch_threads(args.torch_threads)
     method = setup.mapping.method
     out = args.out or Path("results") / "remap" / f"{args.bag.resolve().name}_{method}"
     print(f"remap: {args.bag} with {method} ({setup.mapping.kernel} kernel, M ≤ "
           f"{setup.mapping.num_inducing}), seed {setup.mission.seed}, "
-          f"{torch.get_num_threads()} torch thread(s)")
+          f"{threads} torch thread(s)")
     print(f"{'update':>6} {'samples':>7} {'SMSE':>7} {'MSLL':>7} {'update s':>8}")
 
     def progress(record):

@@ -42,6 +42,17 @@ class MapperSettings(Params):
                                   "threads spinning against other busy processes on a "
                                   "shared CPU", low=0, high=1024)
 
+    def use_torch_threads(self, override: int | None = None) -> int:
+        """Set this process's torch threads as the mapper does (``override``, else
+        ``torch_threads``; 0 keeps torch's default) and return the count in use. The count
+        changes the sums' rounding: a live map is reproduced to the bit only with it."""
+        import torch
+
+        threads = self.torch_threads if override is None else override
+        if threads:
+            torch.set_num_threads(threads)
+        return torch.get_num_threads()
+
 
 @dataclass
 class PlannerSettings(Params):

@@ -132,13 +132,9 @@ def plot_final_map(run, path, title: str):
 def compare(setup, run, torch_threads: int | None) -> dict:
     """Run the ROS-free mission with ``setup``, print it beside the graph's, and return
     its summary with the comparison."""
-    import torch
-
     from .mission import Mission
 
-    threads = torch_threads if torch_threads is not None else setup.mapper_node.torch_threads
-    if threads:  # as the mapper: the thread count changes the sums' rounding
-        torch.set_num_threads(threads)
+    setup.mapper_node.use_torch_threads(torch_threads)
     print("\nthe ROS-free mission with the same setup ...", flush=True)
     result = Mission(setup).run()
     ros, free = run.records, result.records

@@ -131,8 +131,7 @@ class MapperNode(StartingNode):
         self._settings = declare_config(self, MapperSettings,
                                         read_only=("state_file", "diagnostics_period",
                                                    "evaluation_grid", "torch_threads"))
-        if self._settings.torch_threads:
-            torch.set_num_threads(self._settings.torch_threads)
+        self._settings.use_torch_threads()
         _check_mapping(self._mapping)
         self._grid = _make_grid(grid_config, workspace_config)
         self._evaluation = _evaluation_points(self._settings, workspace_config)
