@@ -3,9 +3,11 @@
 Each run writes its per-epoch records (``runs/<run>.jsonl``) and, last, a status file
 (``runs/<run>.json``: done or failed, with the error). A sweep that is interrupted resumes
 without redoing runs that have a status file; a failed run is recorded and the sweep goes on.
-The summary averages each run's metrics over its decision epochs and reports mean ± std over
-seeds (``summary.md``, ``summary.csv``), with curves against the number of samples per map
-and mission figures for chosen seeds. ``--jobs`` runs missions in parallel worker processes,
+The summary averages each run's metrics over its decision epochs and reports mean ± sample
+std over seeds (``summary.md``, ``summary.csv``); a second table averages over the sample
+counts 1,000 … budget instead, as the POAM authors' released scripts compute the paper's
+figures. Curves against the number of samples per map and mission figures for chosen seeds
+come with it. ``--jobs`` runs missions in parallel worker processes,
 each with ``--threads`` torch threads (missions are independent; one thread per job on a
 machine with as many cores as jobs keeps the timings comparable between methods).
 """
@@ -26,12 +28,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..mission import Mission, MissionSetup, default_parameter_file
+from ..mission import (AVERAGED_METRICS, EpochRecord, Mission, MissionSetup,
+                       default_parameter_file, sample_averages)
 from ..sim import TerrainConfig
 
 log = logging.getLogger(__name__)
 
-METRICS = ("smse", "msll", "nlpd", "rmse", "mae", "update_time", "predict_time")
 DEFAULT_DATA_DIR = Path("..") / "shared" / "data" / "srtm"
 
 
@@ -90,7 +92,7 @@ def run_one(spec: RunSpec, base: MissionSetup, data_dir: Path, out: Path,
 
 def run_sweep(specs: list[RunSpec], base: MissionSetup, data_dir: Path, out: Path,
               figure_seeds: set[int] = frozenset(), progress: bool = True, jobs: int = 1,
-              threads: int = 0) -> list[dict]:
+              threads: int = 0, window: tuple[int, int] | None = None) -> list[dict]:
     """Run every spec without a status file yet (``jobs`` at a time), then summarise all."""
     from tqdm import tqdm
 
@@ -117,7 +119,7 @@ def run_sweep(specs: list[RunSpec], base: MissionSetup, data_dir: Path, out: Pat
                 bar.update()
     bar.close()
     statuses = [json.loads((out / "runs" / f"{s.name}.json").read_text()) for s in specs]
-    summarise(specs, statuses, out)
+    summarise(specs, statuses, out, window)
     return statuses
 
 
@@ -126,33 +128,71 @@ def _set_threads(threads: int) -> None:
         torch.set_num_threads(threads)
 
 
-def summarise(specs: list[RunSpec], statuses: list[dict], out: Path) -> None:
-    """Table I (mean ± std over seeds of epoch averages) and curves per map."""
-    groups: dict[tuple, list[dict]] = {}
+def summarise(specs: list[RunSpec], statuses: list[dict], out: Path,
+              window: tuple[int, int] | None = None) -> None:
+    """Table I per map, method and kernel: each run's metrics averaged over its decision
+    epochs, then mean ± sample std over seeds; with a ``window`` of sample counts, the same
+    for the averages over that window (:func:`~poam_ros.mission.sample_averages`)."""
+    groups: dict[tuple, list[tuple[RunSpec, dict]]] = {}
     for spec, status in zip(specs, statuses):
-        groups.setdefault((spec.map, spec.method, spec.kernel), []).append(status)
+        groups.setdefault((spec.map, spec.method, spec.kernel), []).append((spec, status))
     rows = []
     for (map_name, method, kernel), group in groups.items():
-        done = [s["averages"] for s in group if s["status"] == "done"]
+        done = [(spec, s) for spec, s in group if s["status"] == "done"]
         row = {"map": map_name, "method": method, "kernel": kernel, "seeds": len(done),
                "failed": len(group) - len(done)}
-        for key in METRICS:
-            values = [d[key] for d in done]
-            row[key] = float(np.mean(values)) if values else float("nan")
-            row[f"{key}_std"] = float(np.std(values)) if values else float("nan")
+        row.update(_mean_std([s["averages"] for _, s in done]))
+        if window:
+            spanned = [a for a in (sample_averages(_records(out, spec), *window)
+                                   for spec, _ in done) if a is not None]
+            row["window_seeds"] = len(spanned)
+            row.update(_mean_std(spanned, prefix="window_"))
         rows.append(row)
     with open(out / "summary.csv", "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    lines = ["| map | method | kernel | seeds | SMSE | MSLL | NLPD | RMSE | MAE | "
+    lines = ["Averaged over decision epochs; mean ± sample std over seeds.", "",
+             "| map | method | kernel | seeds | SMSE | MSLL | NLPD | RMSE | MAE | "
              "update (s/epoch) | failed |", "|---|---|---|---:|---|---|---|---|---|---|---:|"]
     for r in rows:
-        cells = [f"{r[k]:.4g} ± {r[k + '_std']:.2g}" for k in METRICS[:5]]
+        cells = [_cell(r, key) for key in AVERAGED_METRICS[:5]]
         lines.append(f"| {r['map']} | {r['method']} | {r['kernel']} | {r['seeds']} | "
                      f"{' | '.join(cells)} | {r['update_time']:.3f} | {r['failed']} |")
+    if window:
+        lines += ["", f"Averaged over samples {window[0]:,}–{window[1]:,} (interpolated between "
+                  "epochs, as the POAM authors' metrics scripts average); runs that do not "
+                  "span the window are left out.", "",
+                  "| map | method | kernel | seeds | SMSE | MSLL | update (s/epoch) |",
+                  "|---|---|---|---:|---|---|---|"]
+        for r in rows:
+            lines.append(f"| {r['map']} | {r['method']} | {r['kernel']} | {r['window_seeds']} | "
+                         f"{_cell(r, 'window_smse')} | {_cell(r, 'window_msll')} | "
+                         f"{r['window_update_time']:.3f} |")
     (out / "summary.md").write_text("\n".join(lines) + "\n")
     _plot_curves(specs, statuses, out)
+
+
+def _mean_std(averages: list[dict], prefix: str = "") -> dict[str, float]:
+    """Mean and sample standard deviation (NaN for fewer than two runs) of each metric."""
+    row = {}
+    for key in AVERAGED_METRICS:
+        values = np.array([a[key] for a in averages])
+        row[prefix + key] = float(values.mean()) if values.size else float("nan")
+        row[f"{prefix}{key}_std"] = float(values.std(ddof=1)) if values.size > 1 else float("nan")
+    return row
+
+
+def _cell(row: dict, key: str) -> str:
+    mean, std = row[key], row[f"{key}_std"]
+    if np.isnan(mean):
+        return "–"
+    return f"{mean:.4g}" + ("" if np.isnan(std) else f" ± {std:.2g}")
+
+
+def _records(out: Path, spec: RunSpec) -> list[EpochRecord]:
+    lines = (out / "runs" / f"{spec.name}.jsonl").read_text().splitlines()
+    return [EpochRecord(**json.loads(line)) for line in lines]
 
 
 def _plot_curves(specs, statuses, out: Path) -> None:
@@ -171,11 +211,12 @@ def _plot_curves(specs, statuses, out: Path) -> None:
 
 
 def parse_seeds(text: str) -> list[int]:
-    """``0-9`` or ``0,3,5``."""
-    if "-" in text:
-        first, last = text.split("-")
-        return list(range(int(first), int(last) + 1))
-    return [int(s) for s in text.split(",")]
+    """``0-9``, ``0,3,5`` or a mix such as ``0,3-8``, in the order given."""
+    seeds = []
+    for part in text.split(","):
+        first, _, last = part.partition("-")
+        seeds += range(int(first), int(last or first) + 1)
+    return seeds
 
 
 def main(argv=None) -> int:
@@ -185,7 +226,7 @@ def main(argv=None) -> int:
                         help="tile names (looked up as <data-dir>/<name>_360.npz) or files")
     parser.add_argument("--methods", default="poam", help="comma-separated mapping methods")
     parser.add_argument("--kernels", default="attentive", help="attentive, rbf or both")
-    parser.add_argument("--seeds", default="0-9", help="e.g. 0-9 or 0,1,2")
+    parser.add_argument("--seeds", default="0-9", help="e.g. 0-9, 0,1,2 or 0,3-8")
     parser.add_argument("--data-dir", default=str(DEFAULT_DATA_DIR), type=Path)
     parser.add_argument("--params", default=None, help="parameter file (default: the package's)")
     parser.add_argument("--out", default="results/sweep", type=Path)
@@ -196,6 +237,11 @@ def main(argv=None) -> int:
     parser.add_argument("--jobs", type=int, default=1, help="missions run in parallel")
     parser.add_argument("--threads", type=int, default=0,
                         help="torch threads per mission (0: torch's default)")
+    parser.add_argument("--window-start", type=int, default=None,
+                        help="the summary's second table averages each run over the sample "
+                             "counts from this one to the budget, as the POAM authors' "
+                             "scripts do (default 1,000 when the budget is larger; 0: no "
+                             "second table)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     base = MissionSetup.from_file(args.params or default_parameter_file())
@@ -208,8 +254,14 @@ def main(argv=None) -> int:
     figure_seeds = set(parse_seeds(args.figure_seeds)) if args.figure_seeds else set()
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "setup.json").write_text(json.dumps(base.to_dict(), indent=1))
+    budget = base.mission.max_samples
+    start = (1000 if budget > 1000 else 0) if args.window_start is None else args.window_start
+    if start and not 0 < start < budget:
+        parser.error(f"--window-start must lie between 0 and the budget of {budget} samples")
+    window = (start, budget) if start else None
     statuses = run_sweep(specs, base, args.data_dir, args.out, figure_seeds,
-                         progress=not args.no_progress, jobs=args.jobs, threads=args.threads)
+                         progress=not args.no_progress, jobs=args.jobs, threads=args.threads,
+                         window=window)
     print((args.out / "summary.md").read_text())
     failed = [s for s in statuses if s["status"] == "failed"]
     for status in failed:
