@@ -28,19 +28,22 @@ class VehicleConfig(Params):
 
     control_rate: float = param(10.0, "control steps per second of simulated time",
                                 unit="Hz", low=0.1, high=1000.0)
-    max_speed: float = param(1.0, "forward speed limit; the vehicle never reverses",
-                             unit="m/s", low=0.001)
+    max_speed: float = param(1.0, "speed limit", unit="m/s", low=0.001)
     max_yaw_rate: float = param(1.0, "yaw rate limit", unit="rad/s", low=0.001)
     goal_radius: float = param(0.1, "distance at which a waypoint counts as reached",
                                unit="m", low=0.001)
     speed_gain: float = param(3.0, "k in speed = max_speed * tanh(k * goal distance ahead) "
-                                   "* cos(goal bearing)", unit="1/m", low=0.001)
+                                   "(* cos(goal bearing) unless reverse)", unit="1/m",
+                              low=0.001)
     heading_gain: float = param(1.0, "yaw rate per radian of heading error, before the limit",
                                 unit="1/s", low=0.001)
     plane_z: float = param(300.0, "height of the horizontal plane the vehicle moves in; must "
                                   "lie above the highest terrain", unit="m")
     leg_time_factor: float = param(5.0, "a waypoint must be reached within this multiple of "
                                          "distance/max_speed + pi/max_yaw_rate", low=1.0)
+    reverse: bool = param(False, "back towards a goal behind while turning (the POAM "
+                                 "authors' simulated robot); false: forward only, turning in "
+                                 "place")
 
     def validate(self) -> None:
         dt = 1.0 / self.control_rate
@@ -65,13 +68,17 @@ class Unicycle:
     The ``tanh`` slows the vehicle near the goal. The ``cos e`` factor slows it while it
     still has to turn, so a 90° turn at a waypoint swings out about 0.7 m rather than a
     full turning radius (max_speed / max_yaw_rate); the POAM paper keeps 1 m between its
-    task area and the map's edge.
+    task area and the map's edge. A goal behind gives zero speed: the vehicle turns in place.
 
-    Why it cannot orbit a goal: a step moves ``s = speed * dt <= max_speed * speed_gain *
-    dt * ahead < 2 * ahead`` (the validated bound), and the squared distance changes by
-    ``s**2 - 2 * s * ahead < 0``, so every moving step gets strictly closer. A goal that is
-    not ahead gives zero speed: the vehicle turns in place, never past the bearing since
-    ``heading_gain * dt <= 1``. :meth:`leg_step_limit` bounds the steps a leg may take.
+    With ``reverse`` the speed is ``max_speed * tanh(speed_gain * ahead)`` clipped to
+    ±max_speed, the POAM authors' controller: a goal behind makes the vehicle back towards
+    it while it turns round, so no time (and no sonar ping) is spent turning on the spot.
+
+    Why it cannot orbit a goal: a step moves ``s = |speed| * dt <= max_speed * speed_gain *
+    dt * |ahead| < 2 * |ahead|`` (the validated bound) along ``ahead``'s sign, and the squared
+    distance changes by ``s**2 - 2 * s * |ahead| < 0``, so every moving step gets strictly
+    closer; a turn never passes the bearing since ``heading_gain * dt <= 1``.
+    :meth:`leg_step_limit` bounds the steps a leg may take.
     """
 
     def __init__(self, config: VehicleConfig) -> None:
@@ -85,16 +92,19 @@ class Unicycle:
         cos_yaw, sin_yaw = math.cos(yaw), math.sin(yaw)
         ahead = cos_yaw * dx + sin_yaw * dy
         left = cos_yaw * dy - sin_yaw * dx
-        distance = math.hypot(dx, dy)
-        # cos e, floored at zero so that a goal behind gives zero speed, not a positive one.
-        cos_bearing = max(ahead, 0.0) / distance if distance > 0.0 else 0.0
-        speed = self.config.max_speed * math.tanh(self.config.speed_gain * ahead) * cos_bearing
+        speed = self.config.max_speed * math.tanh(self.config.speed_gain * ahead)
+        if not self.config.reverse:
+            # cos e, floored at zero so that a goal behind gives zero speed, not a positive one.
+            distance = math.hypot(dx, dy)
+            speed *= max(ahead, 0.0) / distance if distance > 0.0 else 0.0
         return self.limited(speed, self.config.heading_gain * math.atan2(left, ahead))
 
     def limited(self, speed: float, yaw_rate: float) -> tuple[float, float]:
-        """The command clipped to speed in [0, max_speed] and |yaw rate| <= max_yaw_rate."""
-        max_yaw_rate = self.config.max_yaw_rate
-        return (min(max(speed, 0.0), self.config.max_speed),
+        """The command clipped to speed in [0, max_speed] ([-max_speed, max_speed] with
+        ``reverse``) and |yaw rate| <= max_yaw_rate."""
+        max_speed, max_yaw_rate = self.config.max_speed, self.config.max_yaw_rate
+        min_speed = -max_speed if self.config.reverse else 0.0
+        return (min(max(speed, min_speed), max_speed),
                 min(max(yaw_rate, -max_yaw_rate), max_yaw_rate))
 
     def step(self, pose: Pose, speed: float, yaw_rate: float) -> Pose:

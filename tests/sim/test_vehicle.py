@@ -37,8 +37,30 @@ def test_goal_behind_turns_in_place():
     assert speed == 0.0 and yaw_rate == pytest.approx(1.0)
 
 
-def test_reaches_random_goals_within_the_step_limit_and_never_recedes():
-    vehicle = Unicycle(VehicleConfig())
+@pytest.mark.parametrize("values, message", [
+    ({"heading_gain": 20.0}, "heading_gain .* must be <= 1"),
+    ({"speed_gain": 25.0}, "max_speed \\* speed_gain .* must be < 2"),
+    ({"max_speed": 0.0}, "max_speed must be >= 0.001"),
+    ({"goal_radius": "0.1"}, "goal_radius must be of type float"),
+])
+def test_bad_config(values, message):
+    with pytest.raises(ConfigError, match=message):
+        VehicleConfig.from_dict(values)
+
+
+def test_with_reverse_a_goal_behind_is_backed_towards_while_turning():
+    vehicle = Unicycle(VehicleConfig(reverse=True, max_yaw_rate=math.pi))
+    speed, yaw_rate = vehicle.go_to_goal((0.0, 0.0, 0.0), -5.0, 0.1)
+    assert speed == pytest.approx(-1.0) and yaw_rate == pytest.approx(math.atan2(0.1, -5.0))
+    assert vehicle.step((0.0, 0.0, 0.0), -3.0, 0.0) == pytest.approx((-0.1, 0.0, 0.0))
+    # Ahead, it drives as the forward-only vehicle does, without slowing for the bearing.
+    speed, _ = vehicle.go_to_goal((0.0, 0.0, 0.0), 5.0, 5.0)
+    assert speed == pytest.approx(math.tanh(15.0))
+
+
+@pytest.mark.parametrize("reverse, max_yaw_rate", [(False, 1.0), (True, 1.0), (True, math.pi)])
+def test_reaches_random_goals_within_the_step_limit_and_never_recedes(reverse, max_yaw_rate):
+    vehicle = Unicycle(VehicleConfig(reverse=reverse, max_yaw_rate=max_yaw_rate))
     rng = np.random.default_rng(42)
     for trial in range(300):
         pose = (*rng.uniform(-30, 30, 2), rng.uniform(-math.pi, math.pi))
@@ -53,14 +75,3 @@ def test_reaches_random_goals_within_the_step_limit_and_never_recedes():
             assert closer <= distance + 1e-12
             distance = closer
         assert distance <= vehicle.config.goal_radius, f"trial {trial} did not converge"
-
-
-@pytest.mark.parametrize("values, message", [
-    ({"heading_gain": 20.0}, "heading_gain .* must be <= 1"),
-    ({"speed_gain": 25.0}, "max_speed \\* speed_gain .* must be < 2"),
-    ({"max_speed": 0.0}, "max_speed must be >= 0.001"),
-    ({"goal_radius": "0.1"}, "goal_radius must be of type float"),
-])
-def test_bad_config(values, message):
-    with pytest.raises(ConfigError, match=message):
-        VehicleConfig.from_dict(values)
