@@ -133,6 +133,8 @@ def summarise(specs: list[RunSpec], statuses: list[dict], out: Path,
     """Table I per map, method and kernel: each run's metrics averaged over its decision
     epochs, then mean ± sample std over seeds; with a ``window`` of sample counts, the same
     for the averages over that window (:func:`~poam_ros.mission.sample_averages`)."""
+    runs = {spec: _records(out, spec) for spec, status in zip(specs, statuses)
+            if status["status"] == "done"}  # each run's epoch records, read once
     groups: dict[tuple, list[tuple[RunSpec, dict]]] = {}
     for spec, status in zip(specs, statuses):
         groups.setdefault((spec.map, spec.method, spec.kernel), []).append((spec, status))
@@ -143,8 +145,9 @@ def summarise(specs: list[RunSpec], statuses: list[dict], out: Path,
                "failed": len(group) - len(done)}
         row.update(_mean_std([s["averages"] for _, s in done]))
         if window:
-            spanned = [a for a in (sample_averages(_records(out, spec), *window)
-                                   for spec, _ in done) if a is not None]
+            spanned = [a for a in (sample_averages([EpochRecord(**r) for r in runs[spec]],
+                                                   *window) for spec, _ in done)
+                       if a is not None]
             row["window_seeds"] = len(spanned)
             row.update(_mean_std(spanned, prefix="window_"))
         rows.append(row)
@@ -170,7 +173,7 @@ def summarise(specs: list[RunSpec], statuses: list[dict], out: Path,
                          f"{_cell(r, 'window_smse')} | {_cell(r, 'window_msll')} | "
                          f"{r['window_update_time']:.3f} |")
     (out / "summary.md").write_text("\n".join(lines) + "\n")
-    _plot_curves(specs, statuses, out)
+    _plot_curves(runs, out)
 
 
 def _mean_std(averages: list[dict], prefix: str = "") -> dict[str, float]:
@@ -190,24 +193,21 @@ def _cell(row: dict, key: str) -> str:
     return f"{mean:.4g}" + ("" if np.isnan(std) else f" ± {std:.2g}")
 
 
-def _records(out: Path, spec: RunSpec) -> list[EpochRecord]:
+def _records(out: Path, spec: RunSpec) -> list[dict]:
     lines = (out / "runs" / f"{spec.name}.jsonl").read_text().splitlines()
-    return [EpochRecord(**json.loads(line)) for line in lines]
+    return [json.loads(line) for line in lines]
 
 
-def _plot_curves(specs, statuses, out: Path) -> None:
+def _plot_curves(runs: dict[RunSpec, list[dict]], out: Path) -> None:
+    """One figure per map of the done runs' curves."""
     from ..figures import plot_curves
 
-    for map_name in sorted({s.map for s in specs}):
+    for map_name in sorted({spec.map for spec in runs}):
         curves: dict[str, list] = {}
-        for spec, status in zip(specs, statuses):
-            if spec.map != map_name or status["status"] != "done":
-                continue
-            lines = (out / "runs" / f"{spec.name}.jsonl").read_text().splitlines()
-            curves.setdefault(f"{spec.method} ({spec.kernel})", []).append(
-                [json.loads(line) for line in lines])
-        if curves:
-            plot_curves(curves, out / f"curves_{map_name}.png")
+        for spec, records in runs.items():
+            if spec.map == map_name:
+                curves.setdefault(f"{spec.method} ({spec.kernel})", []).append(records)
+        plot_curves(curves, out / f"curves_{map_name}.png")
 
 
 def parse_seeds(text: str) -> list[int]:
