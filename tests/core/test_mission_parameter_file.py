@@ -1,12 +1,16 @@
 """The shared parameter file loads into MissionSetup, node-only keys checked but not kept."""
 
+import math
 import textwrap
 from pathlib import Path
 
 import pytest
 
+from poam_ros.ingest import IngestConfig
 from poam_ros.mission import MissionSetup
+from poam_ros.param_files import load_configs
 from poam_ros.params import ConfigError
+from poam_ros.workspace import WorkspaceConfig
 
 CONFIG = Path(__file__).resolve().parents[2] / "config" / "poam_ros.yaml"
 
@@ -32,3 +36,15 @@ def test_simulated_auv_keys_the_mission_does_not_use_are_still_checked(tmp_path)
     """))
     with pytest.raises(ConfigError, match="time_scael"):
         MissionSetup.from_file(path)
+
+
+def test_the_authors_robot_file_changes_only_the_robot():
+    """config/authors_robot.yaml: the POAM authors' simulated robot, all else the defaults."""
+    path = CONFIG.with_name("authors_robot.yaml")
+    setup, default = MissionSetup.from_file(path), MissionSetup.from_file(CONFIG)
+    assert setup.vehicle == default.vehicle.replace(reverse=True, max_yaw_rate=math.pi)
+    assert setup.sonar == default.sonar.replace(rate=2.5)
+    setup.vehicle, setup.sonar = default.vehicle, default.sonar
+    assert setup == default
+    ingest = load_configs(path, "sensor_ingest", {"": IngestConfig, "workspace": WorkspaceConfig})
+    assert ingest[""].sonar_rate == 2.5
