@@ -13,11 +13,20 @@ from poam_ros.params import ConfigError
 from poam_ros.workspace import WorkspaceConfig
 
 CONFIG = Path(__file__).resolve().parents[2] / "config" / "poam_ros.yaml"
+INGEST_CONFIGS = {"": IngestConfig, "workspace": WorkspaceConfig}
 
 
 def test_the_package_file_loads():
     setup = MissionSetup.from_file(CONFIG)
     assert setup.vehicle.goal_radius == 0.1 and setup.sonar.rate == 3.0
+
+
+def test_the_package_file_spells_out_the_defaults():
+    """A file naming only some keys (config/authors_robot.yaml) means the package file's
+    values for the others."""
+    assert MissionSetup.from_file(CONFIG) == MissionSetup()
+    ingest = load_configs(CONFIG, "sensor_ingest", INGEST_CONFIGS)
+    assert ingest == {"": IngestConfig(), "workspace": WorkspaceConfig()}
 
 
 def test_simulated_auv_keys_the_mission_does_not_use_are_still_checked(tmp_path):
@@ -46,5 +55,5 @@ def test_the_authors_robot_file_changes_only_the_robot():
     assert setup.sonar == default.sonar.replace(rate=2.5)
     setup.vehicle, setup.sonar = default.vehicle, default.sonar
     assert setup == default
-    ingest = load_configs(path, "sensor_ingest", {"": IngestConfig, "workspace": WorkspaceConfig})
+    ingest = load_configs(path, "sensor_ingest", INGEST_CONFIGS)
     assert ingest[""].sonar_rate == 2.5
