@@ -10,7 +10,10 @@ therefore answered by the last good model, never by one older than a map already
 published, and a failed update leaves the last good map published.
 
 Maps are stamped with the newest samples stamp they include (the data time, or the clock
-when the samples carry none); /diagnostics reports, besides the model, the latency from a
+when the samples carry none). A batch that adds nothing (empty: every sounding of the leg
+fell outside the workspace; or every sample refused) republishes the current map with its
+stamp, as the ROS-free mission scores such an epoch, so a lockstep planner waiting for the
+leg's map goes on. /diagnostics reports, besides the model, the latency from a
 batch's arrival to its map and its parts (queue wait, update, map prediction, the rest).
 
 Topics (names relative, remappable):
@@ -238,9 +241,7 @@ class MapperNode(StartingNode):
         except ValueError as error:
             self._reject(UNREADABLE_MESSAGE, f"unreadable samples cloud: {error}")
             return
-        if len(z) == 0:
-            return
-        with self._lock:
+        with self._lock:  # an empty batch too: it ends a leg, and lockstep waits for its map
             self._incoming.append(_Batch(xy, z, cv.time_to_nanoseconds(message.header.stamp),
                                          arrival))
             self._lock.notify_all()
@@ -369,13 +370,17 @@ class MapperNode(StartingNode):
             self._fail(f"update failed, kept the last good map: {error}", model)
             self.get_logger().error(f"model update failed (the last good map stays): {error}")
             return
-        if report.skipped:  # every sample was refused
+        self._data_stamp = max(self._data_stamp, *(batch.stamp for batch in batches))
+        if report.skipped:  # nothing new: empty batches, or every sample refused
             self._record(model, report)
+            # The map stands for these batches too: republished with their stamp, as the
+            # ROS-free mission scores an epoch without samples, so a lockstep planner goes on.
+            if model.ready and self._publish_model(model, generation) is not None:
+                self._publish_evaluation(model, generation)
             return
         if report.training_failure:
             self.get_logger().warning(f"hyper-parameter training failed, kept the previous "
                                       f"values: {report.training_failure}")
-        self._data_stamp = max(self._data_stamp, *(batch.stamp for batch in batches))
         published = self._publish_model(model, generation, report)
         if published is None:
             return

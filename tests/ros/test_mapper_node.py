@@ -321,6 +321,21 @@ def test_cuda_is_refused_where_torch_sees_none(start_mapper):
     assert not result.successful and "no CUDA device" in result.reason
 
 
+def test_a_batch_that_adds_nothing_republishes_the_map_with_its_stamp(graph, spin_until):
+    """A leg whose soundings all fell outside the workspace ends in an empty batch; a
+    lockstep planner waits for a map at least as new, so the map stands for it too."""
+    mapper, probe = graph
+    probe.send_samples(*batch(17), stamp_ns=7_000_000_000)
+    assert spin_until(lambda: len(probe.maps) == 1 and updates(probe) == 1, mapper, probe.node,
+                      timeout=TIMEOUT)
+    probe.send_samples(np.empty((0, 2)), np.empty(0), stamp_ns=9_000_000_000)
+    assert spin_until(lambda: len(probe.maps) == 2, mapper, probe.node, timeout=TIMEOUT)
+    first, second = (cv.cloud_to_arrays(cloud) for cloud in probe.maps)
+    assert cv.time_to_nanoseconds(probe.maps[-1].header.stamp) == 9_000_000_000
+    np.testing.assert_array_equal(second["mean"], first["mean"])
+    assert updates(probe) == 1
+
+
 def test_a_new_grid_republishes_the_map(graph, spin_until):
     mapper, probe = graph
     probe.send_samples(*batch(16))
