@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from poam_ros.models import POAM, MappingConfig, StateFileError, load_model
+from poam_ros.models import POAM, StateFileError, load_model
 from poam_ros.models import state_io
 
 

@@ -1,7 +1,5 @@
 """SSGP and SSGP++ (Bui et al. 2017) against SGPR closed forms, and their training rule."""
 
-import math
-
 import numpy as np
 import pytest
 import torch
