@@ -62,6 +62,7 @@ log = logging.getLogger(__name__)
 
 # Drop reasons. Counted in samples, except pose_* and malformed_message (messages).
 WRONG_FRAME = "wrong_frame"
+NO_RETURN = "no_return"  # a range of +inf: the sonar detected nothing (REP-117)
 NONFINITE_RANGE = "nonfinite_range"
 NEGATIVE_RANGE = "negative_range"
 RANGE_OUT_OF_LIMITS = "range_out_of_limits"
@@ -82,8 +83,8 @@ POSE_DUPLICATE = "pose_duplicate"
 POSE_OUT_OF_ORDER = "pose_out_of_order"
 POSE_JUMP = "pose_jump"
 # Also from poam_ros.samples: duplicate, nonfinite_input, nonfinite_target.
-REASONS = (WRONG_FRAME, NONFINITE_RANGE, NEGATIVE_RANGE, RANGE_OUT_OF_LIMITS, NONFINITE_POINT,
-           MALFORMED, DUPLICATE, OUT_OF_ORDER, STALE_STAMP, POSE_GAP, NO_POSE, QUEUE_OVERFLOW,
+REASONS = (WRONG_FRAME, NO_RETURN, NONFINITE_RANGE, NEGATIVE_RANGE, RANGE_OUT_OF_LIMITS,
+           NONFINITE_POINT, MALFORMED, DUPLICATE, OUT_OF_ORDER, STALE_STAMP, POSE_GAP, NO_POSE, QUEUE_OVERFLOW,
            LATE, OUTSIDE_WORKSPACE, NONFINITE_INPUT, NONFINITE_TARGET, VOXEL_MERGED,
            STATISTICAL_OUTLIER, POSE_WRONG_FRAME, POSE_NONFINITE, POSE_DUPLICATE,
            POSE_OUT_OF_ORDER, POSE_JUMP)
@@ -308,6 +309,8 @@ class Ingest:
         or waiting for a pose."""
         if not self._check_stream(RANGE, t, frame_id, 1):
             return False
+        if distance == math.inf:
+            return self._drop(NO_RETURN, 1, f"no return at t={t:.6f} s")
         if not math.isfinite(distance):
             return self._drop(NONFINITE_RANGE, 1, f"range {distance} at t={t:.6f} s")
         if distance < 0:

@@ -256,6 +256,7 @@ class Mission:
         self.truth = self.terrain.elevation(self.eval_points)
         self._path: list[np.ndarray] = []
         self.outside_workspace = 0  # samples dropped for lying outside the workspace
+        self.no_return = 0  # soundings that returned nothing (off the terrain)
 
     def _check_workspace(self) -> None:
         xmin, xmax, ymin, ymax = self.workspace.bounds
@@ -293,8 +294,12 @@ class Mission:
         self._path.append(survey.poses)
         # Straight legs between waypoints may cross no-go zones or a concave boundary; samples
         # there are dropped, as the ingest node drops them.
-        inside = self.workspace.contains(survey.positions)
-        self.outside_workspace += int((~inside).sum())
+        # Soundings without a return (the vehicle swung beyond the terrain) are dropped and
+        # counted first, as the ingest node counts them.
+        returned = ~np.isposinf(survey.ranges)
+        inside = returned & self.workspace.contains(survey.positions)
+        self.no_return += int((~returned).sum())
+        self.outside_workspace += int((returned & ~inside).sum())
         self.model.add_data(survey.positions[inside], survey.elevations[inside])
         update_failure = None
         try:

@@ -168,6 +168,7 @@ def print_node_counts(monitor) -> None:
           f"mapper: {mapper.get('samples', '?')} samples, {mapper.get('inducing_points', '?')} "
           f"inducing points, {mapper.get('updates', '?')} updates, rejected: "
           f"{rejections or 'none'}")
-    if set(drops) - {"outside_workspace"}:  # lost in transit or timed out: load, not data
-        print("warning: the ingest dropped readings besides those outside the workspace; "
-              "if the machine was busy, a lower --time-scale lets it keep up", file=sys.stderr)
+    if set(drops) - {"outside_workspace", "no_return"}:  # lost or late: load, not data
+        print("warning: the ingest dropped readings besides those outside the workspace or "
+              "without a return; if the machine was busy, a lower --time-scale lets it keep "
+              "up", file=sys.stderr)

@@ -71,7 +71,7 @@ class MultibeamSonar:
     """Across-track fan of beams from a vehicle in the plane ``z = plane_z`` over ``terrain``.
 
     A beam returns nothing when it leaves the terrain's extent or ``max_range`` before it
-    reaches the seafloor.
+    reaches the seafloor, and no beam does from a sensor off the terrain.
     """
 
     def __init__(self, terrain: Terrain, config: MultibeamConfig, plane_z: float,
@@ -87,13 +87,16 @@ class MultibeamSonar:
         self.beam_angles = np.linspace(-half, half, config.num_beams)
 
     def ping(self, pose: Pose) -> Swath:
-        """Cast every beam from ``pose`` = (x m, y m, yaw rad); noise is drawn for each beam."""
+        """Cast every beam from ``pose`` = (x m, y m, yaw rad); noise is drawn for each beam.
+        A sensor off the terrain hears nothing (the world has no seafloor there)."""
         x, y, yaw = pose
-        self.terrain.require_inside([[x, y]], "sensor position")
         sin_phi, cos_phi = np.sin(self.beam_angles), np.cos(self.beam_angles)
         # Per metre of range along a beam: x and y move by step_x, step_y; z drops cos(phi).
         step_x, step_y = -sin_phi * math.sin(yaw), sin_phi * math.cos(yaw)
-        ranges = self._first_hits(x, y, step_x, step_y, cos_phi)
+        if self.terrain.contains([[x, y]])[0]:
+            ranges = self._first_hits(x, y, step_x, step_y, cos_phi)
+        else:
+            ranges = np.full(len(self.beam_angles), np.nan)
         valid = np.isfinite(ranges)
         ranges = ranges + self.rng.normal(0.0, self.config.noise_std, size=ranges.shape)
         points_sensor = np.column_stack((np.where(valid, 0.0, np.nan), ranges * sin_phi,

@@ -30,7 +30,7 @@ import numpy as np
 from poam_ros.params import ConfigError, Params, param
 
 from .multibeam import MultibeamSonar, Swath
-from .simulator import CLOCK_TOLERANCE, SimulationError, SurveySimulator
+from .simulator import CLOCK_TOLERANCE, SurveySimulator
 from .vehicle import Pose, wrap_angle
 
 MODES = ("lockstep", "realtime")
@@ -217,10 +217,7 @@ class SimulatedAuv:
                                      f"reached within {self._step_limit} control steps")
             goal = self._plan[self._index]
         before, t0 = self.pose, self.time
-        try:
-            log = self.simulator.step(goal)
-        except SimulationError as error:
-            return self._abandon(str(error))
+        log = self.simulator.step(goal)
         if goal is not None:
             self._steps_on_waypoint += 1
         after, t1 = self.pose, self.time

@@ -23,7 +23,7 @@ from typing import Sequence
 import numpy as np
 
 from .sonar import SingleBeamSonar, SonarConfig
-from .terrain import Terrain, TerrainError, check_extent
+from .terrain import Terrain, check_extent
 from .vehicle import Pose, Unicycle, VehicleConfig, wrap_angle
 
 # Slack when comparing a sounding instant with the time after a step; both are products of
@@ -40,7 +40,8 @@ class SurveyLog:
     """What one :meth:`SurveySimulator.follow` call produced.
 
     Soundings (N of them): ``times`` (N,) s, ``positions`` (N, 2) m, measured ``elevations``
-    and ``ranges`` (N,), and the noise-free ``true_elevations`` (N,). Trajectory (M poses,
+    and ``ranges`` (N,), and the noise-free ``true_elevations`` (N,); off the terrain a
+    sounding returns nothing (range +inf, elevations NaN). Trajectory (M poses,
     from the start of the call, one per control step): ``pose_times`` (M,) s and ``poses``
     (M, 3) as (x m, y m, yaw rad).
     """
@@ -112,8 +113,10 @@ class SurveySimulator:
 
         Raises:
             TerrainError: a waypoint outside the terrain (checked before moving).
-            SimulationError: a waypoint not reached in time, or a sounding off the terrain.
-            Either way the simulator is left as it was before the call.
+            SimulationError: a waypoint not reached in time.
+            Either way the simulator is left as it was before the call. A vehicle that swings
+            beyond the terrain's edge on its way sounds nothing there (see
+            :meth:`SingleBeamSonar.measure`).
         """
         goals = self.terrain.require_inside(waypoints, "waypoint")
         if not len(goals):
@@ -156,11 +159,7 @@ class SurveySimulator:
                     f"({pose[0]:.3g}, {pose[1]:.3g})")
 
         positions = np.column_stack((sound_xs, sound_ys)) if sound_xs else np.empty((0, 2))
-        try:
-            measured = self.sonar.measure(positions)
-        except TerrainError as exc:
-            raise SimulationError(f"the vehicle left the terrain while sounding; keep "
-                                  f"waypoints further inside its extent ({exc})") from exc
+        measured = self.sonar.measure(positions)
         start_step = self._steps
         self._pose, self._steps, self._soundings = pose, steps, soundings
         return SurveyLog(
@@ -189,10 +188,8 @@ class SurveySimulator:
         sounding where it is. Returns the soundings due up to the new time (those due
         before the step first, as :meth:`follow` takes them) and the poses before and after
         the step (``pose_times`` (2,), ``poses`` (2, 3)). The goal is not checked against
-        the terrain; a caller checks its plan once (:meth:`Terrain.require_inside`).
-
-        Raises:
-            SimulationError: a sounding off the terrain; the simulator is left as it was.
+        the terrain; a caller checks its plan once (:meth:`Terrain.require_inside`). Off
+        the terrain the sonar returns nothing (see :meth:`SingleBeamSonar.measure`).
         """
         vehicle, dt = self.vehicle, self.vehicle.dt
         pose, steps = self._pose, self._steps
@@ -206,13 +203,8 @@ class SurveySimulator:
         after = vehicle.step(pose, *command)
         t_after = (steps + 1) * dt
         more_times, more_xs, more_ys, soundings = self._due(t_after, soundings, pose, after, dt)
-        try:
-            log = self._log(times + more_times, xs + more_xs, ys + more_ys, [t, t_after],
-                            [pose, after])
-        except TerrainError as exc:
-            raise SimulationError(f"the vehicle left the terrain while sounding at "
-                                  f"({after[0]:.3g}, {after[1]:.3g}); keep goals further "
-                                  f"inside its extent ({exc})") from exc
+        log = self._log(times + more_times, xs + more_xs, ys + more_ys, [t, t_after],
+                        [pose, after])
         self._pose, self._steps, self._soundings = after, steps + 1, soundings
         return log
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from poam_ros.params import ConfigError, Params, param
 
-from .terrain import Terrain
+from .terrain import Terrain, as_points
 
 
 @dataclass
@@ -38,7 +38,8 @@ class SonarConfig(Params):
 
 @dataclass(frozen=True)
 class Soundings:
-    """N soundings: measured elevation and range, and the noise-free elevation, each (N,)."""
+    """N soundings: measured elevation and range, and the noise-free elevation, each (N,);
+    a sounding without a return has range +inf and NaN elevations."""
 
     elevation: np.ndarray
     range: np.ndarray
@@ -74,8 +75,17 @@ class SingleBeamSonar:
         self.rng = rng
 
     def measure(self, xy) -> Soundings:
-        """Soundings at the (N, 2) vehicle positions ``xy`` (metres), one noise draw each."""
-        true_elevation = self.terrain.elevation(xy)
+        """Soundings at the (N, 2) vehicle positions ``xy`` (metres), one noise draw each.
+
+        The simulated world has no seafloor beyond the terrain's extent, so a position off
+        it gets no return: range +inf (REP-117's "nothing detected"), elevations NaN. Its
+        noise is drawn all the same, so the soundings over the terrain do not depend on it.
+        """
+        points = as_points(xy)
+        over = self.terrain.contains(points)
+        true_elevation = np.full(len(points), np.nan)
+        true_elevation[over] = self.terrain.elevation(points[over])
         noise = self.rng.normal(0.0, self.config.noise_std, size=true_elevation.shape)
-        measured_range = self.plane_z - true_elevation + noise
-        return Soundings(self.plane_z - measured_range, measured_range, true_elevation)
+        measured_range = np.where(over, self.plane_z - true_elevation + noise, np.inf)
+        elevation = np.where(over, self.plane_z - measured_range, np.nan)
+        return Soundings(elevation, measured_range, true_elevation)

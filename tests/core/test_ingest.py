@@ -180,7 +180,8 @@ def flush(ingest):
 
 
 @pytest.mark.parametrize("distance, reason", [
-    (float("nan"), ig.NONFINITE_RANGE), (float("inf"), ig.NONFINITE_RANGE),
+    (float("nan"), ig.NONFINITE_RANGE), (float("-inf"), ig.NONFINITE_RANGE),
+    (float("inf"), ig.NO_RETURN),
     (-3.0, ig.NEGATIVE_RANGE), (0.5, ig.RANGE_OUT_OF_LIMITS), (2500.0, ig.RANGE_OUT_OF_LIMITS)])
 def test_bad_ranges_are_dropped(placed, distance, reason):
     assert not placed.add_range(5.0, distance, *LIMITS, now=0.0)

@@ -98,3 +98,20 @@ def test_no_go_zone_keeps_samples_and_goals_out(setup):
     in_zone = (np.abs(result.samples_x) < 10.0).all(axis=1)
     assert not in_zone.any()
     assert mission.outside_workspace > 0  # the pilot survey's straight legs cross the zone
+
+
+def test_soundings_beyond_the_terrain_return_nothing_and_the_mission_goes_on(setup):
+    """A workspace up to the terrain's edge and a robot that turns on the move (the authors'
+    code's): it swings beyond the edge, where the sonar returns nothing; those soundings are
+    counted and dropped, and the mission runs to its budget."""
+    setup.workspace = WorkspaceConfig(vertices=[-31.0, -31.0, 31.0, -31.0, 31.0, 31.0,
+                                                -31.0, 31.0])
+    setup.vehicle = setup.vehicle.replace(reverse=True, max_yaw_rate=np.pi)
+    setup.mission = setup.mission.replace(max_samples=1000, seed=0)
+    mission = Mission(setup)
+    result = mission.run()
+    assert mission.no_return > 0 and mission.outside_workspace == 0
+    assert result.records[-1].num_samples >= 1000
+    assert np.isfinite(result.samples_y).all()
+    assert mission.terrain.contains(result.samples_x).all()
+

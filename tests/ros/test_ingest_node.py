@@ -121,6 +121,7 @@ def test_bad_input_is_counted_and_never_published(start_node, make_node, spin_un
     tester.send_range(0.5, 310.0)                       # at x = -4.5: outside the workspace
     tester.send_range(1.0, 310.0)                       # good: (-4.0, 0, -10)
     tester.send_range(2.0, float("nan"))
+    tester.send_range(2.2, float("inf"))                # no return (REP-117)
     tester.send_range(2.5, -1.0)
     tester.send_range(3.0, 0.5)                         # below the message's min_range
     tester.send_range(3.5, 310.0, frame_id="base_link")
@@ -139,7 +140,7 @@ def test_bad_input_is_counted_and_never_published(start_node, make_node, spin_un
     np.testing.assert_allclose(points, [[-4.0, 0.0, -10.0], [-1.0, 0.0, -20.0]])
     expected = {ig.STALE_STAMP: 1, ig.POSE_JUMP: 1, ig.POSE_WRONG_FRAME: 1,
                 ig.POSE_OUT_OF_ORDER: 1, ig.OUTSIDE_WORKSPACE: 1, ig.NONFINITE_RANGE: 1,
-                ig.NEGATIVE_RANGE: 1, ig.RANGE_OUT_OF_LIMITS: 1, ig.WRONG_FRAME: 4,
+                ig.NO_RETURN: 1, ig.NEGATIVE_RANGE: 1, ig.RANGE_OUT_OF_LIMITS: 1, ig.WRONG_FRAME: 4,
                 DUPLICATE: 1, ig.OUT_OF_ORDER: 1, ig.NO_POSE: 1, ig.MALFORMED: 1}
     assert spin_until(lambda: all(tester.count(f"dropped.{reason}") == count
                                   for reason, count in expected.items()),

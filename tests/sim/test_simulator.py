@@ -132,14 +132,19 @@ def test_unreachable_waypoint_stops_with_the_simulator_unchanged():
     assert sim.time == 0.0 and sim.pose == START
 
 
-def test_leaving_the_terrain_is_an_error_with_the_simulator_unchanged():
+def test_swinging_beyond_the_terrain_sounds_nothing_there_and_the_survey_goes_on():
     # Starting on the eastern edge heading east-south-east, the turn towards a goal due
     # north swings the vehicle beyond the edge.
     flat = Terrain(np.zeros((4, 4)), (-10.0, 0.0, -10.0, 10.0))
-    sim = SurveySimulator(flat, start_pose=(0.0, 0.0, -0.26))
-    with pytest.raises(SimulationError, match="left the terrain while sounding"):
-        sim.follow([[0.0, 9.0]])
-    assert sim.time == 0.0 and sim.pose == (0.0, 0.0, -0.26)
+    log = SurveySimulator(flat, start_pose=(0.0, 0.0, -0.26)).follow([[0.0, 9.0]])
+    off = log.positions[:, 0] > 0.0
+    assert off.any() and not off.all()
+    assert np.isposinf(log.ranges[off]).all() and np.isnan(log.elevations[off]).all()
+    # Over the terrain, the soundings of a vehicle on a terrain reaching further east.
+    wide = Terrain(np.zeros((4, 4)), (-10.0, 10.0, -10.0, 10.0))
+    reference = SurveySimulator(wide, start_pose=(0.0, 0.0, -0.26)).follow([[0.0, 9.0]])
+    np.testing.assert_array_equal(log.positions, reference.positions)
+    np.testing.assert_array_equal(log.ranges[~off], reference.ranges[~off])
 
 
 def test_a_five_thousand_sounding_mission_completes():

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from poam_ros.sim.default_terrain import default_terrain
-from poam_ros.sim.simulator import SimulationError, SurveySimulator, lower_right_start
+from poam_ros.sim.simulator import SurveySimulator, lower_right_start
 from poam_ros.sim.sonar import SonarConfig
 from poam_ros.sim.terrain import Terrain
 from poam_ros.sim.vehicle import VehicleConfig
@@ -67,11 +67,11 @@ def test_holding_keeps_the_pose_and_the_sonar_running():
     np.testing.assert_allclose(log.positions, [START[:2]] * len(log))
 
 
-def test_a_step_off_the_terrain_fails_with_the_simulator_unchanged():
+def test_a_step_off_the_terrain_sounds_nothing_there():
     flat = Terrain(np.zeros((4, 4)), (-10.0, 0.0, -10.0, 10.0))
     sim = SurveySimulator(flat, start_pose=(0.0, 0.0, 0.0), sonar_config=SonarConfig(rate=10.0))
     sim.sound_due()
-    before = (sim.pose, sim.time, sim.steps)
-    with pytest.raises(SimulationError, match="left the terrain"):
-        sim.step((5.0, 0.0))  # the goal is off the terrain too: the caller's check
-    assert (sim.pose, sim.time, sim.steps) == before
+    log = sim.step((5.0, 0.0))  # the goal is off the terrain too: the caller's check
+    assert sim.pose[0] > 0.0 and sim.steps == 1
+    assert len(log) and (log.positions[:, 0] > 0.0).all()
+    assert np.isposinf(log.ranges).all() and np.isnan(log.elevations).all()

@@ -51,6 +51,22 @@ def test_range_limits_are_ordered():
         SonarConfig(min_range=5.0, max_range=1.0)
 
 
-def test_sounding_off_the_terrain():
-    with pytest.raises(TerrainError, match="outside"):
-        sonar().measure([[3.0, 1.0]])
+def test_a_sounding_off_the_terrain_returns_nothing_and_leaves_the_others_as_they_were():
+    points = np.array([[0.5, 1.0], [3.0, 1.0], [1.5, -0.1], [1.5, 1.0]])
+    soundings = sonar(4).measure(points)
+    off = np.array([False, True, True, False])
+    assert np.isposinf(soundings.range[off]).all()
+    assert np.isnan(soundings.elevation[off]).all() and np.isnan(soundings.true_elevation[off]).all()
+    # The noise of every sounding is drawn in order: those over the terrain carry the noise
+    # a sonar over a larger terrain gives them.
+    wide = Terrain(np.zeros((2, 2)), (-1.0, 4.0, -1.0, 4.0))
+    wider = SingleBeamSonar(wide, SonarConfig(), 300.0, np.random.default_rng(4)).measure(points)
+    noise = soundings.elevation - soundings.true_elevation
+    np.testing.assert_allclose(noise[~off], (wider.elevation - wider.true_elevation)[~off],
+                               rtol=0, atol=1e-12)
+    np.testing.assert_allclose(soundings.elevation + soundings.range, [300, np.nan, np.nan, 300])
+
+
+def test_positions_of_the_wrong_shape_are_an_error():
+    with pytest.raises(TerrainError, match=r"\(N, 2\)"):
+        sonar().measure([1.0, 2.0, 3.0])
