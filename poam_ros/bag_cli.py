@@ -167,7 +167,6 @@ def remap(argv) -> int:
     from .mission import MissionSetup, default_parameter_file
     from .param_files import load_configs
     from .params import ConfigError
-    from .sim import TerrainConfig
     from .workspace import WorkspaceConfig
 
     parser = argparse.ArgumentParser(prog="poam-ros remap", description=remap.__doc__)
@@ -200,7 +199,7 @@ def remap(argv) -> int:
         ingest = load_configs(params, "sensor_ingest", {"": IngestConfig,
                                                          "workspace": WorkspaceConfig})
         if args.map:
-            setup.terrain = TerrainConfig(path=args.map, extent=setup.terrain.extent)
+            setup = setup.over_map(args.map)
         if args.seed is not None:
             setup.mission = setup.mission.replace(seed=args.seed)
         if args.method:

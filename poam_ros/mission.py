@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -147,6 +147,11 @@ class MissionSetup:
             start = lower_right_start(Workspace.from_config(self.workspace).bounds)
             parameters["start_pose"] = [float(v) for v in start]
         return parameters
+
+    def over_map(self, path) -> "MissionSetup":
+        """This setup over the terrain file ``path`` (a command's ``--map``), read with the
+        setup's other terrain settings (extent, row order, resizing, void filling)."""
+        return replace(self, terrain=self.terrain.replace(path=str(path)))
 
     def planner_config(self) -> Params | None:
         return {"max_entropy": self.max_entropy, "lawnmower": self.lawnmower}.get(

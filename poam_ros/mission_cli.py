@@ -31,14 +31,12 @@ def add_setup_arguments(parser: argparse.ArgumentParser, out: str) -> None:
 def setup_from_args(args):
     """(MissionSetup, parameter file) from :func:`add_setup_arguments`' options."""
     from .mission import MissionSetup, default_parameter_file
-    from .sim import TerrainConfig
 
     params = (args.params or default_parameter_file()).resolve()
     setup = MissionSetup.from_file(params)
     if args.map:
         # Absolute, so that processes started elsewhere read the same file.
-        setup.terrain = TerrainConfig(path=str(Path(args.map).resolve()),
-                                      extent=setup.terrain.extent)
+        setup = setup.over_map(Path(args.map).resolve())
     if args.seed is not None:
         setup.mission = setup.mission.replace(seed=args.seed)
     if args.max_samples is not None:

@@ -30,7 +30,6 @@ import torch
 
 from ..mission import (AVERAGED_METRICS, EpochRecord, Mission, MissionSetup,
                        default_parameter_file, sample_averages)
-from ..sim import TerrainConfig
 
 log = logging.getLogger(__name__)
 
@@ -65,8 +64,7 @@ def run_one(spec: RunSpec, base: MissionSetup, data_dir: Path, out: Path,
     records_path, status_path = runs / f"{spec.name}.jsonl", runs / f"{spec.name}.json"
     status = {"run": asdict(spec)}
     try:
-        setup = replace(base, terrain=TerrainConfig(path=str(map_file(spec.map, data_dir)),
-                                                    extent=base.terrain.extent),
+        setup = replace(base.over_map(map_file(spec.map, data_dir)),
                         mapping=base.mapping.replace(method=spec.method, kernel=spec.kernel),
                         mission=base.mission.replace(seed=spec.seed))
         with open(records_path.with_suffix(".partial"), "w") as handle:

@@ -81,6 +81,19 @@ def test_workspace_outside_the_terrain(setup):
         Mission(setup)
 
 
+def test_a_map_given_on_the_command_line_is_read_as_the_file_says(tmp_path):
+    """``--map`` (mission, sim, remap, bench sweep) replaces the terrain file alone: its
+    placement and preprocessing stay the parameter file's."""
+    path = tmp_path / "params.yaml"
+    path.write_text("simulated_auv:\n  ros__parameters:\n    terrain:\n      path: a.npz\n"
+                    "      first_row: south\n      resize_rows: 40\n      resize_cols: 40\n")
+    setup = MissionSetup.from_file(path)
+    moved = setup.over_map(tmp_path / "b.npz")
+    assert moved.terrain == setup.terrain.replace(path=str(tmp_path / "b.npz"))
+    assert (moved.terrain.first_row, moved.terrain.resize_rows) == ("south", 40)
+    assert setup.terrain.path == "a.npz" and moved.mission == setup.mission
+
+
 def test_parameter_file_round_trip(tmp_path):
     path = tmp_path / "params.yaml"
     path.write_text("mapper:\n  ros__parameters:\n    mapping:\n      num_inducing: 77\n")
