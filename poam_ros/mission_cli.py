@@ -106,6 +106,9 @@ def mission(argv) -> int:
         return 2
     figure = plot_mission(result, args.out / "mission.png",
                           title=f"{setup.mapping.method}, seed {setup.mission.seed}")
-    report(summarize(result.records, result.wall_time, setup), result.records, args.out,
-           "mission", figure)
+    dropped = {"outside_workspace": run.outside_workspace, "no_return": run.no_return}
+    report(summarize(result.records, result.wall_time, setup, dropped=dropped), result.records,
+           args.out, "mission", figure)
+    print(f"dropped soundings: {run.outside_workspace} outside the workspace, "
+          f"{run.no_return} without a return (off the terrain)")
     return 0

@@ -17,6 +17,10 @@ def test_the_mission_prints_each_epoch_and_writes_its_records(tmp_path, capsys,
     assert summary["epochs"] == len(epochs) >= 2 and summary["final"] == epochs[-1]
     assert epochs[-1]["num_samples"] >= 500 > epochs[-2]["num_samples"]
     assert summary["setup"]["mission"]["seed"] == 2
+    dropped = summary["dropped"]  # the vehicle stays over the terrain here
+    assert dropped["no_return"] == 0 and dropped["outside_workspace"] >= 0
+    assert (f"dropped soundings: {dropped['outside_workspace']} outside the workspace, 0 "
+            f"without a return") in printed
     assert f"{summary['epoch_averages']['smse']:.4f}" in printed
     assert len([line for line in printed.splitlines() if line[:5].strip().isdigit()]) \
         == len(epochs)
