@@ -297,10 +297,9 @@ class Mission:
                on_epoch: Callable[[EpochRecord], None] | None) -> EpochRecord:
         survey = self.simulator.follow(waypoints)
         self._path.append(survey.poses)
-        # Straight legs between waypoints may cross no-go zones or a concave boundary; samples
-        # there are dropped, as the ingest node drops them.
-        # Soundings without a return (the vehicle swung beyond the terrain) are dropped and
-        # counted first, as the ingest node counts them.
+        # As the ingest node: soundings without a return (the vehicle swung beyond the
+        # terrain) are dropped first, then those outside the workspace (straight legs may
+        # cross no-go zones or a concave boundary); each counted.
         returned = ~np.isposinf(survey.ranges)
         inside = returned & self.workspace.contains(survey.positions)
         self.no_return += int((~returned).sum())
