@@ -127,4 +127,3 @@ def test_soundings_beyond_the_terrain_return_nothing_and_the_mission_goes_on(set
     assert result.records[-1].num_samples >= 1000
     assert np.isfinite(result.samples_y).all()
     assert mission.terrain.contains(result.samples_x).all()
-

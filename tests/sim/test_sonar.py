@@ -56,7 +56,8 @@ def test_a_sounding_off_the_terrain_returns_nothing_and_leaves_the_others_as_the
     soundings = sonar(4).measure(points)
     off = np.array([False, True, True, False])
     assert np.isposinf(soundings.range[off]).all()
-    assert np.isnan(soundings.elevation[off]).all() and np.isnan(soundings.true_elevation[off]).all()
+    assert np.isnan(soundings.elevation[off]).all()
+    assert np.isnan(soundings.true_elevation[off]).all()
     # The noise of every sounding is drawn in order: those over the terrain carry the noise
     # a sonar over a larger terrain gives them.
     wide = Terrain(np.zeros((2, 2)), (-1.0, 4.0, -1.0, 4.0))
