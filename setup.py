@@ -54,7 +54,7 @@ setup(
     entry_points={
         "console_scripts": [
             "poam-ros = poam_ros.cli:main",
-            "simulated_auv = poam_ros.sim.simulated_auv_node:main",
+            "simulated_auv = poam_ros.ros.simulated_auv_node:main",
             "sensor_ingest = poam_ros.ros.ingest_node:main",
             "mapper = poam_ros.ros.mapper_node:main",
             "planner = poam_ros.ros.planner_node:main",

@@ -2,6 +2,6 @@
 
 import sys
 
-from .cli import main
+from poam_ros.cli import main
 
 sys.exit(main())

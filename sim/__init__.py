@@ -8,17 +8,16 @@ Typical use, the POAM paper's setting::
     log = sim.follow([[0.0, 0.0], [-20.0, 10.0]])   # log.positions, log.elevations, ...
 """
 
-from .default_terrain import default_terrain
-from .fetch import FetchError, fetch_tile
-from .multibeam import MultibeamConfig, MultibeamSonar, MultibeamStreamConfig, Swath
-from .simulated_auv import (MODES, Odom, Ping, SimulatedAuv, SimulatedAuvConfig,
-                            Sounding)
-from .simulator import SimulationError, SurveyLog, SurveySimulator, lower_right_start
-from .sonar import SingleBeamSonar, SonarConfig, Soundings
-from .terrain import Terrain, TerrainError, grid_points
-from .terrain_config import TerrainConfig, terrain_from_config
-from .terrain_io import load_terrain
-from .vehicle import Unicycle, VehicleConfig, wrap_angle
+from poam_ros.sim.default_terrain import default_terrain
+from poam_ros.sim.fetch import FetchError, fetch_tile
+from poam_ros.sim.multibeam import MultibeamConfig, MultibeamSonar, MultibeamStreamConfig, Swath
+from poam_ros.sim.simulated_auv import MODES, Odom, Ping, SimulatedAuv, SimulatedAuvConfig, Sounding
+from poam_ros.sim.simulator import SimulationError, SurveyLog, SurveySimulator, lower_right_start
+from poam_ros.sim.sonar import SingleBeamSonar, SonarConfig, Soundings
+from poam_ros.sim.terrain import Terrain, TerrainError, grid_points
+from poam_ros.sim.terrain_config import TerrainConfig, terrain_from_config
+from poam_ros.sim.terrain_io import load_terrain
+from poam_ros.sim.vehicle import Unicycle, VehicleConfig, wrap_angle
 
 __all__ = [
     "MODES", "FetchError", "MultibeamConfig", "MultibeamSonar", "MultibeamStreamConfig", "Odom",

@@ -18,7 +18,7 @@ from typing import Sequence
 import numpy as np
 from matplotlib import cbook
 
-from .terrain import Terrain, TerrainError
+from poam_ros.sim.terrain import Terrain, TerrainError
 
 PAPER_EXTENT = (-31.0, 31.0, -31.0, 31.0)
 SEAFLOOR_BLOCK = (slice(0, 28), slice(0, 28))

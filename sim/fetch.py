@@ -27,7 +27,7 @@ import zipfile
 import zlib
 from pathlib import Path
 
-from .terrain_io import HGT_SIDES
+from poam_ros.sim.terrain_io import HGT_SIDES
 
 log = logging.getLogger(__name__)
 

@@ -16,9 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from poam_ros.params import Params, param
-
-from .terrain import Terrain
-from .vehicle import Pose
+from poam_ros.sim.terrain import Terrain
+from poam_ros.sim.vehicle import Pose
 
 BISECTION_STEPS = 40
 

@@ -28,10 +28,9 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 from poam_ros.params import ConfigError, Params, param
-
-from .multibeam import MultibeamSonar, Swath
-from .simulator import CLOCK_TOLERANCE, SurveySimulator
-from .vehicle import Pose, wrap_angle
+from poam_ros.sim.multibeam import MultibeamSonar, Swath
+from poam_ros.sim.simulator import CLOCK_TOLERANCE, SurveySimulator
+from poam_ros.sim.vehicle import Pose, wrap_angle
 
 MODES = ("lockstep", "realtime")
 

@@ -22,9 +22,9 @@ from typing import Sequence
 
 import numpy as np
 
-from .sonar import SingleBeamSonar, SonarConfig
-from .terrain import Terrain, check_extent
-from .vehicle import Pose, Unicycle, VehicleConfig, wrap_angle
+from poam_ros.sim.sonar import SingleBeamSonar, SonarConfig
+from poam_ros.sim.terrain import Terrain, check_extent
+from poam_ros.sim.vehicle import Pose, Unicycle, VehicleConfig, wrap_angle
 
 # Slack when comparing a sounding instant with the time after a step; both are products of
 # integer counts and periods, so they agree far more closely than this when they coincide.

@@ -13,8 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from poam_ros.params import ConfigError, Params, param
-
-from .terrain import Terrain, as_points
+from poam_ros.sim.terrain import Terrain, as_points
 
 
 @dataclass

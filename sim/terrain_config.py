@@ -5,10 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from poam_ros.params import ConfigError, Params, param
-
-from .default_terrain import PAPER_EXTENT, default_terrain
-from .terrain import Terrain
-from .terrain_io import FIRST_ROW_CHOICES, load_terrain
+from poam_ros.sim.default_terrain import PAPER_EXTENT, default_terrain
+from poam_ros.sim.terrain import Terrain
+from poam_ros.sim.terrain_io import FIRST_ROW_CHOICES, load_terrain
 
 
 @dataclass

@@ -34,7 +34,7 @@ import numpy as np
 from PIL import Image
 from scipy.ndimage import distance_transform_edt
 
-from .terrain import Terrain, TerrainError, check_extent
+from poam_ros.sim.terrain import Terrain, TerrainError, check_extent
 
 log = logging.getLogger(__name__)
 

@@ -5,10 +5,16 @@ configuration, and the offline remap (:mod:`poam_ros.bags.remap`).
 The rclpy sides (the recorder node, the player) live in :mod:`poam_ros.ros`.
 """
 
-from .bag_reader import BagError, BagMessage, BagReader, ReadReport, TopicInfo
-from .bag_writer import STORAGES, BagWriteError, BagWriter, check_new_bag, default_bag_path
-from .message_types import STACK_TOPICS, MessageTypes, UnknownMessageType
-from .recorder_config import RecorderConfig
+from poam_ros.bags.bag_reader import BagError, BagMessage, BagReader, ReadReport, TopicInfo
+from poam_ros.bags.bag_writer import (
+           STORAGES,
+           BagWriteError,
+           BagWriter,
+           check_new_bag,
+           default_bag_path,
+)
+from poam_ros.bags.message_types import STACK_TOPICS, MessageTypes, UnknownMessageType
+from poam_ros.bags.recorder_config import RecorderConfig
 
 __all__ = ["BagError", "BagMessage", "BagReader", "ReadReport", "TopicInfo", "STORAGES",
            "BagWriteError", "BagWriter", "check_new_bag", "default_bag_path", "STACK_TOPICS",

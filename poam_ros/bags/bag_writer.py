@@ -33,8 +33,7 @@ from pathlib import Path
 import yaml
 
 from poam_ros import __version__
-
-from .mcap_file import McapFile
+from poam_ros.bags.mcap_file import McapFile
 
 log = logging.getLogger(__name__)
 
@@ -288,8 +287,12 @@ class _Sqlite3File:
         self.committed = time.monotonic()
 
     def add_topic(self, index: int, topic: TopicRecord, offered_qos: str) -> None:
-        from rosbags.interfaces import (Connection, ConnectionExtRosbag2, MessageDefinition,
-                                        MessageDefinitionFormat)
+        from rosbags.interfaces import (
+            Connection,
+            ConnectionExtRosbag2,
+            MessageDefinition,
+            MessageDefinitionFormat,
+        )
 
         connection = Connection(
             id=index + 1, topic=topic.name, msgtype=topic.msgtype,

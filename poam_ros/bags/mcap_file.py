@@ -22,8 +22,19 @@ from pathlib import Path
 import zstandard
 from mcap.data_stream import RecordBuilder
 from mcap.opcode import Opcode
-from mcap.records import (Channel, Chunk, ChunkIndex, DataEnd, Footer, Header, Metadata,
-                          MetadataIndex, Schema, Statistics, SummaryOffset)
+from mcap.records import (
+    Channel,
+    Chunk,
+    ChunkIndex,
+    DataEnd,
+    Footer,
+    Header,
+    Metadata,
+    MetadataIndex,
+    Schema,
+    Statistics,
+    SummaryOffset,
+)
 
 MAGIC = b"\x89MCAP0\r\n"
 # Message record: opcode, record length, channel id, sequence, log time, publish time.

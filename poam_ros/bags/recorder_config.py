@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from poam_ros.bags.bag_writer import STORAGES
+from poam_ros.bags.message_types import STACK_TOPICS
 from poam_ros.params import ConfigError, Params, param
-
-from .bag_writer import STORAGES
-from .message_types import STACK_TOPICS
 
 
 @dataclass

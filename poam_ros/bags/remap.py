@@ -55,18 +55,19 @@ from typing import Callable
 
 import numpy as np
 
+from poam_ros.bags import decoding as dec
+from poam_ros.bags.bag_reader import BagError, BagReader, ReadReport
+from poam_ros.bags.message_types import MessageTypes
 from poam_ros.ingest import Ingest, IngestConfig, SampleBatch
-from poam_ros.map_grid import MapGrid, MapLayers, predict_map
-from poam_ros.metrics import evaluate_map, evaluation_points
-from poam_ros.mission import EpochRecord, MissionResult, MissionSetup, mission_seeds
+from poam_ros.mapping.epochs import EpochRecord
+from poam_ros.mapping.map_grid import MapGrid, MapLayers, predict_map
+from poam_ros.mapping.metrics import evaluate_map, evaluation_points
+from poam_ros.mission import MissionResult
 from poam_ros.models import NumericalError, OnlineSparseGP, make_model
+from poam_ros.models.samples import InvalidBatchError
 from poam_ros.params import Params, param
-from poam_ros.samples import InvalidBatchError
+from poam_ros.params.mission_setup import MissionSetup, mission_seeds
 from poam_ros.workspace import Workspace, WorkspaceConfig
-
-from . import decoding as dec
-from .bag_reader import BagError, BagReader, ReadReport
-from .message_types import MessageTypes
 
 log = logging.getLogger(__name__)
 
@@ -504,7 +505,7 @@ def plot_map(result: RemapResult, path, title: str = "") -> Path:
     bags without ground truth; :func:`poam_ros.figures.plot_mission` otherwise)."""
     import matplotlib.pyplot as plt
 
-    from ..figures import save_figure  # selects the file-only backend
+    from poam_ros.figures import save_figure  # selects the file-only backend
 
     grid, layers = result.grid, result.layers
     x, y = grid.coordinates()

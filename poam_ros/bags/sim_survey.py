@@ -14,15 +14,14 @@ import math
 import numpy as np
 from rosbags.typesys import Stores, get_typestore
 
-from poam_ros.mission import MissionSetup, mission_seeds
+from poam_ros.bags.bag_writer import BagWriter
+from poam_ros.bags.message_types import MessageTypes
+from poam_ros.params.mission_setup import MissionSetup, mission_seeds
 from poam_ros.planners import pilot_survey
 from poam_ros.planners.random_planner import RandomPlanner
 from poam_ros.sim import SurveySimulator, lower_right_start, terrain_from_config
 from poam_ros.sim.simulated_auv import Odom, SimulatedAuv, Sounding
 from poam_ros.workspace import Workspace
-
-from .bag_writer import BagWriter
-from .message_types import MessageTypes
 
 STORE = get_typestore(Stores.ROS2_KILTED)
 T = STORE.types

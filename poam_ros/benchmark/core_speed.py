@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..models import MappingConfig, make_model
-from ..models.linalg import NumericalError
+from poam_ros.models import MappingConfig, make_model
+from poam_ros.models.linalg import NumericalError
 
 SIZES = (1_000, 2_000, 5_000, 10_000, 20_000, 50_000)
 
@@ -134,7 +134,7 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     (out / "core_speed.json").write_text(json.dumps(result, indent=2))
     (out / "core_speed.md").write_text(markdown_table(result) + "\n")
-    from ..figures import plot_speed
+    from poam_ros.figures import plot_speed
     plot_speed(result["updates"], out / "core_speed.png")
     print(markdown_table(result))
     print(f"written to {out}/core_speed.{{json,md,png}}")

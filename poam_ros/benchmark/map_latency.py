@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from poam_ros.mission import MissionSetup, default_parameter_file, mission_seeds
+from poam_ros.params.mission_setup import MissionSetup, default_parameter_file, mission_seeds
 from poam_ros.planners import RandomPlanner, pilot_survey
 from poam_ros.processes import wait_or_kill
 from poam_ros.sim import SurveySimulator, lower_right_start, terrain_from_config

@@ -20,8 +20,8 @@ def main(argv=None) -> int:
     from poam_ros.bags.remap import RemapConfig, remap_bag
     from poam_ros.bags.sim_survey import write_survey
     from poam_ros.ingest import IngestConfig
-    from poam_ros.mission import MissionSetup, default_parameter_file
-    from poam_ros.param_files import load_configs
+    from poam_ros.params.files import load_configs
+    from poam_ros.params.mission_setup import MissionSetup, default_parameter_file
     from poam_ros.workspace import WorkspaceConfig
 
     parser = argparse.ArgumentParser(prog="poam-ros bench remap", description=__doc__)

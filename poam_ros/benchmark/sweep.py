@@ -28,8 +28,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..mission import (AVERAGED_METRICS, EpochRecord, Mission, MissionSetup,
-                       default_parameter_file, sample_averages)
+from poam_ros.mapping.epochs import AVERAGED_METRICS, EpochRecord, sample_averages
+from poam_ros.mission import Mission
+from poam_ros.params.mission_setup import MissionSetup, default_parameter_file
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +77,7 @@ def run_one(spec: RunSpec, base: MissionSetup, data_dir: Path, out: Path,
         status.update(status="done", averages=result.averages(), epochs=len(result.records),
                       samples=result.final.num_samples, wall_time=result.wall_time)
         if figure:
-            from ..figures import plot_mission
+            from poam_ros.figures import plot_mission
             plot_mission(result, out / "figures" / f"{spec.name}.png", title=spec.name)
     except Exception as error:  # a sweep records any failure of a run and goes on
         status.update(status="failed", error=f"{type(error).__name__}: {error}",
@@ -130,7 +131,7 @@ def summarise(specs: list[RunSpec], statuses: list[dict], out: Path,
               window: tuple[int, int] | None = None) -> None:
     """Table I per map, method and kernel: each run's metrics averaged over its decision
     epochs, then mean ± sample std over seeds; with a ``window`` of sample counts, the same
-    for the averages over that window (:func:`~poam_ros.mission.sample_averages`)."""
+    for the averages over that window (:func:`~poam_ros.mapping.epochs.sample_averages`)."""
     runs = {spec: _records(out, spec) for spec, status in zip(specs, statuses)
             if status["status"] == "done"}  # each run's epoch records, read once
     groups: dict[tuple, list[tuple[RunSpec, dict]]] = {}
@@ -198,7 +199,7 @@ def _records(out: Path, spec: RunSpec) -> list[dict]:
 
 def _plot_curves(runs: dict[RunSpec, list[dict]], out: Path) -> None:
     """One figure per map of the done runs' curves."""
-    from ..figures import plot_curves
+    from poam_ros.figures import plot_curves
 
     for map_name in sorted({spec.map for spec in runs}):
         curves: dict[str, list] = {}

@@ -8,8 +8,8 @@ depend on trainable parameters) and ``from_precomputed(x1, x2, cache)``, and
 
 from gpytorch.kernels import ScaleKernel
 
-from .attentive_kernel import AttentiveKernel
-from .rbf_kernel import RBFKernel
+from poam_ros.kernels.attentive_kernel import AttentiveKernel
+from poam_ros.kernels.rbf_kernel import RBFKernel
 
 __all__ = ["AttentiveKernel", "RBFKernel", "ScaleKernel", "make_kernel"]
 

@@ -23,7 +23,7 @@ import torch
 from gpytorch.kernels import Kernel
 from torch import Tensor, nn
 
-from .base_stack import MixBaseKernels, base_kernel_stack
+from poam_ros.kernels.base_stack import MixBaseKernels, base_kernel_stack
 
 
 class AttentiveKernel(Kernel):

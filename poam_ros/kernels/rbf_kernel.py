@@ -11,7 +11,7 @@ import gpytorch
 import torch
 from torch import Tensor
 
-from .base_stack import squared_distances
+from poam_ros.kernels.base_stack import squared_distances
 
 
 class RBFKernel(gpytorch.kernels.RBFKernel):

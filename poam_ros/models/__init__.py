@@ -14,18 +14,24 @@ Methods (the POAM paper's method, baselines and ablations):
                              ablations of the paper's Fig. 8 (ablations.py)
 """
 
-from .ablations import (PoamOnlineElbo, PoamVarOpt, PoamVarSsgp, PoamZKmeans, PoamZOpt,
-                        PoamZRand)
-from .batch import PAM, SVGP, Full
-from .config import MappingConfig
-from .exact import ExactGP, ExactGPSizeError
-from .linalg import NumericalError
-from .ovc import OVC, OVCPlusPlus
-from .poam import POAM
-from .sparse_gp import ModelNotReadyError, OnlineSparseGP, UpdateReport
-from .ssgp import SSGP, SSGPPlusPlus
-from . import state_io
-from .state_io import StateFileError
+from poam_ros.models import state_io
+from poam_ros.models.ablations import (
+    PoamOnlineElbo,
+    PoamVarOpt,
+    PoamVarSsgp,
+    PoamZKmeans,
+    PoamZOpt,
+    PoamZRand,
+)
+from poam_ros.models.batch import PAM, SVGP, Full
+from poam_ros.models.config import MappingConfig
+from poam_ros.models.exact import ExactGP, ExactGPSizeError
+from poam_ros.models.linalg import NumericalError
+from poam_ros.models.ovc import OVC, OVCPlusPlus
+from poam_ros.models.poam import POAM
+from poam_ros.models.sparse_gp import ModelNotReadyError, OnlineSparseGP, UpdateReport
+from poam_ros.models.ssgp import SSGP, SSGPPlusPlus
+from poam_ros.models.state_io import StateFileError
 
 METHODS: dict[str, type[OnlineSparseGP]] = {cls.method: cls for cls in (
     POAM, SSGP, SSGPPlusPlus, OVC, OVCPlusPlus, Full, PAM, SVGP, ExactGP, PoamZOpt, PoamZRand,

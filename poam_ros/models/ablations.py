@@ -34,14 +34,18 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..inducing import kmeans
-from .linalg import robust_cholesky
-from .objectives import OnlineElbo, TrainingObjective, WhitenedElbo
-from .poam import POAM
-from .posterior import (StreamingPrior, carried_whitened, posterior_from_whitened,
-                        whitened_from_posterior)
-from .sparse_gp import InducingUpdate, OnlineSparseGP, UpdateReport
-from .ssgp import StreamingUpdate
+from poam_ros.inducing import kmeans
+from poam_ros.models.linalg import robust_cholesky
+from poam_ros.models.objectives import OnlineElbo, TrainingObjective, WhitenedElbo
+from poam_ros.models.poam import POAM
+from poam_ros.models.posterior import (
+    StreamingPrior,
+    carried_whitened,
+    posterior_from_whitened,
+    whitened_from_posterior,
+)
+from poam_ros.models.sparse_gp import InducingUpdate, OnlineSparseGP, UpdateReport
+from poam_ros.models.ssgp import StreamingUpdate
 
 
 class PoamZOpt(POAM):

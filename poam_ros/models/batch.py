@@ -19,10 +19,10 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .linalg import robust_cholesky
-from .objectives import TrainingObjective, WhitenedElbo
-from .posterior import optimal_posterior, posterior_from_whitened
-from .sparse_gp import TERMS_DTYPE, InducingUpdate, OnlineSparseGP, UpdateReport
+from poam_ros.models.linalg import robust_cholesky
+from poam_ros.models.objectives import TrainingObjective, WhitenedElbo
+from poam_ros.models.posterior import optimal_posterior, posterior_from_whitened
+from poam_ros.models.sparse_gp import TERMS_DTYPE, InducingUpdate, OnlineSparseGP, UpdateReport
 
 #: Columns of K_uf formed at a time when summing over all data.
 DATA_BLOCK = 4096

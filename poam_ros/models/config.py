@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..params import ConfigError, Params, param
+from poam_ros.params import ConfigError, Params, param
 
 
 @dataclass

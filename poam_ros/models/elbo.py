@@ -34,7 +34,7 @@ import math
 import torch
 from torch import Tensor
 
-from .linalg import robust_cholesky
+from poam_ros.models.linalg import robust_cholesky
 
 
 class NegativeElbo(torch.autograd.Function):

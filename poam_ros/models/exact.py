@@ -21,11 +21,11 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..samples import BatchReport, InvalidBatchError, as_batch, filter_samples
-from .linalg import robust_cholesky, solve_lower
-from .objectives import TrainingObjective
-from .posterior import PredictionCache
-from .sparse_gp import OnlineSparseGP, UpdateReport
+from poam_ros.models.linalg import robust_cholesky, solve_lower
+from poam_ros.models.objectives import TrainingObjective
+from poam_ros.models.posterior import PredictionCache
+from poam_ros.models.samples import BatchReport, InvalidBatchError, as_batch, filter_samples
+from poam_ros.models.sparse_gp import OnlineSparseGP, UpdateReport
 
 
 class ExactGPSizeError(ValueError):

@@ -23,8 +23,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .elbo import NegativeElbo, online_elbo, whitened_negative_elbo
-from .posterior import StreamingPrior, posterior_from_whitened
+from poam_ros.models.elbo import NegativeElbo, online_elbo, whitened_negative_elbo
+from poam_ros.models.posterior import StreamingPrior, posterior_from_whitened
 
 
 class TrainingObjective:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .poam import POAM
+from poam_ros.models.poam import POAM
 
 
 class OVC(POAM):

@@ -27,9 +27,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .linalg import robust_cholesky, solve_lower
-from .posterior import optimal_posterior
-from .sparse_gp import TERMS_DTYPE, InducingUpdate, OnlineSparseGP
+from poam_ros.models.linalg import robust_cholesky, solve_lower
+from poam_ros.models.posterior import optimal_posterior
+from poam_ros.models.sparse_gp import TERMS_DTYPE, InducingUpdate, OnlineSparseGP
 
 
 class POAM(OnlineSparseGP):

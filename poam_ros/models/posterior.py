@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from .linalg import cholesky_exact_first, robust_cholesky, solve_lower
+from poam_ros.models.linalg import cholesky_exact_first, robust_cholesky, solve_lower
 
 
 @dataclass

@@ -38,16 +38,22 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..kernels import make_kernel
-from ..samples import MALFORMED_BATCH, BatchReport, InvalidBatchError, as_batch, filter_samples
-from ..scalers import MinMaxScaler, StandardScaler
-from ..inducing import pivoted_cholesky
-from . import state_io
-from .buffer import SampleBuffer
-from .config import MappingConfig
-from .linalg import NumericalError, robust_cholesky
-from .objectives import FixedPosteriorElbo, TrainingObjective, clone_tree
-from .posterior import PredictionCache, VariationalPosterior, prediction_cache
+from poam_ros.inducing import pivoted_cholesky
+from poam_ros.kernels import make_kernel
+from poam_ros.models import state_io
+from poam_ros.models.buffer import SampleBuffer
+from poam_ros.models.config import MappingConfig
+from poam_ros.models.linalg import NumericalError, robust_cholesky
+from poam_ros.models.objectives import FixedPosteriorElbo, TrainingObjective, clone_tree
+from poam_ros.models.posterior import PredictionCache, VariationalPosterior, prediction_cache
+from poam_ros.models.samples import (
+    MALFORMED_BATCH,
+    BatchReport,
+    InvalidBatchError,
+    as_batch,
+    filter_samples,
+)
+from poam_ros.scalers import MinMaxScaler, StandardScaler
 
 log = logging.getLogger(__name__)
 

@@ -34,10 +34,10 @@ import math
 import torch
 from torch import Tensor
 
-from .linalg import robust_cholesky
-from .objectives import OnlineElbo, TrainingObjective
-from .posterior import StreamingPrior, streaming_posterior
-from .sparse_gp import InducingUpdate, OnlineSparseGP, UpdateReport
+from poam_ros.models.linalg import robust_cholesky
+from poam_ros.models.objectives import OnlineElbo, TrainingObjective
+from poam_ros.models.posterior import StreamingPrior, streaming_posterior
+from poam_ros.models.sparse_gp import InducingUpdate, OnlineSparseGP, UpdateReport
 
 _PRIOR_KEYS = ("inducing", "mean", "cov_chol", "prior_chol")
 

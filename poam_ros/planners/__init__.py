@@ -8,8 +8,13 @@ from poam_ros.planners.base import Planner, PredictStd
 from poam_ros.planners.factory import PLANNERS, make_planner
 from poam_ros.planners.lawnmower import LawnmowerConfig, LawnmowerPlanner
 from poam_ros.planners.max_entropy import MaxEntropyConfig, MaxEntropyPlanner
-from poam_ros.planners.pilot import (PilotSurveyConfig, bernstein_basis, bezier_curve,
-                                     pilot_control_points, pilot_survey)
+from poam_ros.planners.pilot import (
+                                     PilotSurveyConfig,
+                                     bernstein_basis,
+                                     bezier_curve,
+                                     pilot_control_points,
+                                     pilot_survey,
+)
 from poam_ros.planners.progress import PlanProgress
 from poam_ros.planners.random_planner import RandomPlanner
 

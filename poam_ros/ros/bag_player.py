@@ -27,8 +27,7 @@ from rclpy.node import Node
 from rosgraph_msgs.msg import Clock as ClockMsg
 
 from poam_ros.bags import BagReader, ReadReport
-
-from .bag_qos import message_class, publisher_qos
+from poam_ros.ros.bag_qos import message_class, publisher_qos
 
 CLOCK_TOPIC = "/clock"
 

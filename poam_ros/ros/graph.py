@@ -35,19 +35,19 @@ from rclpy.executors import SingleThreadedExecutor
 
 import poam_ros
 from poam_ros.bags import RecorderConfig
-from poam_ros.mission import EpochRecord, MissionSetup
-from poam_ros.param_files import PARAMETERS_KEY, load_config
+from poam_ros.mapping.epochs import EpochRecord
+from poam_ros.params.files import PARAMETERS_KEY, load_config
+from poam_ros.params.mission_setup import MissionSetup
 from poam_ros.processes import wait_or_kill
+from poam_ros.ros.mission_monitor import MissionMonitor
+from poam_ros.ros.run import StopSignals, init_rclpy
 from poam_ros.sim import Terrain, terrain_from_config
 from poam_ros.sim.multibeam import MultibeamStreamConfig
-
-from .mission_monitor import MissionMonitor
-from .run import StopSignals, init_rclpy
 
 #: node name -> module, in start order; the last one is the clock source
 NODES = {"sensor_ingest": "poam_ros.ros.ingest_node", "mapper": "poam_ros.ros.mapper_node",
          "planner": "poam_ros.ros.planner_node",
-         "simulated_auv": "poam_ros.sim.simulated_auv_node"}
+         "simulated_auv": "poam_ros.ros.simulated_auv_node"}
 CLOCK_SOURCE = "simulated_auv"
 RECORDER = ("recorder", "poam_ros.ros.recorder_node")  # with GraphOptions.record
 RECORDER_DISCOVERY = 0.1  # s: the graph's recorder searches for new topics this often

@@ -19,8 +19,8 @@ from rclpy.node import Node
 from sensor_msgs.msg import PointCloud2, PointField
 from std_msgs.msg import Header
 
-from . import conversions as cv
-from . import qos
+from poam_ros.ros import conversions as cv
+from poam_ros.ros import qos
 
 
 class LatencyProbe:

@@ -65,19 +65,31 @@ from sensor_msgs.msg import PointCloud2
 from std_msgs.msg import Header
 from std_srvs.srv import SetBool, Trigger
 
-from poam_ros.map_grid import MapGrid, MapGridConfig, predict_map
-from poam_ros.metrics import evaluation_points
-from poam_ros.models import (METHODS, MappingConfig, ModelNotReadyError, NumericalError,
-                             OnlineSparseGP, UpdateReport, load_model, make_model)
-from poam_ros.node_settings import MapperSettings
+from poam_ros.mapping.map_grid import MapGrid, MapGridConfig, predict_map
+from poam_ros.mapping.metrics import evaluation_points
+from poam_ros.models import (
+    METHODS,
+    MappingConfig,
+    ModelNotReadyError,
+    NumericalError,
+    OnlineSparseGP,
+    UpdateReport,
+    load_model,
+    make_model,
+)
+from poam_ros.models.samples import InvalidBatchError
 from poam_ros.params import ConfigError
-from poam_ros.samples import InvalidBatchError
+from poam_ros.params.node_settings import MapperSettings
+from poam_ros.ros import conversions as cv
+from poam_ros.ros import qos
+from poam_ros.ros.parameters import (
+    add_config_callback,
+    declare_config,
+    proposed_config,
+    read_config,
+)
+from poam_ros.ros.run import StartingNode, run_node
 from poam_ros.workspace import Workspace, WorkspaceConfig
-
-from . import conversions as cv
-from . import qos
-from .parameters import add_config_callback, declare_config, proposed_config, read_config
-from .run import StartingNode, run_node
 
 # Rejections the node counts itself, beside the model's (non-finite, duplicate, malformed).
 WRONG_FRAME = "wrong_frame"

@@ -25,13 +25,12 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import PointCloud2
 
-from poam_ros.metrics import evaluate_map
-from poam_ros.mission import EpochRecord
-from poam_ros.samples import filter_samples
+from poam_ros.mapping.epochs import EpochRecord
+from poam_ros.mapping.metrics import evaluate_map
+from poam_ros.models.samples import filter_samples
+from poam_ros.ros import conversions as cv
+from poam_ros.ros import qos
 from poam_ros.sim import Terrain
-
-from . import conversions as cv
-from . import qos
 
 # Latched streams, kept 10 deep on this side so that no map is overwritten before it is read.
 LATCHED_HISTORY = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,

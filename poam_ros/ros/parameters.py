@@ -15,15 +15,23 @@ import math
 import sys
 from typing import Callable, Iterable, TypeVar
 
-from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
-                                ParameterType, SetParametersResult)
-from rclpy.exceptions import (InvalidParameterTypeException, InvalidParameterValueException,
-                              ParameterUninitializedException)
+from rcl_interfaces.msg import (
+    FloatingPointRange,
+    IntegerRange,
+    ParameterDescriptor,
+    ParameterType,
+    SetParametersResult,
+)
+from rclpy.exceptions import (
+    InvalidParameterTypeException,
+    InvalidParameterValueException,
+    ParameterUninitializedException,
+)
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-from poam_ros.parameter_types import parameter_kind
 from poam_ros.params import ConfigError, Params, ParamSpec
+from poam_ros.params.kinds import parameter_kind
 
 ConfigT = TypeVar("ConfigT", bound=Params)
 

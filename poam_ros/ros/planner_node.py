@@ -49,17 +49,22 @@ from nav_msgs.msg import Odometry, Path
 from sensor_msgs.msg import PointCloud2
 from std_msgs.msg import Header
 
-from poam_ros.mission import MissionSetup, PlanningConfig
-from poam_ros.node_settings import REALTIME, PlannerSettings
 from poam_ros.params import ConfigError
-from poam_ros.planners import (LawnmowerConfig, MaxEntropyConfig, PilotSurveyConfig,
-                               PlanProgress, make_planner, pilot_survey)
+from poam_ros.params.mission_setup import MissionSetup, PlanningConfig
+from poam_ros.params.node_settings import REALTIME, PlannerSettings
+from poam_ros.planners import (
+    LawnmowerConfig,
+    MaxEntropyConfig,
+    PilotSurveyConfig,
+    PlanProgress,
+    make_planner,
+    pilot_survey,
+)
+from poam_ros.ros import conversions as cv
+from poam_ros.ros import qos
+from poam_ros.ros.parameters import add_config_callback, declare_config
+from poam_ros.ros.run import StartingNode, run_node
 from poam_ros.workspace import Workspace, WorkspaceConfig
-
-from . import conversions as cv
-from . import qos
-from .parameters import add_config_callback, declare_config
-from .run import StartingNode, run_node
 
 PILOT = "pilot"
 WAITING = "waiting for map"

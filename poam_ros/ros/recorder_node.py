@@ -45,8 +45,14 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 
-from poam_ros.bags import (BagWriteError, BagWriter, MessageTypes, RecorderConfig,
-                           UnknownMessageType, default_bag_path)
+from poam_ros.bags import (
+    BagWriteError,
+    BagWriter,
+    MessageTypes,
+    RecorderConfig,
+    UnknownMessageType,
+    default_bag_path,
+)
 from poam_ros.ingest import SequenceGaps
 from poam_ros.params import ConfigError
 from poam_ros.ros import conversions as cv

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from poam_ros import cloud_filters as cf
+from poam_ros.ingest import cloud_filters as cf
 
 
 def test_voxel_centroids_by_hand():

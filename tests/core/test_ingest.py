@@ -8,10 +8,10 @@ import math
 import numpy as np
 import pytest
 
-from poam_ros import ingest as ig
-from poam_ros.ingest import Ingest, IngestConfig
+from poam_ros.ingest import Ingest, IngestConfig, SequenceGaps
+from poam_ros.ingest import core as ig
+from poam_ros.models.samples import DUPLICATE
 from poam_ros.params import ConfigError
-from poam_ros.samples import DUPLICATE
 from poam_ros.sim.default_terrain import default_terrain
 from poam_ros.sim.simulated_auv import Odom, SimulatedAuv, Sounding
 from poam_ros.sim.simulator import SurveySimulator
@@ -317,7 +317,7 @@ def test_config_is_validated():
 
 
 def test_sequence_gaps_count_messages_lost_per_publisher():
-    gaps = ig.SequenceGaps()
+    gaps = SequenceGaps()
     assert [gaps.saw("a", n) for n in (1, 2, 5, 6)] == [0, 0, 2, 0]
     assert gaps.saw("b", 10) == 0 and gaps.saw("b", 12) == 1
     assert gaps.saw("a", 1) == 0 and gaps.saw("a", 2) == 0  # a restarted publisher
@@ -327,7 +327,7 @@ def test_sequence_gaps_count_messages_lost_per_publisher():
 @pytest.mark.parametrize("runs", [[[1, 2, 5], [6, 9]], [[3], [4, 5, 6]], [[7, 8, 2, 4], [1, 3]],
                                   [[5, 9], [9, 10]], [[None, None]], [[]]])
 def test_a_run_of_sequence_numbers_counts_as_one_at_a_time(runs):
-    one, run = ig.SequenceGaps(), ig.SequenceGaps()
+    one, run = SequenceGaps(), SequenceGaps()
     for numbers in runs:
         assert run.saw_run("a", numbers) == sum(one.saw("a", n) for n in numbers)
     assert run.lost == one.lost

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from poam_ros.map_grid import MapGrid, MapGridConfig, predict_map
+from poam_ros.mapping.map_grid import MapGrid, MapGridConfig, predict_map
 from poam_ros.models import MappingConfig, make_model
 from poam_ros.params import ConfigError
 from poam_ros.workspace import Workspace

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from poam_ros.metrics import MapMetrics, evaluate_map, evaluation_grid, evaluation_points
+from poam_ros.mapping.metrics import MapMetrics, evaluate_map, evaluation_grid, evaluation_points
 from poam_ros.workspace import Workspace, WorkspaceConfig
 
 HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)

@@ -3,8 +3,9 @@
 import numpy as np
 import pytest
 
-from poam_ros.mission import Mission, MissionError, MissionSetup, mission_seeds
+from poam_ros.mission import Mission, MissionError
 from poam_ros.models import NumericalError
+from poam_ros.params.mission_setup import MissionSetup, mission_seeds
 from poam_ros.workspace import WorkspaceConfig
 
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from poam_ros.mission import AVERAGED_METRICS, EpochRecord, epoch_averages, sample_averages
+from poam_ros.mapping.epochs import AVERAGED_METRICS, EpochRecord, epoch_averages, sample_averages
 
 
 def record(num_samples: int, smse: float, **values) -> EpochRecord:

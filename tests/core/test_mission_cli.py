@@ -2,7 +2,7 @@
 
 import json
 
-from poam_ros.mission_cli import mission
+from poam_ros.cli.mission import mission
 
 
 def test_the_mission_prints_each_epoch_and_writes_its_records(tmp_path, capsys,

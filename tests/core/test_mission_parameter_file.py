@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from poam_ros.ingest import IngestConfig
-from poam_ros.mission import MissionSetup
-from poam_ros.param_files import load_configs
 from poam_ros.params import ConfigError
+from poam_ros.params.files import load_configs
+from poam_ros.params.mission_setup import MissionSetup
 from poam_ros.workspace import WorkspaceConfig
 
 CONFIG = Path(__file__).resolve().parents[2] / "config" / "poam_ros.yaml"

@@ -5,10 +5,10 @@ import textwrap
 
 import pytest
 
-from poam_ros.map_grid import MapGridConfig
-from poam_ros.mission import MissionSetup, default_parameter_file, mission_seeds
-from poam_ros.node_settings import MapperSettings, PlannerSettings
+from poam_ros.mapping.map_grid import MapGridConfig
 from poam_ros.params import ConfigError
+from poam_ros.params.mission_setup import MissionSetup, default_parameter_file, mission_seeds
+from poam_ros.params.node_settings import MapperSettings, PlannerSettings
 
 
 def test_the_package_parameter_file_loads():

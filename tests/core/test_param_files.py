@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from poam_ros.param_files import load_config, load_configs, load_node_parameters
 from poam_ros.params import ConfigError, Params, param
+from poam_ros.params.files import load_config, load_configs, load_node_parameters
 
 
 @dataclass
@@ -150,5 +150,5 @@ def test_stock_yaml_loader_is_left_alone(tmp_path):
 
 
 def test_loader_imports_no_ros():
-    blocked = "import sys; sys.modules['rclpy'] = None; import poam_ros.param_files"
+    blocked = "import sys; sys.modules['rclpy'] = None; import poam_ros.params.files"
     subprocess.run([sys.executable, "-c", blocked], check=True)

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from poam_ros.parameter_types import check_value_kind, parameter_kind, value_kind
 from poam_ros.params import ConfigError, Params, param
+from poam_ros.params.kinds import check_value_kind, parameter_kind, value_kind
 
 
 @dataclass

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from poam_ros.pose_history import Lookup, PoseHistory
+from poam_ros.ingest.pose_history import Lookup, PoseHistory
 
 
 def history(*poses, horizon=10.0, max_gap=1.0):

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from poam_ros.bags import RecorderConfig
-from poam_ros.parameter_types import check_value_kind, parameter_kind
+from poam_ros.params.kinds import check_value_kind, parameter_kind
 from poam_ros.sim.simulated_auv import SimulatedAuvConfig
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -19,13 +19,13 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E
 from sensor_msgs.msg import PointCloud2, Range  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
 
-from poam_ros import ingest as ig  # noqa: E402
-from poam_ros.param_files import load_node_parameters  # noqa: E402
+from poam_ros.ingest import core as ig  # noqa: E402
+from poam_ros.models.samples import DUPLICATE  # noqa: E402
+from poam_ros.params.files import load_node_parameters  # noqa: E402
 from poam_ros.ros import conversions as cv  # noqa: E402
 from poam_ros.ros.ingest_node import IngestNode  # noqa: E402
-from poam_ros.samples import DUPLICATE  # noqa: E402
+from poam_ros.ros.simulated_auv_node import SimulatedAuvNode  # noqa: E402
 from poam_ros.sim.default_terrain import default_terrain  # noqa: E402
-from poam_ros.sim.simulated_auv_node import SimulatedAuvNode  # noqa: E402
 from poam_ros.sim.simulator import SurveySimulator  # noqa: E402
 
 CONFIG = FilePath(__file__).resolve().parents[2] / "config" / "poam_ros.yaml"

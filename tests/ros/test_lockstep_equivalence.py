@@ -21,10 +21,10 @@ import pytest
 rclpy = pytest.importorskip("rclpy", exc_type=ModuleNotFoundError)
 
 import torch  # noqa: E402
+from graph_helpers import ROOT, RUN_LIMIT, poam_ros_sim  # noqa: E402
 
 from poam_ros.mission import Mission, MissionSetup  # noqa: E402
 from poam_ros.sim import TerrainConfig  # noqa: E402
-from graph_helpers import ROOT, RUN_LIMIT, poam_ros_sim  # noqa: E402
 
 ENV2 = ROOT.parent / "shared" / "data" / "srtm" / "N17E073_360.npz"
 SEED, BUDGET = 1, 800

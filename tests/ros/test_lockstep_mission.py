@@ -13,11 +13,12 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy", exc_type=ModuleNotFoundError)
 
+from graph_helpers import Probe, overrides  # noqa: E402
 from nav_msgs.msg import Path  # noqa: E402
 from sensor_msgs.msg import PointField  # noqa: E402
 
-from graph_helpers import Probe, overrides  # noqa: E402
-from poam_ros.mission import Mission, MissionSetup, mission_seeds  # noqa: E402
+from poam_ros.mission import Mission, mission_seeds  # noqa: E402
+from poam_ros.params.mission_setup import MissionSetup
 from poam_ros.ros import conversions as cv  # noqa: E402
 from poam_ros.ros import qos  # noqa: E402
 from poam_ros.ros.mapper_node import MapperNode  # noqa: E402

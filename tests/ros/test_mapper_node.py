@@ -11,15 +11,14 @@ rclpy = pytest.importorskip("rclpy", exc_type=ModuleNotFoundError)
 
 import torch  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticStatus  # noqa: E402
+from graph_helpers import Probe, call  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from sensor_msgs.msg import PointCloud2  # noqa: E402
 from std_srvs.srv import SetBool, Trigger  # noqa: E402
 
-from graph_helpers import Probe, call  # noqa: E402
-from poam_ros.map_grid import MapGrid  # noqa: E402
-from poam_ros.metrics import evaluation_points  # noqa: E402
-from poam_ros.models import (POAM, MappingConfig, NumericalError, load_model,  # noqa: E402
-                             make_model)
+from poam_ros.mapping.map_grid import MapGrid  # noqa: E402
+from poam_ros.mapping.metrics import evaluation_points  # noqa: E402
+from poam_ros.models import POAM, MappingConfig, NumericalError, load_model, make_model  # noqa: E402
 from poam_ros.models.state_io import StateFileError  # noqa: E402
 from poam_ros.ros import conversions as cv  # noqa: E402
 from poam_ros.ros import qos  # noqa: E402

@@ -11,8 +11,8 @@ rclpy = pytest.importorskip("rclpy", exc_type=ModuleNotFoundError)
 
 from rclpy.node import Node  # noqa: E402
 
-from poam_ros.param_files import load_configs, load_node_parameters  # noqa: E402
 from poam_ros.params import Params, param  # noqa: E402
+from poam_ros.params.files import load_configs, load_node_parameters  # noqa: E402
 from poam_ros.ros.parameters import declare_config  # noqa: E402
 
 

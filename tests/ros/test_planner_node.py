@@ -7,12 +7,11 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy", exc_type=ModuleNotFoundError)
 
+from graph_helpers import Probe, overrides  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from sensor_msgs.msg import PointCloud2  # noqa: E402
 
-from graph_helpers import Probe, overrides  # noqa: E402
-from poam_ros.planners import (MaxEntropyConfig, PilotSurveyConfig, make_planner,  # noqa: E402
-                               pilot_survey)
+from poam_ros.planners import MaxEntropyConfig, PilotSurveyConfig, make_planner, pilot_survey  # noqa: E402
 from poam_ros.ros import conversions as cv  # noqa: E402
 from poam_ros.ros import qos  # noqa: E402
 from poam_ros.ros.planner_node import PlannerNode  # noqa: E402

@@ -21,12 +21,12 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy", exc_type=ModuleNotFoundError)
 
+from graph_helpers import ROOT, RUN_LIMIT, Probe, finish, poam_ros_sim  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from sensor_msgs.msg import PointCloud2  # noqa: E402
 
-from graph_helpers import ROOT, RUN_LIMIT, Probe, finish, poam_ros_sim  # noqa: E402
 from poam_ros.bags import BagReader, MessageTypes  # noqa: E402
-from poam_ros.mission import MissionSetup  # noqa: E402
+from poam_ros.params.mission_setup import MissionSetup  # noqa: E402
 from poam_ros.ros import conversions as cv  # noqa: E402
 from poam_ros.ros import qos  # noqa: E402
 from poam_ros.sim import terrain_from_config  # noqa: E402

@@ -20,8 +20,8 @@ from sensor_msgs.msg import PointCloud2, Range  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
 
 from poam_ros.ros import conversions as cv  # noqa: E402
+from poam_ros.ros.simulated_auv_node import SimulatedAuvNode, missing_nodes  # noqa: E402
 from poam_ros.sim.default_terrain import default_terrain  # noqa: E402
-from poam_ros.sim.simulated_auv_node import SimulatedAuvNode, missing_nodes  # noqa: E402
 from poam_ros.sim.simulator import SurveySimulator  # noqa: E402
 
 START = [30.0, -30.0, math.pi]

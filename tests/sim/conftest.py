@@ -3,7 +3,6 @@
 from pathlib import Path
 
 import pytest
-
 from sim_data import SRTM_DIR
 
 

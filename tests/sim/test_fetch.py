@@ -9,10 +9,10 @@ import zipfile
 
 import numpy as np
 import pytest
+from sim_data import PAPER_EXTENT, synthetic_tile, write_hgt
 
 from poam_ros.sim.fetch import FetchError, fetch_tile
 from poam_ros.sim.terrain_io import load_terrain
-from sim_data import PAPER_EXTENT, synthetic_tile, write_hgt
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):

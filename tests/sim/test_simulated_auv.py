@@ -4,16 +4,15 @@ import math
 
 import numpy as np
 import pytest
+from sim_data import PAPER_EXTENT, TASK_EXTENT
 
 from poam_ros.params import ConfigError
 from poam_ros.sim.default_terrain import default_terrain
 from poam_ros.sim.multibeam import MultibeamConfig, MultibeamSonar, MultibeamStreamConfig
-from poam_ros.sim.simulated_auv import (Odom, Ping, SimulatedAuv, SimulatedAuvConfig,
-                                        Sounding)
+from poam_ros.sim.simulated_auv import Odom, Ping, SimulatedAuv, SimulatedAuvConfig, Sounding
 from poam_ros.sim.simulator import SurveySimulator, lower_right_start
 from poam_ros.sim.terrain import TerrainError
 from poam_ros.sim.vehicle import VehicleConfig
-from sim_data import PAPER_EXTENT, TASK_EXTENT
 
 TERRAIN = default_terrain(PAPER_EXTENT)
 START = lower_right_start(TASK_EXTENT)

@@ -4,13 +4,13 @@ import math
 
 import numpy as np
 import pytest
+from sim_data import PAPER_EXTENT, TASK_EXTENT
 
 from poam_ros.sim.default_terrain import default_terrain
 from poam_ros.sim.simulator import SimulationError, SurveySimulator, lower_right_start
 from poam_ros.sim.sonar import SonarConfig
 from poam_ros.sim.terrain import Terrain, TerrainError
 from poam_ros.sim.vehicle import VehicleConfig
-from sim_data import PAPER_EXTENT, TASK_EXTENT
 
 TERRAIN = default_terrain(PAPER_EXTENT)
 START = lower_right_start(TASK_EXTENT)

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 from PIL import Image
-
 from sim_data import PAPER_EXTENT, synthetic_tile, write_hgt
+
 from poam_ros.sim.terrain import TerrainError
 from poam_ros.sim.terrain_io import load_terrain
 

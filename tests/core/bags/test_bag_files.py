@@ -9,12 +9,12 @@ import shutil
 
 import pytest
 import yaml
-from poam_ros.bags.sim_survey import add, sounding
 from mcap.reader import make_reader
 from rosbags.highlevel import AnyReader
 
 from poam_ros.bags import BagError, BagReader, BagWriteError, BagWriter, MessageTypes
 from poam_ros.bags.message_types import UnknownMessageType
+from poam_ros.bags.sim_survey import add, sounding
 
 RANGE = "sensor_msgs/msg/Range"
 BASE = 1_700_000_000 * 10**9

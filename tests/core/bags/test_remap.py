@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from poam_ros.bags import BagError, BagReader, BagWriter
-from poam_ros.bags.sim_survey import add, odometry, sounding
 from poam_ros.bags.remap import RemapConfig, remap_bag
+from poam_ros.bags.sim_survey import add, odometry, sounding
 from poam_ros.ingest import IngestConfig
 
 

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 import torch
-
 from gp_reference import augmented_sgpr, fit_stream, posterior_moments
+
 from poam_ros.models import MappingConfig, make_model
 from poam_ros.models.elbo import online_elbo
 from poam_ros.models.objectives import FixedPosteriorElbo

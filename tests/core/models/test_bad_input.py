@@ -6,7 +6,7 @@ import torch
 
 from poam_ros.models import POAM, ModelNotReadyError, NumericalError
 from poam_ros.models.linalg import robust_cholesky
-from poam_ros.samples import InvalidBatchError
+from poam_ros.models.samples import InvalidBatchError
 
 
 @pytest.fixture

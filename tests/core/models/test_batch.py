@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 import torch
-
 from gp_reference import fit_stream, posterior_moments, sgpr_posterior
+
 from poam_ros.inducing import pivoted_cholesky
 from poam_ros.models import MappingConfig, make_model
 

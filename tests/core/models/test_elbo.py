@@ -9,8 +9,12 @@ from torch.distributions import MultivariateNormal
 
 from poam_ros.models.elbo import NegativeElbo, online_elbo, whitened_negative_elbo
 from poam_ros.models.linalg import robust_cholesky
-from poam_ros.models.posterior import (StreamingPrior, VariationalPosterior,
-                                       posterior_from_whitened, streaming_posterior)
+from poam_ros.models.posterior import (
+    StreamingPrior,
+    VariationalPosterior,
+    posterior_from_whitened,
+    streaming_posterior,
+)
 
 
 def predictive_moments(chol, posterior, k_uf, prior_var):

@@ -4,8 +4,8 @@ noise variance of its time; POAM, by contrast, re-weights every sample with the 
 import numpy as np
 import pytest
 import torch
-
 from gp_reference import augmented_sgpr, posterior_moments, sgpr_posterior
+
 from poam_ros.models import MappingConfig, make_model
 
 pytestmark = pytest.mark.usefixtures("single_thread")

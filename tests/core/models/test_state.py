@@ -4,8 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from poam_ros.models import POAM, StateFileError, load_model
-from poam_ros.models import state_io
+from poam_ros.models import POAM, StateFileError, load_model, state_io
 
 
 @pytest.fixture

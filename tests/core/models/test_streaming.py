@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 import torch
-
 from gp_reference import fit_stream, posterior_moments, sgpr_posterior
+
 from poam_ros.models import MappingConfig, NumericalError, make_model
 from poam_ros.models.posterior import StreamingPrior, VariationalPosterior, streaming_posterior
 

@@ -2,8 +2,13 @@ import numpy as np
 import pytest
 
 from poam_ros.params import ConfigError
-from poam_ros.planners import (PilotSurveyConfig, bernstein_basis, bezier_curve,
-                               pilot_control_points, pilot_survey)
+from poam_ros.planners import (
+    PilotSurveyConfig,
+    bernstein_basis,
+    bezier_curve,
+    pilot_control_points,
+    pilot_survey,
+)
 from poam_ros.workspace import Extent, Workspace
 
 EXTENT = Extent(-10.0, 10.0, -20.0, 20.0)

@@ -2,8 +2,16 @@ import numpy as np
 import pytest
 
 from poam_ros.params import ConfigError
-from poam_ros.planners import (PLANNERS, LawnmowerConfig, LawnmowerPlanner, MaxEntropyConfig,
-                               MaxEntropyPlanner, Planner, RandomPlanner, make_planner)
+from poam_ros.planners import (
+    PLANNERS,
+    LawnmowerConfig,
+    LawnmowerPlanner,
+    MaxEntropyConfig,
+    MaxEntropyPlanner,
+    Planner,
+    RandomPlanner,
+    make_planner,
+)
 from poam_ros.workspace import Workspace
 
 

@@ -10,8 +10,15 @@ from pathlib import Path
 
 import numpy as np
 
-from .mission_cli import (EPOCH_HEADER, add_setup_arguments, describe, epoch_line, report,
-                          setup_from_args, summarize)
+from poam_ros.cli.mission import (
+    EPOCH_HEADER,
+    add_setup_arguments,
+    describe,
+    epoch_line,
+    report,
+    setup_from_args,
+    summarize,
+)
 
 INTERRUPTED = 130  # the exit status of a run stopped by Ctrl-C or SIGTERM
 
@@ -20,8 +27,8 @@ def sim(argv) -> int:
     """The simulated mission as the ROS 2 graph of sim.launch.xml, each node its own process:
     prints every decision epoch's SMSE/MSLL against the simulator's ground truth, stops the
     nodes at the sample budget (or Ctrl-C) and writes a summary, the records and a figure."""
-    from .params import ConfigError
-    from .sim import TerrainError
+    from poam_ros.params import ConfigError
+    from poam_ros.sim import TerrainError
 
     parser = argparse.ArgumentParser(prog="poam-ros sim", description=sim.__doc__)
     add_setup_arguments(parser, "results/sim")
@@ -41,7 +48,7 @@ def sim(argv) -> int:
                              "others; its parameters from the file's 'recorder' section)")
     args = parser.parse_args(argv)
     if args.record is not None:  # before any node starts
-        from .bags import BagWriteError, check_new_bag
+        from poam_ros.bags import BagWriteError, check_new_bag
 
         try:
             check_new_bag(args.record)
@@ -51,7 +58,7 @@ def sim(argv) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         setup, params = setup_from_args(args)
-        from .ros.graph import CLOCK_SOURCE, GraphError, GraphOptions, run_graph
+        from poam_ros.ros.graph import CLOCK_SOURCE, GraphError, GraphOptions, run_graph
     except (ConfigError, TerrainError) as error:
         print(f"poam-ros sim: {error}", file=sys.stderr)
         return 2
@@ -101,7 +108,7 @@ def sim(argv) -> int:
 
 def describe_bag(path: Path) -> dict:
     """Print what the bag holds; returns its path and message count per topic."""
-    from .bags import BagError, BagReader
+    from poam_ros.bags import BagError, BagReader
 
     try:
         counts = {name: topic.count for name, topic in BagReader(path).topics.items()}
@@ -114,7 +121,7 @@ def describe_bag(path: Path) -> dict:
 
 def plot_final_map(run, path, title: str):
     """The last scored map as published, with the ground truth at its cells."""
-    from .figures import plot_map
+    from poam_ros.figures import plot_map
 
     stamp = run.monitor.record_stamps[-1]
     layers = run.monitor.map_layers(stamp)
@@ -132,7 +139,7 @@ def plot_final_map(run, path, title: str):
 def compare(setup, run, torch_threads: int | None) -> dict:
     """Run the ROS-free mission with ``setup``, print it beside the graph's, and return
     its summary with the comparison."""
-    from .mission import Mission
+    from poam_ros.mission import Mission
 
     setup.mapper_node.use_torch_threads(torch_threads)
     print("\nthe ROS-free mission with the same setup ...", flush=True)

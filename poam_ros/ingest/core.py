@@ -3,7 +3,7 @@
 :class:`Ingest` takes odometry poses, echo-sounder ranges and multibeam swaths as plain
 numbers and arrays (times in seconds of the readings' own clock, sim time in simulation),
 places each reading at the vehicle pose interpolated at its timestamp
-(:class:`~poam_ros.pose_history.PoseHistory`), turns it into seafloor samples ``(x, y,
+(:class:`~poam_ros.ingest.pose_history.PoseHistory`), turns it into seafloor samples ``(x, y,
 elevation)`` in the world frame and hands out :class:`SampleBatch` es:
 
 * at a **decision point**, when the vehicle reaches the end of the current plan (the same
@@ -44,18 +44,21 @@ from __future__ import annotations
 
 import logging
 import math
-import operator
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
 
-from poam_ros.cloud_filters import (BACKENDS, resolve_backend, statistical_inliers,
-                                    voxel_downsample)
+from poam_ros.ingest.cloud_filters import (
+    BACKENDS,
+    resolve_backend,
+    statistical_inliers,
+    voxel_downsample,
+)
+from poam_ros.ingest.pose_history import STAMP_TOLERANCE, Lookup, PoseHistory
+from poam_ros.models.samples import DUPLICATE, NONFINITE_INPUT, NONFINITE_TARGET, filter_samples
 from poam_ros.params import ConfigError, Params, param
-from poam_ros.pose_history import STAMP_TOLERANCE, Lookup, PoseHistory
-from poam_ros.samples import DUPLICATE, NONFINITE_INPUT, NONFINITE_TARGET, filter_samples
 from poam_ros.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -82,7 +85,7 @@ POSE_NONFINITE = "pose_nonfinite"
 POSE_DUPLICATE = "pose_duplicate"
 POSE_OUT_OF_ORDER = "pose_out_of_order"
 POSE_JUMP = "pose_jump"
-# Also from poam_ros.samples: duplicate, nonfinite_input, nonfinite_target.
+# Also from poam_ros.models.samples: duplicate, nonfinite_input, nonfinite_target.
 REASONS = (WRONG_FRAME, NO_RETURN, NONFINITE_RANGE, NEGATIVE_RANGE, RANGE_OUT_OF_LIMITS,
            NONFINITE_POINT, MALFORMED, DUPLICATE, OUT_OF_ORDER, STALE_STAMP, POSE_GAP, NO_POSE,
            QUEUE_OVERFLOW, LATE, OUTSIDE_WORKSPACE, NONFINITE_INPUT, NONFINITE_TARGET,
@@ -565,46 +568,6 @@ class Ingest:
             dropped[VOXEL_MERGED] += len(points) - len(merged)
             points = merged
         return points
-
-
-class SequenceGaps:
-    """Messages lost before they reached us, from gaps in each publisher's sequence numbers.
-
-    DDS numbers every sample a writer sends; a reader whose queue overflowed (KEEP_LAST) or
-    whose best-effort transport dropped samples sees the numbers jump. Key each stream by
-    (topic, publisher id); a number at or below the last one (a restarted publisher, a
-    duplicate) restarts the count without counting a loss.
-    """
-
-    def __init__(self) -> None:
-        self._last: dict = {}
-        self.lost = 0
-
-    def saw(self, key, sequence: int | None) -> int:
-        """Record message ``sequence`` of stream ``key``; returns how many were skipped."""
-        if sequence is None:
-            return 0
-        last = self._last.get(key)
-        self._last[key] = sequence
-        skipped = sequence - last - 1 if last is not None and sequence > last + 1 else 0
-        self.lost += skipped
-        return skipped
-
-    def saw_run(self, key, sequences: list) -> int:
-        """:meth:`saw` for consecutive messages of stream ``key``, in one step when the
-        numbers only go up (as a DDS reader delivers one writer's samples): the recorder
-        counts tens of thousands a second."""
-        if not sequences or sequences[0] is None:
-            return 0
-        last = self._last.get(key)
-        if not all(map(operator.lt, sequences, sequences[1:])) or \
-                (last is not None and sequences[0] <= last):
-            return sum(self.saw(key, sequence) for sequence in sequences)
-        first = sequences[0] if last is None else last + 1
-        self._last[key] = sequences[-1]
-        skipped = sequences[-1] - first + 1 - len(sequences)
-        self.lost += skipped
-        return skipped
 
 
 def _samples(entry) -> int:

@@ -27,7 +27,7 @@ def _fail(command: str, error) -> int:
 def record(argv) -> int:
     """Record topics of the stack (default: all its inputs and outputs, /clock and
     /diagnostics) to a rosbag2 bag until Ctrl-C, SIGTERM or --duration."""
-    from .bags import STORAGES, RecorderConfig
+    from poam_ros.bags import STORAGES, RecorderConfig
 
     defaults = RecorderConfig()
     parser = argparse.ArgumentParser(prog="poam-ros record", description=record.__doc__)
@@ -58,9 +58,9 @@ def record(argv) -> int:
     try:
         import rclpy
 
-        from .params import ConfigError
-        from .ros.recorder_node import RecorderNode
-        from .ros.run import StopSignals, init_rclpy, spin_node
+        from poam_ros.params import ConfigError
+        from poam_ros.ros.recorder_node import RecorderNode
+        from poam_ros.ros.run import StopSignals, init_rclpy, spin_node
     except ImportError as error:
         return _fail("record", f"needs rclpy ({error}); install the ROS 2 Kilted wheels "
                                f"(scripts/setup.sh) or source a ROS 2 installation")
@@ -113,7 +113,7 @@ def play(argv) -> int:
         if not sep or not source or not target:
             return _fail("play", f"--remap takes FROM:=TO, got {rule!r}")
         remap[source] = target
-    from .bags import BagError, BagReader
+    from poam_ros.bags import BagError, BagReader
 
     try:
         reader = BagReader(args.bag)
@@ -129,8 +129,8 @@ def play(argv) -> int:
     try:
         import rclpy
 
-        from .ros.bag_player import BagPlayer
-        from .ros.run import StopSignals, init_rclpy
+        from poam_ros.ros.bag_player import BagPlayer
+        from poam_ros.ros.run import StopSignals, init_rclpy
     except ImportError as error:
         return _fail("play", f"needs rclpy ({error}); install the ROS 2 Kilted wheels "
                              f"(scripts/setup.sh) or source a ROS 2 installation")
@@ -160,14 +160,14 @@ def remap(argv) -> int:
     """Re-map a bag's odometry and sonar through the ingest and the mapping core with
     any method and parameters; writes the map, metrics (against ground truth for a
     simulator's bag), figures, and compares with the live maps recorded in the bag."""
-    from .bags import BagError, BagReader
-    from .bags.remap import RemapConfig, check_topics, remap_bag
-    from .figures import plot_mission
-    from .ingest import IngestConfig
-    from .mission import MissionSetup, default_parameter_file
-    from .param_files import load_configs
-    from .params import ConfigError
-    from .workspace import WorkspaceConfig
+    from poam_ros.bags import BagError, BagReader
+    from poam_ros.bags.remap import RemapConfig, check_topics, remap_bag
+    from poam_ros.figures import plot_mission
+    from poam_ros.ingest import IngestConfig
+    from poam_ros.params import ConfigError
+    from poam_ros.params.files import load_configs
+    from poam_ros.params.mission_setup import MissionSetup, default_parameter_file
+    from poam_ros.workspace import WorkspaceConfig
 
     parser = argparse.ArgumentParser(prog="poam-ros remap", description=remap.__doc__)
     parser.add_argument("bag", type=Path)
@@ -259,7 +259,7 @@ def remap(argv) -> int:
 def _write_remap(result, out: Path, bag: Path, setup, plot_mission) -> None:
     import numpy as np
 
-    from .bags.remap import plot_map
+    from poam_ros.bags.remap import plot_map
 
     comparison = result.comparison
     summary = {

@@ -3,7 +3,7 @@
 ROS fixes a parameter's type when the node declares it and then refuses values of any
 other type: a YAML ``1`` is an INTEGER and cannot set a DOUBLE parameter, ``[1, 2]`` cannot
 set a DOUBLE_ARRAY. Nodes declare with these types (:mod:`poam_ros.ros.parameters`) and the YAML
-loader (:mod:`poam_ros.param_files`) holds files to them, so a file that a node would refuse
+loader (:mod:`poam_ros.params.files`) holds files to them, so a file that a node would refuse
 is refused before any node starts, with the same rule everywhere.
 
 Kinds are the lower-case names of ``rcl_interfaces/ParameterType``: ``bool``, ``integer``,

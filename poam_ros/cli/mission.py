@@ -30,7 +30,7 @@ def add_setup_arguments(parser: argparse.ArgumentParser, out: str) -> None:
 
 def setup_from_args(args):
     """(MissionSetup, parameter file) from :func:`add_setup_arguments`' options."""
-    from .mission import MissionSetup, default_parameter_file
+    from poam_ros.params.mission_setup import MissionSetup, default_parameter_file
 
     params = (args.params or default_parameter_file()).resolve()
     setup = MissionSetup.from_file(params)
@@ -59,7 +59,7 @@ def epoch_line(record) -> str:
 
 def summarize(records: Sequence, wall_time: float, setup, **extra) -> dict:
     """The run's summary: the final epoch, epoch averages, update times, wall time, setup."""
-    from .mission import epoch_averages
+    from poam_ros.mapping.epochs import epoch_averages
 
     updates = [r.update_time for r in records]
     return {"final": asdict(records[-1]), "epoch_averages": epoch_averages(records),
@@ -86,10 +86,10 @@ def report(summary: dict, records: Sequence, out: Path, name: str, figure: Path)
 
 def mission(argv) -> int:
     """The simulated mission (Algorithm 1) in one process, printing progress and a summary."""
-    from .figures import plot_mission
-    from .mission import Mission, MissionError
-    from .params import ConfigError
-    from .sim import TerrainError
+    from poam_ros.figures import plot_mission
+    from poam_ros.mission import Mission, MissionError
+    from poam_ros.params import ConfigError
+    from poam_ros.sim import TerrainError
 
     parser = argparse.ArgumentParser(prog="poam-ros mission", description=mission.__doc__)
     add_setup_arguments(parser, "results/mission")

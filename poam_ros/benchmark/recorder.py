@@ -104,7 +104,7 @@ def run_rate(rate: float, count: int, depth: int, bag: Path, env: dict) -> dict:
     recorder = subprocess.Popen([sys.executable, "-m", "poam_ros", "record", "-o", str(bag),
                                  TOPIC], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)
-    sounder = subprocess.Popen([sys.executable, "-m", "poam_ros.ros.recorder_benchmark",
+    sounder = subprocess.Popen([sys.executable, "-m", "poam_ros.benchmark.recorder",
                                 "--sound", str(rate), str(count), str(depth)], cwd=ROOT,
                                env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                text=True)

@@ -15,7 +15,7 @@ benchmark. The format is the one ``--ros-args --params-file`` takes::
 Node keys may use ``*`` (one name token) and ``**`` (any number of them). Every section
 matching the node applies, in file order, so a later section overrides an earlier one,
 as ROS applies them. Values are held to the types the nodes declare
-(:mod:`poam_ros.parameter_types`), so ``lengthscale: 1`` is refused here as it would be by
+(:mod:`poam_ros.params.kinds`), so ``lengthscale: 1`` is refused here as it would be by
 the node. This module imports no ROS.
 """
 
@@ -27,8 +27,8 @@ from typing import Any, Iterator, Mapping
 
 import yaml
 
-from poam_ros.parameter_types import check_value_kind, parameter_kind
 from poam_ros.params import ConfigError, Params
+from poam_ros.params.kinds import check_value_kind, parameter_kind
 
 PARAMETERS_KEY = "ros__parameters"
 

@@ -25,15 +25,15 @@ def main(argv=None) -> int:
         return 0 if argv and argv[0] in ("-h", "--help") else 2
     command, rest = argv[0], argv[1:]
     if command in ("record", "play", "remap"):
-        from . import bag_cli
+        from poam_ros.cli import bags as bag_cli
 
         return getattr(bag_cli, command)(rest)
     if command == "sim":
-        from .sim_cli import sim
+        from poam_ros.cli.sim import sim
 
         return sim(rest)
     if command == "mission":
-        from .mission_cli import mission
+        from poam_ros.cli.mission import mission
 
         return mission(rest)
     return {"bench": bench, "fetch-tile": fetch}[command](rest)
@@ -41,7 +41,7 @@ def main(argv=None) -> int:
 
 def fetch(argv) -> int:
     """Download an SRTM tile from a mirror of your choice into a folder."""
-    from .sim import FetchError, fetch_tile
+    from poam_ros.sim import FetchError, fetch_tile
 
     parser = argparse.ArgumentParser(prog="poam-ros fetch-tile", description=fetch.__doc__)
     parser.add_argument("name", help="tile name, e.g. N47W124")
@@ -61,14 +61,14 @@ def fetch(argv) -> int:
 
 
 def bench(argv) -> int:
-    from .benchmark import core_speed, sweep
+    from poam_ros.benchmark import core_speed, sweep
 
     if argv and argv[0] == "recorder":  # needs rclpy, unlike the core benchmarks
-        from .ros import recorder_benchmark
+        from poam_ros.benchmark import recorder as recorder_benchmark
 
         return recorder_benchmark.main(argv[1:])
     if argv and argv[0] == "remap":
-        from .benchmark import remap_speed
+        from poam_ros.benchmark import remap_speed
 
         return remap_speed.main(argv[1:])
     benches = {"core": core_speed.main, "sweep": sweep.main}

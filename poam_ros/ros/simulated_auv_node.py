@@ -33,8 +33,7 @@ from poam_ros.ros import conversions as cv
 from poam_ros.ros.parameters import add_config_callback, declare_config
 from poam_ros.ros.run import run_node
 from poam_ros.sim.multibeam import MultibeamSonar, MultibeamStreamConfig
-from poam_ros.sim.simulated_auv import (Odom, Ping, SimulatedAuv, SimulatedAuvConfig,
-                                        Sounding)
+from poam_ros.sim.simulated_auv import Odom, Ping, SimulatedAuv, SimulatedAuvConfig, Sounding
 from poam_ros.sim.simulator import SurveySimulator
 from poam_ros.sim.sonar import SonarConfig
 from poam_ros.sim.terrain import TerrainError

@@ -1,0 +1,172 @@
+"""The mission's configuration: every component's settings grouped by the ROS node that owns
+them, loaded from one parameter file, and the seeds every random stream derives from.
+
+The ROS-free mission, the launcher of the ROS graph, the remap and the sweep all build their
+components from a :class:`MissionSetup`, so that the same file gives the same mission
+everywhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from poam_ros.mapping.map_grid import MapGridConfig
+from poam_ros.models import MappingConfig
+from poam_ros.params import ConfigError, Params, param
+from poam_ros.params.files import load_configs
+from poam_ros.params.node_settings import MapperSettings, PlannerSettings
+from poam_ros.planners import PilotSurveyConfig
+from poam_ros.planners.factory import PLANNERS
+from poam_ros.planners.lawnmower import LawnmowerConfig
+from poam_ros.planners.max_entropy import MaxEntropyConfig
+from poam_ros.sim import (
+    MultibeamStreamConfig,
+    SimulatedAuvConfig,
+    SonarConfig,
+    TerrainConfig,
+    VehicleConfig,
+    lower_right_start,
+)
+from poam_ros.workspace import Workspace, WorkspaceConfig
+
+
+@dataclass
+class MissionConfig(Params):
+    """The mission as a whole: budget, evaluation and the seed of every random stream."""
+
+    max_samples: int = param(5000, "stop once the model holds this many samples", low=1)
+    eval_grid: int = param(50, "evaluation grid points per axis over the workspace", low=2)
+    seed: int = param(0, "seed of the sonar noise, the planner and the model", low=0)
+
+
+@dataclass
+class PlanningConfig(Params):
+    """Which informative planner chooses the waypoints after the pilot survey."""
+
+    planner: str = param("max_entropy", "planner after the pilot survey",
+                         choices=tuple(PLANNERS))
+
+
+def mission_seeds(seed: int) -> dict[str, int]:
+    """Independent seeds of the simulator, the planner and the model from one mission seed."""
+    sim, planner, model = np.random.SeedSequence(seed).generate_state(3)
+    return {"simulator": int(sim), "planner": int(planner), "model": int(model) % 2**31}
+
+
+@dataclass
+class MissionSetup:
+    """Every component's configuration, grouped by the ROS node that owns it."""
+
+    mission: MissionConfig = field(default_factory=MissionConfig)
+    terrain: TerrainConfig = field(default_factory=TerrainConfig)
+    vehicle: VehicleConfig = field(default_factory=VehicleConfig)
+    sonar: SonarConfig = field(default_factory=SonarConfig)
+    mapping: MappingConfig = field(default_factory=MappingConfig)
+    planning: PlanningConfig = field(default_factory=PlanningConfig)
+    workspace: WorkspaceConfig = field(default_factory=WorkspaceConfig)
+    pilot: PilotSurveyConfig = field(default_factory=PilotSurveyConfig)
+    max_entropy: MaxEntropyConfig = field(default_factory=MaxEntropyConfig)
+    lawnmower: LawnmowerConfig = field(default_factory=LawnmowerConfig)
+    grid: MapGridConfig = field(default_factory=MapGridConfig)
+    mapper_node: MapperSettings = field(default_factory=MapperSettings)
+    planner_node: PlannerSettings = field(default_factory=PlannerSettings)
+
+    #: node name -> parameter prefixes, each the name of the attribute holding that config
+    NODES = {
+        "simulated_auv": ("terrain", "vehicle", "sonar"),
+        "mapper": ("mapping", "grid"),
+        "planner": ("planning", "workspace", "pilot", "max_entropy", "lawnmower"),
+        "mission": ("mission",),
+    }
+    #: node name -> {parameter prefix: config class} of the parameters the ROS nodes declare
+    #: besides those above; the ROS-free mission does not use them, but a file naming them
+    #: is still checked against them.
+    ROS_ONLY = {
+        "simulated_auv": {"": SimulatedAuvConfig, "multibeam": MultibeamStreamConfig},
+    }
+    #: node name -> attribute holding the node's own, unprefixed parameters
+    NODE_SETTINGS = {"mapper": "mapper_node", "planner": "planner_node"}
+
+    @classmethod
+    def from_file(cls, path) -> "MissionSetup":
+        """Load from a ROS parameter file (``config/*.yaml``); unknown keys are errors."""
+        values, defaults = {}, cls()
+        for node, prefixes in cls.NODES.items():
+            classes = {prefix: type(getattr(defaults, prefix)) for prefix in prefixes}
+            own = cls.NODE_SETTINGS.get(node)
+            if own:
+                classes[""] = type(getattr(defaults, own))
+            loaded = load_configs(path, node, {**cls.ROS_ONLY.get(node, {}), **classes})
+            if own:
+                values[own] = loaded[""]
+            values.update({prefix: loaded[prefix] for prefix in prefixes})
+        return cls(**values)
+
+    def node_parameters(self, node: str) -> dict[str, Any]:
+        """The parameters a launcher gives ``node``, as ``{dotted name: value}``.
+
+        The node's configs, plus what the ROS graph needs to run :class:`Mission`'s loop:
+        the simulator's, the mapper's model and the planner's seeds derived from
+        ``mission.seed`` and the vehicle's start pose (as :class:`Mission` derives them),
+        and the planner's workspace for the mapper (its map covers the workspace). Empty
+        lists are left out: ROS cannot tell their element type, and each such field's
+        default is empty.
+        """
+        if node not in self.NODES:
+            raise ConfigError(f"unknown node {node!r}; known: {', '.join(self.NODES)}")
+        seeds = mission_seeds(self.mission.seed)
+        configs = {prefix: getattr(self, prefix) for prefix in self.NODES[node]}
+        if node in self.NODE_SETTINGS:
+            configs[""] = getattr(self, self.NODE_SETTINGS[node])
+        if node == "mapper":
+            configs["mapping"] = self.mapping.replace(seed=seeds["model"])
+            configs["workspace"] = self.workspace
+        if node == "planner":
+            configs[""] = self.planner_node.replace(seed=seeds["planner"])
+        parameters = {}
+        for prefix, config in configs.items():
+            for spec in config.specs():
+                value = getattr(config, spec.name)
+                name = f"{prefix}.{spec.name}" if prefix else spec.name
+                if value == [] and spec.default != []:
+                    raise ConfigError(f"{name}: an empty list cannot be passed as a ROS "
+                                      f"parameter override")
+                if value != []:
+                    parameters[name] = value
+        if node == "simulated_auv":
+            parameters["seed"] = seeds["simulator"]
+            start = lower_right_start(Workspace.from_config(self.workspace).bounds)
+            parameters["start_pose"] = [float(v) for v in start]
+        return parameters
+
+    def over_map(self, path) -> "MissionSetup":
+        """This setup over the terrain file ``path`` (a command's ``--map``), read with the
+        setup's other terrain settings (extent, row order, resizing, void filling)."""
+        return replace(self, terrain=self.terrain.replace(path=str(path)))
+
+    def planner_config(self) -> Params | None:
+        return {"max_entropy": self.max_entropy, "lawnmower": self.lawnmower}.get(
+            self.planning.planner)
+
+    def to_dict(self) -> dict:
+        return {name: getattr(self, name).to_dict() for name in self.__dataclass_fields__}
+
+
+
+def default_parameter_file() -> Path:
+    """The package's default parameter file (source tree or installed share directory)."""
+    here = Path(__file__).resolve().parents[1]  # the poam_ros package
+    # Installed, the package sits in <prefix>/lib/pythonX.Y/site-packages/poam_ros and the
+    # file in <prefix>/share/poam_ros/config; look in every ancestor rather than count levels.
+    candidates = [here.parent / "config" / "poam_ros.yaml"]
+    candidates += [ancestor / "share" / "poam_ros" / "config" / "poam_ros.yaml"
+                   for ancestor in here.parents]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    raise ConfigError("cannot find config/poam_ros.yaml next to the package or in its "
+                      "installed share directory")
