@@ -11,23 +11,31 @@ mode it reproduces this one sample for sample, because both draw their random st
 from __future__ import annotations
 
 import logging
+import math
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
+from poam_ros.ingest import Ingest, SampleBatch
+from poam_ros.ingest.core import NO_RETURN, OUTSIDE_WORKSPACE
 from poam_ros.mapping.epochs import EpochRecord, epoch_averages
-from poam_ros.mapping.metrics import MapMetrics, evaluate_map, evaluation_points
-from poam_ros.models import NumericalError, OnlineSparseGP, UpdateReport, make_model
+from poam_ros.mapping.loop import MappingLoop, Scoring
+from poam_ros.mapping.metrics import evaluation_points
+from poam_ros.models import OnlineSparseGP, make_model
 from poam_ros.params.mission_setup import MissionSetup, mission_seeds
 from poam_ros.planners import make_planner, pilot_survey
 from poam_ros.sim import (
+    SimulatedAuv,
+    SimulationError,
     SurveySimulator,
     Terrain,
     lower_right_start,
     terrain_from_config,
 )
+from poam_ros.sim.simulated_auv import Odom, Sounding
 from poam_ros.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -62,7 +70,13 @@ class MissionResult:
 
 
 class Mission:
-    """One simulated mission of Algorithm 1.
+    """One simulated mission of Algorithm 1, on the route every sounding takes.
+
+    The simulated AUV steps in lockstep (:class:`~poam_ros.sim.SimulatedAuv`, as the
+    ``simulated_auv`` node), its odometry and soundings go through the sensor ingest
+    (:class:`~poam_ros.ingest.Ingest`, as the ``sensor_ingest`` node: placed at the
+    interpolated pose, dropped and counted by reason) and each leg's batch through the
+    mapping loop (:class:`~poam_ros.mapping.loop.MappingLoop`, as the mapper node).
 
     Args:
         setup: the configuration of every component.
@@ -76,19 +90,35 @@ class Mission:
         self.workspace = Workspace.from_config(setup.workspace)
         self._check_workspace()
         seeds = mission_seeds(setup.mission.seed)
-        bounds = self.workspace.bounds
-        self.simulator = SurveySimulator(self.terrain, setup.vehicle, setup.sonar,
-                                         seed=seeds["simulator"],
-                                         start_pose=lower_right_start(bounds))
+        simulator = SurveySimulator(self.terrain, setup.vehicle, setup.sonar,
+                                    seed=seeds["simulator"],
+                                    start_pose=lower_right_start(self.workspace.bounds))
+        self.auv = SimulatedAuv(simulator, "lockstep")
+        # The ingest drops what lies outside the mission's workspace, as poam-ros sim
+        # configures the sensor_ingest node (MissionSetup.node_parameters).
+        self.ingest = Ingest(setup.ingest, self.workspace)
         self.rng = np.random.default_rng(seeds["planner"])
         self.model = make_model(setup.mapping.replace(seed=seeds["model"]))
         self.planner = make_planner(setup.planning.planner, self.workspace, self.rng,
                                     setup.planner_config())
         self.eval_points = evaluation_points(self.workspace, setup.mission.eval_grid)
         self.truth = self.terrain.elevation(self.eval_points)
-        self._path: list[np.ndarray] = []
-        self.outside_workspace = 0  # samples dropped for lying outside the workspace
-        self.no_return = 0  # soundings that returned nothing (off the terrain)
+        self.loop = MappingLoop(self.model, Scoring(self.eval_points, self.truth))
+        self._path: list[tuple[float, float, float]] = []
+
+    @property
+    def dropped(self) -> Counter:
+        """Soundings the ingest dropped, by reason (``outside_workspace``: legs that cross
+        the workspace's boundary; ``no_return``: the vehicle swung beyond the terrain)."""
+        return self.ingest.dropped
+
+    @property
+    def outside_workspace(self) -> int:
+        return self.ingest.dropped[OUTSIDE_WORKSPACE]
+
+    @property
+    def no_return(self) -> int:
+        return self.ingest.dropped[NO_RETURN]
 
     def _check_workspace(self) -> None:
         xmin, xmax, ymin, ymax = self.workspace.bounds
@@ -108,51 +138,48 @@ class Mission:
                                f"({self.model.num_samples} samples): raise "
                                f"mission.max_samples or shorten the pilot survey")
         while self.model.num_samples < budget:
-            position = np.asarray(self.simulator.pose[:2])
+            position = np.asarray(self.auv.pose[:2])
             goal = self.planner.plan(position, self._predict_std)
             records.append(self._epoch(len(records), goal, on_epoch))
         return MissionResult(records, self.model, self.terrain, self.workspace,
                              self.eval_points, self.truth, self.model.buffer.x.copy(),
-                             self.model.buffer.y.copy(), np.vstack(self._path),
+                             self.model.buffer.y.copy(), np.array(self._path),
                              time.perf_counter() - start)
 
     def _predict_std(self, xy: np.ndarray) -> np.ndarray:
         # The paper's planner scores the predictive distribution of a measurement.
         return self.model.predict(xy, include_noise=True)[1]
 
+    def _survey(self, waypoints: np.ndarray) -> list[SampleBatch]:
+        """Drive ``waypoints`` and feed the ingest as the nodes would: the plan, then every
+        pose and sounding in time order (the event's sim time stands for the wall clock);
+        returns the batches cut, the leg's arrival last."""
+        auv, ingest, plane_z = self.auv, self.ingest, self.setup.vehicle.plane_z
+        sonar = self.setup.sonar
+        ingest.set_plan(waypoints, auv.time, auv.time)
+        auv.set_plan(waypoints)
+        for event in auv.advance(math.inf):
+            if isinstance(event, Odom):
+                self._path.append((event.x, event.y, event.yaw))
+                ingest.add_pose(event.t, event.x, event.y, plane_z, event.yaw, event.t)
+            elif isinstance(event, Sounding):
+                ingest.add_range(event.t, event.range, sonar.min_range, sonar.max_range,
+                                 event.t)
+        if auv.last_failure:
+            raise SimulationError(auv.last_failure)
+        ingest.poll(math.inf)  # the leg is over: nothing more is in flight
+        return ingest.take_batches()
+
     def _epoch(self, index: int, waypoints: np.ndarray,
                on_epoch: Callable[[EpochRecord], None] | None) -> EpochRecord:
-        survey = self.simulator.follow(waypoints)
-        self._path.append(survey.poses)
-        # As the ingest node: soundings without a return (the vehicle swung beyond the
-        # terrain) are dropped first, then those outside the workspace (straight legs may
-        # cross no-go zones or a concave boundary); each counted.
-        returned = ~np.isposinf(survey.ranges)
-        inside = returned & self.workspace.contains(survey.positions)
-        self.no_return += int((~returned).sum())
-        self.outside_workspace += int((returned & ~inside).sum())
-        self.model.add_data(survey.positions[inside], survey.elevations[inside])
-        update_failure = None
-        try:
-            report = self.model.update()
-        except NumericalError as error:  # as the mapper node: the last good map stays
+        batches = self._survey(waypoints)
+        step = self.loop.step((batch.points[:, :2], batch.points[:, 2]) for batch in batches)
+        if step.failure is not None:
             if not self.model.ready:
-                raise
-            report, update_failure = UpdateReport(num_samples=self.model.num_samples), str(error)
-            log.warning("epoch %d: update failed, the previous map stays: %s", index, error)
-        tic = time.perf_counter()
-        mean, std = self.model.predict(self.eval_points, include_noise=True)
-        predict_time = time.perf_counter() - tic
-        metrics: MapMetrics = evaluate_map(self.truth, mean, std, self.model.buffer.y)
-        record = EpochRecord(index, self.model.num_samples, **metrics.as_dict(),
-                             update_time=report.total_time, inducing_time=report.inducing_time,
-                             variational_time=report.variational_time,
-                             training_time=report.training_time, predict_time=predict_time,
-                             num_inducing=report.num_inducing, sim_time=self.simulator.time,
-                             training_failure=report.training_failure,
-                             update_failure=update_failure)
+                raise MissionError(f"the first update failed: {step.failure}")
+            log.warning("epoch %d: update failed, the previous map stays: %s", index,
+                        step.failure)
+        record = self.loop.record(index, step, self.auv.time)
         if on_epoch is not None:
             on_epoch(record)
         return record
-
-

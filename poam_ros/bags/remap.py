@@ -5,7 +5,7 @@ Pipeline (what the live graph does, message for message):
 
 1. The bag's ``odom``, ``sonar/range``, ``sonar/swath`` and ``plan`` messages go into
    :class:`~poam_ros.ingest.Ingest` with the numbers the ingest node reads off the same
-   messages (:mod:`poam_ros.bags.decoding`), in data-time order: sensor messages by header
+   messages (:mod:`poam_ros.messages`), in data-time order: sensor messages by header
    stamp (a stamp behind its topic's newest keeps its place after that one, where the live
    ingest met it and dropped it), each plan after the data the graph had acted on when it
    was sent (the newest map, batch or pose sent before it, by the publishers' send times
@@ -55,16 +55,16 @@ from typing import Callable
 
 import numpy as np
 
-from poam_ros.bags import decoding as dec
+from poam_ros import messages as msg
 from poam_ros.bags.bag_reader import BagError, BagReader, ReadReport
 from poam_ros.bags.message_types import MessageTypes
 from poam_ros.ingest import Ingest, IngestConfig, SampleBatch
 from poam_ros.mapping.epochs import EpochRecord
-from poam_ros.mapping.map_grid import MapGrid, MapLayers, predict_map
-from poam_ros.mapping.metrics import evaluate_map, evaluation_points
+from poam_ros.mapping.loop import MappingLoop, Scoring
+from poam_ros.mapping.map_grid import MapGrid, MapLayers
+from poam_ros.mapping.metrics import evaluation_points
 from poam_ros.mission import MissionResult
-from poam_ros.models import NumericalError, OnlineSparseGP, make_model
-from poam_ros.models.samples import InvalidBatchError
+from poam_ros.models import OnlineSparseGP, make_model
 from poam_ros.params import Params, param
 from poam_ros.params.mission_setup import MissionSetup, mission_seeds
 from poam_ros.workspace import Workspace, WorkspaceConfig
@@ -134,7 +134,6 @@ class RemapResult:
     layers: MapLayers | None  # the final map on the mapper's grid
     records: list[EpochRecord]  # one per update; metrics NaN without ground truth
     batches: list[SampleBatch]
-    update_stamps: list[int]  # ns, data stamp of each update (as the live map's stamp)
     path: np.ndarray  # (P, 3) x, y, yaw of every odometry pose
     ingest_drops: Counter
     read_report: ReadReport
@@ -202,53 +201,66 @@ def remap_bag(bag, setup: MissionSetup, ingest_config: IngestConfig,
         truth = terrain.elevation(eval_points)
 
     seeds = mission_seeds(setup.mission.seed)
-    model = make_model(setup.mapping.replace(seed=seeds["model"]))
-    settings = setup.mapper_node
-    records: list[EpochRecord] = []
-    stamps: list[int] = []
-    layers = None
-    comparison = None
-    compared = 0
+    loop = MappingLoop(make_model(setup.mapping.replace(seed=seeds["model"])),
+                       Scoring(eval_points, truth) if truth is not None else None)
+    float64 = on_wire or ingest.config.float64_samples
+    updates = _Updates(loop, grid, setup.mapper_node, live_maps, notes, on_update)
     for group in groups:
-        for batch in group:
-            xy_z = batch.points if on_wire else dec.wire_samples(
-                batch.points, ingest.config.float64_samples)
-            try:
-                model.add_data(xy_z[:, :2], xy_z[:, 2])
-            except InvalidBatchError as error:
-                notes.append(f"batch at {batch.stamp:.3f} s refused: {error}")
-        try:
-            report = model.update()
-        except NumericalError as error:
-            notes.append(f"update at {group[-1].stamp:.3f} s failed, map kept: {error}")
-            continue
-        if report.skipped:
-            continue
-        stamp = max(dec.seconds_to_nanoseconds(b.stamp) for b in group)
-        layers = predict_map(model, grid, settings.std_includes_noise,
-                             settings.publish_lengthscale)
-        if stamp in live_maps:
-            compared += 1
-            comparison = _compare(live_maps, stamp, layers, compared)
-        metrics = _score(model, eval_points, truth)
-        record = EpochRecord(len(records), model.num_samples, **metrics,
-                             update_time=report.total_time, inducing_time=report.inducing_time,
-                             variational_time=report.variational_time,
-                             training_time=report.training_time,
-                             predict_time=layers.predict_time, num_inducing=report.num_inducing,
-                             sim_time=stamp / 1e9, training_failure=report.training_failure)
-        records.append(record)
-        stamps.append(stamp)
-        if on_update is not None:
-            on_update(record)
-    if not records:
+        updates.step(group, float64)
+    if not updates.records:
         notes.append("no update: the bag gave the model no valid sample")
-    if live_maps and comparison is None:
+    if live_maps and updates.comparison is None:
         notes.append(f"none of the {len(live_maps)} live map(s) has the data stamp of a "
                      f"remap update: no comparison (another update grouping?)")
-    return RemapResult(model, grid, layers, records, batches, stamps, path,
-                       Counter(ingest.dropped), read_report, notes, comparison, eval_points,
-                       truth, terrain, workspace, time.perf_counter() - start, counts)
+    return RemapResult(loop.model, grid, updates.layers, updates.records, batches, path,
+                       Counter(ingest.dropped), read_report, notes, updates.comparison,
+                       eval_points, truth, terrain, workspace, time.perf_counter() - start,
+                       counts)
+
+
+class _Updates:
+    """The remap's updates through the shared :class:`MappingLoop`: each group of batches
+    as the live mapper read it off the wire, one update, the map on the mapper's grid
+    compared with the live map of the same data stamp, and a record."""
+
+    def __init__(self, loop: MappingLoop, grid: MapGrid, settings, live_maps: dict,
+                 notes: list[str], on_update: Callable[[EpochRecord], None] | None) -> None:
+        self.loop, self.grid, self.settings, self.live_maps = loop, grid, settings, live_maps
+        self.notes, self.on_update = notes, on_update
+        self.records: list[EpochRecord] = []
+        self.layers: MapLayers | None = None
+        self.comparison: MapComparison | None = None
+        self.compared = 0
+
+    def step(self, group: list[SampleBatch], float64: bool) -> None:
+        received = [wire_samples(batch.points, float64) for batch in group]
+        step = self.loop.step((points[:, :2], points[:, 2]) for points in received)
+        stamp = max(msg.seconds_to_nanoseconds(batch.stamp) for batch in group)
+        for error in step.refused:
+            self.notes.append(f"a batch up to {stamp / 1e9:.3f} s refused: {error}")
+        if step.failure is not None:
+            self.notes.append(f"update at {stamp / 1e9:.3f} s failed, map kept: "
+                              f"{step.failure}")
+        elif step.report.skipped:
+            return
+        else:
+            self.layers = self.loop.layers(self.grid, self.settings.std_includes_noise,
+                                           self.settings.publish_lengthscale)
+            if stamp in self.live_maps:
+                self.compared += 1
+                self.comparison = _compare(self.live_maps, stamp, self.layers, self.compared)
+        record = self.loop.record(len(self.records), step, stamp / 1e9,
+                                  self.layers.predict_time if self.layers else math.nan)
+        self.records.append(record)
+        if self.on_update is not None:
+            self.on_update(record)
+
+
+def wire_samples(points: np.ndarray, float64: bool) -> np.ndarray:
+    """Samples as the mapper reads them off a ``samples`` cloud: float32 fields unless
+    ``float64`` (the ingest's ``float64_samples``), read back as float64."""
+    points = np.asarray(points, dtype=float)
+    return points if float64 else points.astype("<f4").astype(np.float64)
 
 
 def check_topics(reader: BagReader, config: RemapConfig) -> None:
@@ -279,165 +291,217 @@ def check_topics(reader: BagReader, config: RemapConfig) -> None:
                            f"options)")
 
 
+@dataclass
+class _Recording:
+    """What the first pass read off a bag: the sensor messages and plans to feed the ingest
+    (``(order key ns, kind rank, sequence, topic, message, receive ns)``), and what the live
+    graph recorded of itself."""
+
+    sensors: list[tuple] = field(default_factory=list)
+    plans: list[tuple] = field(default_factory=list)  # (send ns, sequence, message, receive)
+    acted: list[tuple[int, int]] = field(default_factory=list)  # (send ns, data stamp ns)
+    newest: dict[str, int] = field(default_factory=dict)  # per topic, newest header stamp
+    behind: Counter = field(default_factory=Counter)  # stamps behind their topic's newest
+    undecodable: Counter = field(default_factory=Counter)
+    live_maps: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    recorded: dict[int, np.ndarray] = field(default_factory=dict)  # live batches by stamp
+    live_issues: Counter = field(default_factory=Counter)  # timing-dependent decisions
+    batches: list[SampleBatch] = field(default_factory=list)  # source samples: the live ones
+    sim_bag: bool = False
+
+
 def _ingest(reader: BagReader, types: MessageTypes, ingest: Ingest, config: RemapConfig,
             notes: list[str]):
     """Feed the sensor topics to ``ingest``; collect batches, poses, live map stamps."""
+    recording = _read(reader, types, ingest, config, notes)
+    _place_plans(recording, config)
+    from_samples = config.source == "samples"
+    batches, path, counts = _feed(recording, ingest, config, from_samples)
+    for topic, count in recording.behind.items():
+        notes.append(f"{count} {topic} message(s) stamped earlier than the one before them "
+                     f"(timestamps going backwards): the ingest drops them, as live")
+    if from_samples:
+        if not recording.recorded:
+            raise BagError(f"{reader.path} has no {config.samples_topic} batches to map "
+                           f"(source samples); source sensors maps its odometry and sonar")
+        batches = recording.batches
+    else:
+        _finish(recording, ingest, config, batches, notes)
+    for topic, count in recording.undecodable.items():
+        notes.append(f"{count} {topic} message(s) could not be decoded and were skipped")
+    if not from_samples and not counts[config.odom_topic]:
+        notes.append(f"no readable {config.odom_topic} message: no sample can be placed")
+    return (batches, np.array(path).reshape(-1, 3), counts, recording.live_maps,
+            recording.sim_bag, from_samples)
+
+
+def _read(reader: BagReader, types: MessageTypes, ingest: Ingest, config: RemapConfig,
+          notes: list[str]) -> _Recording:
+    """Pass 1: decode every wanted message; keep the sensor messages and plans for pass 2
+    and what the live graph recorded of itself."""
+    recording = _Recording()
     wanted = {config.odom_topic, config.range_topic, config.swath_topic, config.plan_topic,
               config.map_topic, config.diagnostics_topic, config.samples_topic}
-    from_samples = config.source == "samples"
-    recorded: dict[int, np.ndarray] = {}  # the live ingest's batches: stamp ns -> points
-    live_issues: Counter = Counter()  # the live ingest's timing-dependent decisions
-    batches: list[SampleBatch] = []
-    path: list[tuple[float, float, float]] = []
-    counts: Counter = Counter()
-    undecodable: Counter = Counter()
-    live_maps: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # stamp ns -> (mean, std)
-    sim_bag = False
-    plans = 0
-    last_poll = -math.inf
-    # Pass 1: read and decode; sensor messages and plans are kept for pass 2.
-    sensors: list[tuple] = []  # (order key ns, kind rank, sequence, topic, decoded, receive ns)
-    newest: dict[str, int] = {}  # per topic, newest header stamp received so far
-    acted: list[tuple[int, int]] = []  # (send time, data stamp) of odometry, maps, batches
-    plan_messages: list[tuple[int, int, object, int]] = []  # (send time, seq, decoded, recv)
-    behind: Counter = Counter()
     for sequence, message in enumerate(reader.messages(wanted)):
-        topic = message.topic
         try:
             decoded = types.deserialize(message.data, message.msgtype)
         except Exception as error:  # noqa: BLE001 - damaged bytes: count, go on
-            undecodable[topic] += 1
-            log.debug("undecodable %s message: %s", topic, error)
+            recording.undecodable[message.topic] += 1
+            log.debug("undecodable %s message: %s", message.topic, error)
             continue
+        topic, sent = message.topic, message.publish_time or message.log_time
         if topic in (config.odom_topic, config.range_topic, config.swath_topic):
-            stamp = dec.stamp_nanoseconds(decoded.header.stamp)
-            # A stamp behind its topic's newest goes where the live ingest met it (just
-            # after that one) and is dropped there as out of order, as live.
-            if stamp < newest.get(topic, stamp):
-                behind[topic] += 1
-            key = max(stamp, newest.get(topic, stamp))
-            newest[topic] = key
-            if topic == config.odom_topic:
-                acted.append((message.publish_time or message.log_time, key))
-            sensors.append((key, 0 if topic == config.odom_topic else 1, sequence, topic,
-                            decoded, message.log_time))
+            _read_sensor(recording, config, sequence, message, decoded)
         elif topic == config.plan_topic:
-            plans += 1
-            plan_messages.append((message.publish_time or message.log_time, sequence, decoded,
-                                  message.log_time))
+            recording.plans.append((sent, sequence, decoded, message.log_time))
         elif topic == config.map_topic:
-            stamp = dec.stamp_nanoseconds(decoded.header.stamp)
-            if decoded.width * decoded.height:
-                acted.append((message.publish_time or message.log_time, stamp))
-                try:
-                    fields = dec.cloud_fields(decoded)
-                    live_maps[stamp] = (fields["mean"], fields["std"])
-                except (ValueError, KeyError) as error:
-                    notes.append(f"a live map could not be read: {error}")
+            _read_map(recording, sent, decoded, notes)
         elif topic == config.diagnostics_topic:
-            for status in decoded.status:
-                values = {kv.key: kv.value for kv in status.values}
-                sim_bag = sim_bag or "sim_time" in values
-                for key in _TIMING_DEPENDENT:
-                    try:
-                        live_issues[key] = max(live_issues[key], int(values.get(key, 0)))
-                    except ValueError:
-                        pass
+            _read_diagnostics(recording, decoded)
         elif topic == config.samples_topic:
-            stamp = dec.stamp_nanoseconds(decoded.header.stamp)
-            acted.append((message.publish_time or message.log_time, stamp))
+            _read_samples(recording, ingest, config, sent, decoded, notes)
+    return recording
+
+
+def _read_sensor(recording: _Recording, config: RemapConfig, sequence: int, message,
+                 decoded) -> None:
+    topic = message.topic
+    stamp = msg.time_to_nanoseconds(decoded.header.stamp)
+    newest = recording.newest
+    # A stamp behind its topic's newest goes where the live ingest met it (just after that
+    # one) and is dropped there as out of order, as live.
+    if stamp < newest.get(topic, stamp):
+        recording.behind[topic] += 1
+    key = max(stamp, newest.get(topic, stamp))
+    newest[topic] = key
+    if topic == config.odom_topic:
+        recording.acted.append((message.publish_time or message.log_time, key))
+    recording.sensors.append((key, 0 if topic == config.odom_topic else 1, sequence, topic,
+                              decoded, message.log_time))
+
+
+def _read_map(recording: _Recording, sent: int, decoded, notes: list[str]) -> None:
+    stamp = msg.time_to_nanoseconds(decoded.header.stamp)
+    if decoded.width * decoded.height:
+        recording.acted.append((sent, stamp))
+        try:
+            fields = msg.cloud_to_fields(decoded, required=("mean", "std"))
+            recording.live_maps[stamp] = (fields["mean"], fields["std"])
+        except ValueError as error:
+            notes.append(f"a live map could not be read: {error}")
+
+
+def _read_diagnostics(recording: _Recording, decoded) -> None:
+    for status in decoded.status:
+        values = {kv.key: kv.value for kv in status.values}
+        recording.sim_bag = recording.sim_bag or "sim_time" in values
+        for key in _TIMING_DEPENDENT:
             try:
-                points = dec.cloud_points(decoded)
-            except ValueError as error:
-                notes.append(f"a recorded samples batch could not be read: {error}")
-                continue
-            recorded[stamp] = points
-            wire64 = dec.cloud_is_float64(decoded)
-            if wire64 != ingest.config.float64_samples:
-                # The live mapper got what the live ingest sent: its precision, not the file's.
-                ingest.config = ingest.config.replace(float64_samples=wire64)
-                notes.append(f"the live ingest sent {'float64' if wire64 else 'float32'} "
-                             f"samples: so does the remap (float64_samples: "
-                             f"{str(wire64).lower()})")
-            if from_samples:
-                batches.append(SampleBatch(stamp / 1e9, points, "recorded"))
-    # A plan acts after the data the graph had acted on when it was sent (by the send
-    # times, one machine's clock): in lockstep, the arrival it answers. Receive times would
-    # not do: a latched plan reaches a recorder that subscribes late long after it was sent.
-    acted.sort()
+                recording.live_issues[key] = max(recording.live_issues[key],
+                                                 int(values.get(key, 0)))
+            except ValueError:
+                pass
+
+
+def _read_samples(recording: _Recording, ingest: Ingest, config: RemapConfig, sent: int,
+                  decoded, notes: list[str]) -> None:
+    stamp = msg.time_to_nanoseconds(decoded.header.stamp)
+    recording.acted.append((sent, stamp))
+    try:
+        points = msg.cloud_to_points(decoded)
+    except ValueError as error:
+        notes.append(f"a recorded samples batch could not be read: {error}")
+        return
+    recording.recorded[stamp] = points
+    wire64 = msg.cloud_is_float64(decoded)
+    if wire64 != ingest.config.float64_samples:
+        # The live mapper got what the live ingest sent: its precision, not the file's.
+        ingest.config = ingest.config.replace(float64_samples=wire64)
+        notes.append(f"the live ingest sent {'float64' if wire64 else 'float32'} samples: "
+                     f"so does the remap (float64_samples: {str(wire64).lower()})")
+    if config.source == "samples":
+        recording.batches.append(SampleBatch(stamp / 1e9, points, "recorded"))
+
+
+def _place_plans(recording: _Recording, config: RemapConfig) -> None:
+    """A plan acts after the data the graph had acted on when it was sent (by the send
+    times, one machine's clock): in lockstep, the arrival it answers. Receive times would
+    not do: a latched plan reaches a recorder that subscribes late long after it was sent."""
+    acted = sorted(recording.acted)
     sent_times = [sent for sent, _ in acted]
     newest_acted = list(itertools.accumulate((stamp for _, stamp in acted), max))
-    for sent, sequence, decoded, received in plan_messages:
+    for sent, sequence, decoded, received in recording.plans:
         index = bisect.bisect_right(sent_times, sent)
         floor = newest_acted[index - 1] if index else -1
-        sensors.append((floor, 2, sequence, config.plan_topic, decoded, received))
-    # Pass 2: the ingest in data-time order. The recorder's receive order across topics is
-    # not the live ingest's callback order (each DDS reader is served on its own), but its
-    # batches do not depend on that order, only on what each topic delivered in order.
-    sensors.sort(key=lambda item: item[:3])
-    now = -math.inf
-    for _, _, _, topic, decoded, received in sensors:
+        recording.sensors.append((floor, 2, sequence, config.plan_topic, decoded, received))
+
+
+def _feed(recording: _Recording, ingest: Ingest, config: RemapConfig, from_samples: bool):
+    """Pass 2: the ingest in data-time order. The recorder's receive order across topics is
+    not the live ingest's callback order (each DDS reader is served on its own), but its
+    batches do not depend on that order, only on what each topic delivered in order."""
+    batches: list[SampleBatch] = []
+    path: list[tuple[float, float, float]] = []
+    counts: Counter = Counter()
+    now = last_poll = -math.inf
+    for _, _, _, topic, decoded, received in sorted(recording.sensors,
+                                                     key=lambda item: item[:3]):
         now = max(now, received / 1e9)  # the receive clock stands for the node's wall clock
         if now - last_poll >= POLL_PERIOD:
             ingest.poll(now)
             last_poll = now
         counts[topic] += 1
         if topic == config.odom_topic:
-            t, x, y, z, yaw = dec.odometry_pose(decoded)
+            t, x, y, z, yaw = msg.odometry_to_pose(decoded)
             path.append((x, y, yaw))
             if not from_samples:
                 ingest.add_pose(t, x, y, z, yaw, now, decoded.header.frame_id,
                                 decoded.child_frame_id)
-        elif from_samples:
-            continue
-        elif topic == config.range_topic:
-            ingest.add_range(dec.stamp_seconds(decoded.header.stamp), decoded.range,
-                             decoded.min_range, decoded.max_range, now,
-                             decoded.header.frame_id)
-        elif topic == config.swath_topic:
-            try:
-                points = dec.cloud_points(decoded)
-            except ValueError as error:
-                ingest.drop_malformed(f"sonar/swath: {error}")
-            else:
-                ingest.add_swath(dec.stamp_seconds(decoded.header.stamp), points, now,
-                                 decoded.header.frame_id)
-        elif topic == config.plan_topic:
-            ingest.set_plan(dec.path_waypoints(decoded), dec.stamp_seconds(decoded.header.stamp),
-                            now, decoded.header.frame_id)
+        elif not from_samples:
+            _feed_reading(ingest, config, topic, decoded, now)
         batches.extend(ingest.take_batches())
-    for topic, count in behind.items():
-        notes.append(f"{count} {topic} message(s) stamped earlier than the one before them "
-                     f"(timestamps going backwards): the ingest drops them, as live")
-    if from_samples:
-        if not recorded:
-            raise BagError(f"{reader.path} has no {config.samples_topic} batches to map "
-                           f"(source samples); source sensors maps its odometry and sonar")
-        return batches, np.array(path).reshape(-1, 3), counts, live_maps, sim_bag, True
-    ingest.poll(math.inf)  # the end of the bag: grace periods and pending readings expire
-    batches.extend(ingest.take_batches())
-    if recorded:
-        _check_batches(batches, recorded, ingest.config.float64_samples, notes)
-    issues = {key: count for key, count in live_issues.items() if count}
+    return batches, path, counts
+
+
+def _feed_reading(ingest: Ingest, config: RemapConfig, topic: str, decoded, now: float) -> None:
+    """One range, swath or plan message into the ingest, as the ingest node hands it over."""
+    stamp = msg.time_to_seconds(decoded.header.stamp)
+    if topic == config.range_topic:
+        ingest.add_range(stamp, decoded.range, decoded.min_range, decoded.max_range, now,
+                         decoded.header.frame_id)
+    elif topic == config.swath_topic:
+        try:
+            points = msg.cloud_to_points(decoded)
+        except ValueError as error:
+            ingest.drop_malformed(f"sonar/swath: {error}")
+        else:
+            ingest.add_swath(stamp, points, now, decoded.header.frame_id)
+    elif topic == config.plan_topic:
+        ingest.set_plan(msg.path_to_waypoints(decoded), stamp, now, decoded.header.frame_id)
+
+
+def _finish(recording: _Recording, ingest: Ingest, config: RemapConfig,
+            batches: list[SampleBatch], notes: list[str]) -> None:
+    """The end of the bag: grace periods and pending readings expire (their batches join
+    ``batches``), which are checked against the recorded ones; the tail is mapped or left
+    out (``tail``)."""
+    ingest.poll(math.inf)
+    batches += ingest.take_batches()
+    if recording.recorded:
+        _check_batches(batches, recording.recorded, ingest.config.float64_samples, notes)
+    issues = {key: count for key, count in recording.live_issues.items() if count}
     if issues:
         notes.append("the live ingest's decisions depended on its timing ("
                      + ", ".join(f"{key} {count}" for key, count in issues.items())
                      + "): the remap, which has every recorded message, may cut other "
                        "batches (source samples maps exactly what the live mapper got)")
     tail = ingest.batch_size
-    if tail:
-        if config.tail == "map" or (config.tail == "auto" and not plans):
-            # Ingest has no public flush of an unfinished batch; the size rule's cut is it.
-            ingest._flush(math.inf, "end")  # noqa: SLF001
-            batches.extend(ingest.take_batches())
-        else:
-            notes.append(f"{tail} sample(s) after the last decision point left out, as the "
-                         f"live mapper never got them (tail: map to include them)")
-    for topic, count in undecodable.items():
-        notes.append(f"{count} {topic} message(s) could not be decoded and were skipped")
-    if not counts[config.odom_topic]:
-        notes.append(f"no readable {config.odom_topic} message: no sample can be placed")
-    return batches, np.array(path).reshape(-1, 3), counts, live_maps, sim_bag, False
+    if tail and (config.tail == "map" or (config.tail == "auto" and not recording.plans)):
+        ingest.flush_tail()
+        batches += ingest.take_batches()
+    elif tail:
+        notes.append(f"{tail} sample(s) after the last decision point left out, as the "
+                     f"live mapper never got them (tail: map to include them)")
 
 
 def _check_batches(batches: list[SampleBatch], recorded: dict[int, np.ndarray],
@@ -445,11 +509,11 @@ def _check_batches(batches: list[SampleBatch], recorded: dict[int, np.ndarray],
     """Note where the remap's batches differ from the live ingest's recorded ones."""
     differ = missing = 0
     for batch in batches:
-        live = recorded.get(dec.seconds_to_nanoseconds(batch.stamp))
+        live = recorded.get(msg.seconds_to_nanoseconds(batch.stamp))
         if live is None:
             missing += 1
         elif live.shape != batch.points.shape or not np.array_equal(
-                live, dec.wire_samples(batch.points, float64)):
+                live, wire_samples(batch.points, float64)):
             differ += 1
     if differ or missing:
         notes.append(f"{differ} of the remap's {len(batches)} batch(es) differ from the live "
@@ -463,7 +527,7 @@ def _group(batches: list[SampleBatch], map_stamps: list[int] | None) -> list[lis
     groups: dict[int, list[SampleBatch]] = {}
     order: list[int] = []
     for batch in batches:
-        stamp = dec.seconds_to_nanoseconds(batch.stamp)
+        stamp = msg.seconds_to_nanoseconds(batch.stamp)
         index = int(np.searchsorted(map_stamps, stamp))
         key = map_stamps[index] if index < len(map_stamps) else -(len(order) + 1)
         if key not in groups:
@@ -471,18 +535,6 @@ def _group(batches: list[SampleBatch], map_stamps: list[int] | None) -> list[lis
             order.append(key)
         groups[key].append(batch)
     return [groups[key] for key in order]
-
-
-def _score(model: OnlineSparseGP, eval_points, truth) -> dict:
-    keys = ("smse", "msll", "nlpd", "rmse", "mae")
-    if truth is None:
-        return dict.fromkeys(keys, math.nan)
-    mean, std = model.predict(eval_points, include_noise=True)
-    try:
-        return evaluate_map(truth, mean, std, model.buffer.y).as_dict()
-    except ValueError as error:  # constant targets after one batch: MSLL undefined
-        log.debug("metrics undefined: %s", error)
-        return dict.fromkeys(keys, math.nan)
 
 
 def _compare(live: dict, stamp: int, layers: MapLayers, compared: int) -> MapComparison:

@@ -57,7 +57,6 @@ from poam_ros.ingest.cloud_filters import (
     voxel_downsample,
 )
 from poam_ros.ingest.pose_history import STAMP_TOLERANCE, Lookup, PoseHistory
-from poam_ros.models.samples import DUPLICATE, NONFINITE_INPUT, NONFINITE_TARGET, filter_samples
 from poam_ros.params import ConfigError, Params, param
 from poam_ros.workspace import Workspace
 
@@ -85,12 +84,11 @@ POSE_NONFINITE = "pose_nonfinite"
 POSE_DUPLICATE = "pose_duplicate"
 POSE_OUT_OF_ORDER = "pose_out_of_order"
 POSE_JUMP = "pose_jump"
-# Also from poam_ros.models.samples: duplicate, nonfinite_input, nonfinite_target.
+DUPLICATE = "duplicate"  # a second message of a stream with the same stamp
 REASONS = (WRONG_FRAME, NO_RETURN, NONFINITE_RANGE, NEGATIVE_RANGE, RANGE_OUT_OF_LIMITS,
            NONFINITE_POINT, MALFORMED, DUPLICATE, OUT_OF_ORDER, STALE_STAMP, POSE_GAP, NO_POSE,
-           QUEUE_OVERFLOW, LATE, OUTSIDE_WORKSPACE, NONFINITE_INPUT, NONFINITE_TARGET,
-           VOXEL_MERGED, STATISTICAL_OUTLIER, POSE_WRONG_FRAME, POSE_NONFINITE, POSE_DUPLICATE,
-           POSE_OUT_OF_ORDER, POSE_JUMP)
+           QUEUE_OVERFLOW, LATE, OUTSIDE_WORKSPACE, VOXEL_MERGED, STATISTICAL_OUTLIER,
+           POSE_WRONG_FRAME, POSE_NONFINITE, POSE_DUPLICATE, POSE_OUT_OF_ORDER, POSE_JUMP)
 
 RANGE, SWATH = "range", "swath"
 
@@ -174,6 +172,7 @@ class SampleBatch:
     points: np.ndarray
     reason: str
     dropped: Counter = field(default_factory=Counter)
+    sequence: int = 0  # the RawBatch's, which record() checks
 
     def __len__(self) -> int:
         return len(self.points)
@@ -181,12 +180,13 @@ class SampleBatch:
 
 class RawBatch(NamedTuple):
     """A batch as cut, before :meth:`Ingest.finish`: (N, 3) samples of ranges and (M, 3)
-    swath points still to filter, world frame."""
+    swath points still to filter, world frame; ``sequence`` numbers the batches cut."""
 
     stamp: float
     reason: str
     ranges: np.ndarray
     swaths: np.ndarray
+    sequence: int = 0
 
 
 @dataclass
@@ -232,6 +232,7 @@ class Ingest:
         self._last_arrival = -math.inf
         self._last_pose_wall = -math.inf  # wall time of the newest pose kept
         self._flushed_until = -math.inf  # stamp of the last decision-point batch
+        self._cut = 0  # raw batches cut so far
         self.configure(config)
 
     # ------------------------------------------------------------------ configuration
@@ -270,9 +271,15 @@ class Ingest:
 
     def take_raw_batches(self) -> list[RawBatch]:
         """Batches cut since the last call, oldest first, not yet checked: hand each to
-        :meth:`finish` and then :meth:`record`, in order."""
+        :meth:`finish` and then :meth:`record`, in order (:meth:`record` refuses another)."""
         ready, self._ready = self._ready, []
         return ready
+
+    def flush_tail(self, reason: str = "end") -> None:
+        """Cut what has been placed since the last batch (a survey that ends mid-leg: no
+        decision point will come) into a batch for the next :meth:`take_batches`."""
+        if self._chunks:
+            self._flush(math.inf, reason)
 
     # ------------------------------------------------------------------------ inputs
 
@@ -524,28 +531,33 @@ class Ingest:
         taken.sort(key=lambda chunk: chunk[0])
         ranges = [c[2] for c in taken if c[1] == RANGE]
         swaths = [c[2] for c in taken if c[1] == SWATH]
+        self._cut += 1
         self._ready.append(RawBatch(until, reason,
                                     np.concatenate(ranges) if ranges else np.empty((0, 3)),
-                                    np.concatenate(swaths) if swaths else np.empty((0, 3))))
+                                    np.concatenate(swaths) if swaths else np.empty((0, 3)),
+                                    self._cut))
 
     def finish(self, raw: RawBatch) -> SampleBatch:
-        """The checked batch: swath points filtered, then samples outside the workspace and
-        duplicates dropped (counted in its ``dropped``). The heavy step, and free of the
-        ingest's mutable state, so a node may run it on a worker thread while the ingest
-        takes more readings; :meth:`record` then adds its counts."""
+        """The checked batch: swath points filtered, then samples outside the workspace
+        dropped (counted in its ``dropped``). Non-finite and duplicated samples are the
+        model's to refuse (:func:`~poam_ros.models.samples.filter_samples`: it knows every
+        sample it holds). The heavy step, and free of the ingest's mutable state, so a node
+        may run it on a worker thread while the ingest takes more readings; :meth:`record`
+        then adds its counts."""
         dropped: Counter = Counter()
         points = np.concatenate([raw.ranges, self._filtered_swaths(raw.swaths, dropped)])
         if self.workspace is not None and len(points):
             inside = self.workspace.contains(points[:, :2])
             dropped[OUTSIDE_WORKSPACE] += int((~inside).sum())
             points = points[inside]
-        xy, z, report = filter_samples(points[:, :2], points[:, 2])
-        dropped.update(report.rejected)
-        points = np.column_stack((xy, z)) if len(z) else np.empty((0, 3))
-        return SampleBatch(raw.stamp, points, raw.reason, +dropped)
+        return SampleBatch(raw.stamp, points, raw.reason, +dropped, raw.sequence)
 
     def record(self, batch: SampleBatch) -> SampleBatch:
-        """Count a finished batch as handed out (its drops, its samples)."""
+        """Count a finished batch as handed out (its drops, its samples). Batches are
+        recorded in the order they were cut, each once: ``ValueError`` otherwise."""
+        if batch.sequence != self.batches + 1:
+            raise ValueError(f"batch {batch.sequence} recorded after batch {self.batches}: "
+                             f"record each batch once, in the order take_raw_batches gave")
         for name, count in batch.dropped.items():
             self.dropped[name] += count
         if batch.dropped.get(OUTSIDE_WORKSPACE):

@@ -29,20 +29,39 @@ class MapMetrics:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class TargetBaseline:
+    """The MSLL baseline: mean and population standard deviation of the training targets
+    (Rasmussen & Williams, GPML Sec. 2.5), in target units."""
+
+    mean: float
+    std: float
+
+    @classmethod
+    def of(cls, train_targets: np.ndarray) -> TargetBaseline:
+        """The baseline of the targets (M,); ``ValueError`` when they are all equal."""
+        train_targets = _finite_vector("train_targets", train_targets)
+        baseline = cls(float(train_targets.mean()), float(train_targets.std()))
+        if baseline.std == 0.0:
+            raise ValueError(f"the {train_targets.size} training target(s) are all equal, so "
+                             "the MSLL baseline is undefined")
+        return baseline
+
+
 def evaluate_map(truth: np.ndarray, mean: np.ndarray, std: np.ndarray,
-                 train_targets: np.ndarray) -> MapMetrics:
+                 train_targets: np.ndarray | TargetBaseline) -> MapMetrics:
     """Compare a Gaussian predictive map with the ground truth on an evaluation grid.
 
     ``truth``, ``mean`` and ``std`` (N,) are the true value and the predictive mean and
-    standard deviation at each grid point; ``train_targets`` (M,) are the measurements
-    gathered so far, whose mean and population standard deviation make the baseline of
-    MSLL (Rasmussen & Williams, GPML Sec. 2.5). Raises ``ValueError`` on shape mismatch,
-    non-finite values, std <= 0, a constant ground truth (SMSE undefined) or constant
-    training targets (MSLL undefined).
+    standard deviation at each grid point; ``train_targets`` are the measurements gathered
+    so far (M,), or their :class:`TargetBaseline` (what a mapper reports of the samples it
+    holds). Raises ``ValueError`` on shape mismatch, non-finite values, std <= 0, a constant
+    ground truth (SMSE undefined) or constant training targets (MSLL undefined).
     """
     truth, mean, std = (_finite_vector(name, values) for name, values in
                         (("truth", truth), ("mean", mean), ("std", std)))
-    train_targets = _finite_vector("train_targets", train_targets)
+    baseline = (train_targets if isinstance(train_targets, TargetBaseline)
+                else TargetBaseline.of(train_targets))
     if not truth.shape == mean.shape == std.shape:
         raise ValueError(f"truth, mean and std must have one shape, got {truth.shape}, "
                          f"{mean.shape}, {std.shape}")
@@ -51,13 +70,9 @@ def evaluate_map(truth: np.ndarray, mean: np.ndarray, std: np.ndarray,
     truth_variance = truth.var()
     if truth_variance == 0.0:
         raise ValueError("the ground truth is constant on the grid, so SMSE is undefined")
-    baseline_std = train_targets.std()
-    if baseline_std == 0.0:
-        raise ValueError(f"the {train_targets.size} training target(s) are all equal, so "
-                         "the MSLL baseline is undefined")
     error = truth - mean
     nlpd = _gaussian_nll(error, std)
-    baseline_nlpd = _gaussian_nll(truth - train_targets.mean(), baseline_std)
+    baseline_nlpd = _gaussian_nll(truth - baseline.mean, baseline.std)
     return MapMetrics(
         smse=float(np.mean(error ** 2) / truth_variance),
         msll=float(np.mean(nlpd - baseline_nlpd)),

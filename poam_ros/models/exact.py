@@ -42,7 +42,7 @@ class ExactGP(OnlineSparseGP):
             x_checked, y_checked = as_batch(x, y, self.input_dim)
         except InvalidBatchError:
             return super().add_data(x, y)  # counted and raised there
-        probe = filter_samples(x_checked, y_checked, set(self._seen))[2]
+        probe = filter_samples(x_checked, y_checked, self._seen)[2]
         limit = self.config.exact_max_samples
         if self.num_samples + probe.accepted > limit:
             raise ExactGPSizeError(

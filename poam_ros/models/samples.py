@@ -1,7 +1,7 @@
 """Validation of incoming samples: every rejected sample is counted with its reason.
 
-Shared by the mapping models and the ingest node, so that a sample refused anywhere is refused
-for the same, named reason. Structural problems of a whole batch (wrong shape, mismatched
+The mapping models' one filter, so that a sample refused anywhere is refused for the same,
+named reason. Structural problems of a whole batch (wrong shape, mismatched
 lengths) raise :class:`InvalidBatchError`; per-sample problems drop just those samples.
 """
 
@@ -52,12 +52,13 @@ def as_batch(x, y, input_dim: int) -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
-def filter_samples(x: np.ndarray, y: np.ndarray, seen: set | None = None):
-    """Drop non-finite samples and exact duplicates (same input and target).
+def filter_samples(x: np.ndarray, y: np.ndarray, seen: SeenSamples | None = None):
+    """Drop non-finite samples and exact duplicates (same input and target), vectorised.
 
     A repeated input with a *different* target is a legitimate repeated measurement and is
-    kept; an identical (input, target) pair is a duplicated message. ``seen`` holds the byte
-    keys of samples accepted earlier and is updated in place.
+    kept; an identical (input, target) pair is a duplicated message, within the batch or of
+    a sample in ``seen`` (the samples accepted earlier). ``seen`` is not changed: add the
+    accepted samples to it once they are stored (:meth:`SeenSamples.add`).
 
     Returns (x_ok, y_ok, BatchReport).
     """
@@ -67,15 +68,70 @@ def filter_samples(x: np.ndarray, y: np.ndarray, seen: set | None = None):
     report.rejected[NONFINITE_INPUT] += int((~finite_x).sum())
     report.rejected[NONFINITE_TARGET] += int((finite_x & ~finite_y).sum())
     keep = finite_x & finite_y
-    rows = np.column_stack([x, y])
-    seen = set() if seen is None else seen
-    for i in np.flatnonzero(keep):
-        key = rows[i].tobytes()
-        if key in seen:
-            keep[i] = False
-            report.rejected[DUPLICATE] += 1
-        else:
-            seen.add(key)
+    candidates = np.flatnonzero(keep)
+    rows = np.ascontiguousarray(np.column_stack([x[candidates], y[candidates]]))
+    # Bitwise-equal rows, as the bytes of the message compare: -0.0 and 0.0 differ.
+    bits = rows.view(np.uint64)
+    _, first = np.unique(bits, axis=0, return_index=True)
+    duplicate = np.ones(len(rows), dtype=bool)
+    duplicate[first] = False
+    if seen is not None and len(seen):
+        duplicate |= seen.contains(rows)
+    keep[candidates[duplicate]] = False
+    report.rejected[DUPLICATE] += int(duplicate.sum())
     report.rejected = +report.rejected  # drop zero counts
     report.accepted = int(keep.sum())
     return x[keep], y[keep], report
+
+
+def row_hashes(rows: np.ndarray) -> np.ndarray:
+    """64-bit hashes (N,) of the bit patterns of rows (N, K) of float64 (a multiply-xorshift
+    mix per column); equal rows hash alike, and a match is only a candidate."""
+    bits = np.ascontiguousarray(rows, dtype=np.float64).view(np.uint64)
+    hashes = np.zeros(len(bits), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for column in bits.T:
+            hashes = (hashes ^ column) * np.uint64(0x9E3779B97F4A7C15)
+            hashes ^= hashes >> np.uint64(29)
+    return hashes
+
+
+class SeenSamples:
+    """The samples a model holds, for exact duplicate detection over all its data.
+
+    Keeps the 64-bit :func:`row_hashes` of the stored rows (input, target) sorted, with
+    their row numbers in ``store`` (16 bytes a sample, beside the 8·(D+1) of the rows
+    themselves); a hash match is confirmed against the stored row, so a collision never
+    drops a sample. ``store`` is the model's sample buffer (``x`` (N, D), ``y`` (N,)).
+    """
+
+    def __init__(self, store) -> None:
+        self.store = store
+        self._hashes = np.empty(0, dtype=np.uint64)
+        self._rows = np.empty(0, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self._hashes)
+
+    def contains(self, rows: np.ndarray) -> np.ndarray:
+        """Which of ``rows`` (N, D+1) are stored already, as a boolean mask (N,)."""
+        hashes = row_hashes(rows)
+        start = np.searchsorted(self._hashes, hashes, side="left")
+        end = np.searchsorted(self._hashes, hashes, side="right")
+        found = np.zeros(len(rows), dtype=bool)
+        for i in np.flatnonzero(end > start):  # hash matches: duplicates, rarely collisions
+            stored = self._rows[start[i]:end[i]]
+            candidates = np.column_stack([self.store.x[stored], self.store.y[stored]])
+            found[i] = bool((candidates.view(np.uint64) == rows[i].view(np.uint64)).all(
+                axis=1).any())
+        return found
+
+    def add(self, first_row: int, rows: np.ndarray) -> None:
+        """Record ``rows`` (N, D+1), stored at row numbers ``first_row`` … ``first_row + N - 1``."""
+        hashes = row_hashes(rows)
+        order = np.argsort(hashes, kind="stable")
+        hashes = hashes[order]
+        numbers = first_row + order.astype(np.int64)
+        at = np.searchsorted(self._hashes, hashes)
+        self._hashes = np.insert(self._hashes, at, hashes)
+        self._rows = np.insert(self._rows, at, numbers)

@@ -50,6 +50,7 @@ from poam_ros.models.samples import (
     MALFORMED_BATCH,
     BatchReport,
     InvalidBatchError,
+    SeenSamples,
     as_batch,
     filter_samples,
 )
@@ -135,7 +136,7 @@ class OnlineSparseGP(ABC):
         self.buffer = SampleBuffer(input_dim)
         self.num_pending = 0
         self.rejections: Counter = Counter()
-        self._seen: set = set()
+        self._seen = SeenSamples(self.buffer)
         self.num_updates = 0
         self.inducing: Tensor | None = None  # Z, M × D, scaled units
         self.posterior: VariationalPosterior | None = None
@@ -160,6 +161,7 @@ class OnlineSparseGP(ABC):
         self.rejections.update(report.rejected)
         if report.num_rejected:
             log.warning("rejected %d samples: %s", report.num_rejected, dict(report.rejected))
+        self._seen.add(self.num_samples, np.column_stack([x, y]))
         self.buffer.append(x, y)
         self.num_pending += report.accepted
         return report
@@ -550,8 +552,8 @@ class OnlineSparseGP(ABC):
         x, y = state["buffer_x"].numpy(), state["buffer_y"].numpy()
         if x.shape != (len(y), self.input_dim):
             raise ValueError(f"buffer shapes {tuple(x.shape)} and {tuple(y.shape)} disagree")
+        self._seen.add(self.num_samples, np.column_stack([x, y]))
         self.buffer.append(x, y)
-        self._seen = {row.tobytes() for row in np.column_stack([x, y])}
         self.num_pending = int(state["num_pending"])
         self.num_updates = int(state["num_updates"])
         self.rejections = Counter(state["rejections"])

@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 
+from poam_ros.ingest import IngestConfig
 from poam_ros.mapping.map_grid import MapGridConfig
 from poam_ros.models import MappingConfig
 from poam_ros.params import ConfigError, Params, param
@@ -74,6 +76,10 @@ class MissionSetup:
     grid: MapGridConfig = field(default_factory=MapGridConfig)
     mapper_node: MapperSettings = field(default_factory=MapperSettings)
     planner_node: PlannerSettings = field(default_factory=PlannerSettings)
+    ingest: IngestConfig = field(default_factory=IngestConfig)
+    #: the sensor_ingest node's own workspace (samples outside are dropped): a remap of a
+    #: bag uses it; a simulated mission gives the ingest the planner's ``workspace``
+    ingest_workspace: WorkspaceConfig = field(default_factory=WorkspaceConfig)
 
     #: node name -> parameter prefixes, each the name of the attribute holding that config
     NODES = {
@@ -93,7 +99,17 @@ class MissionSetup:
 
     @classmethod
     def from_file(cls, path) -> "MissionSetup":
-        """Load from a ROS parameter file (``config/*.yaml``); unknown keys are errors."""
+        """Load from a ROS parameter file (``config/*.yaml``); unknown keys, a missing file
+        and bad YAML are ConfigErrors, which name the file."""
+        if not Path(path).is_file():
+            raise ConfigError(f"{path}: no such parameter file")
+        try:
+            return cls._from_file(path)
+        except yaml.YAMLError as error:
+            raise ConfigError(f"{path}: not a YAML parameter file: {error}") from None
+
+    @classmethod
+    def _from_file(cls, path) -> "MissionSetup":
         values, defaults = {}, cls()
         for node, prefixes in cls.NODES.items():
             classes = {prefix: type(getattr(defaults, prefix)) for prefix in prefixes}
@@ -104,6 +120,9 @@ class MissionSetup:
             if own:
                 values[own] = loaded[""]
             values.update({prefix: loaded[prefix] for prefix in prefixes})
+        ingest = load_configs(path, "sensor_ingest",
+                              {"": IngestConfig, "workspace": WorkspaceConfig})
+        values["ingest"], values["ingest_workspace"] = ingest[""], ingest["workspace"]
         return cls(**values)
 
     def node_parameters(self, node: str) -> dict[str, Any]:
@@ -112,10 +131,12 @@ class MissionSetup:
         The node's configs, plus what the ROS graph needs to run :class:`Mission`'s loop:
         the simulator's, the mapper's model and the planner's seeds derived from
         ``mission.seed`` and the vehicle's start pose (as :class:`Mission` derives them),
-        and the planner's workspace for the mapper (its map covers the workspace). Empty
-        lists are left out: ROS cannot tell their element type, and each such field's
-        default is empty.
+        and the planner's workspace for the mapper (its map covers the workspace) and the
+        ingest (it drops samples outside). Empty lists are left out: ROS cannot tell their
+        element type, and each such field's default is empty.
         """
+        if node == "sensor_ingest":
+            return self._parameters({"": self.ingest, "workspace": self.workspace})
         if node not in self.NODES:
             raise ConfigError(f"unknown node {node!r}; known: {', '.join(self.NODES)}")
         seeds = mission_seeds(self.mission.seed)
@@ -127,6 +148,16 @@ class MissionSetup:
             configs["workspace"] = self.workspace
         if node == "planner":
             configs[""] = self.planner_node.replace(seed=seeds["planner"])
+        parameters = self._parameters(configs)
+        if node == "simulated_auv":
+            parameters["seed"] = seeds["simulator"]
+            start = lower_right_start(Workspace.from_config(self.workspace).bounds)
+            parameters["start_pose"] = [float(v) for v in start]
+        return parameters
+
+    @staticmethod
+    def _parameters(configs: dict[str, Params]) -> dict[str, Any]:
+        """``{dotted name: value}`` of every field of ``configs`` (prefix -> config)."""
         parameters = {}
         for prefix, config in configs.items():
             for spec in config.specs():
@@ -137,10 +168,6 @@ class MissionSetup:
                                       f"parameter override")
                 if value != []:
                     parameters[name] = value
-        if node == "simulated_auv":
-            parameters["seed"] = seeds["simulator"]
-            start = lower_right_start(Workspace.from_config(self.workspace).bounds)
-            parameters["start_pose"] = [float(v) for v in start]
         return parameters
 
     def over_map(self, path) -> "MissionSetup":

@@ -1,11 +1,12 @@
-"""Message <-> numpy conversions of the whole stack, as pure functions.
+"""Message builders of the whole stack, as pure functions: numpy arrays -> ROS messages.
 
-Nodes convert at their edges with these functions and hand plain arrays (SI units, world
-coordinates) to the core. Nothing here creates a node or needs ``rclpy.init``: message
-classes are plain Python objects, so the tests build messages directly.
+Nodes build their messages with these functions; they read messages with the ROS-free
+readers of :mod:`poam_ros.messages`, which the offline remap shares. Nothing here creates a
+node or needs ``rclpy.init``: message classes are plain Python objects, so the tests build
+messages directly.
 
-Large buffers (point clouds, grids) are filled from and read into numpy without Python
-loops or ``.tolist()``. Conventions:
+Large buffers (point clouds, grids) are filled from numpy without Python loops or
+``.tolist()``. Conventions:
 
 * planar poses are ``(x, y)`` in metres with a yaw in radians about +z (REP-103: x east,
   y north, counter-clockwise positive);
@@ -21,55 +22,25 @@ from typing import Any, Mapping
 import numpy as np
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from geometry_msgs.msg import Pose, PoseStamped, Quaternion
+from geometry_msgs.msg import PoseStamped, Quaternion
 from nav_msgs.msg import MapMetaData, OccupancyGrid, Odometry, Path
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import PointCloud2, PointField, Range
 from std_msgs.msg import Header
 
-_NANOSECONDS_PER_SECOND = 1_000_000_000
-_XYZ = ("x", "y", "z")
-
-# PointField datatype -> numpy scalar type (byte order is added from the message).
-_POINT_FIELD_TYPES = {
-    PointField.INT8: "i1", PointField.UINT8: "u1",
-    PointField.INT16: "i2", PointField.UINT16: "u2",
-    PointField.INT32: "i4", PointField.UINT32: "u4",
-    PointField.FLOAT32: "f4", PointField.FLOAT64: "f8",
-}
-
+from poam_ros.messages import NANOSECONDS_PER_SECOND, XYZ, seconds_to_nanoseconds
 
 # --------------------------------------------------------------------------- time
 
 def seconds_to_time(seconds: float) -> Time:
-    """``Time`` nearest to ``seconds``; a fraction that rounds up to 1 s carries into sec.
+    """``Time`` nearest to ``seconds`` (:func:`poam_ros.messages.seconds_to_nanoseconds`)."""
+    return nanoseconds_to_time(seconds_to_nanoseconds(seconds))
 
-    ``seconds - floor(seconds)`` is exact in binary floating point, so the only rounding
-    is the final one to whole nanoseconds.
-    """
-    whole = math.floor(seconds)
-    nanoseconds = round((seconds - whole) * _NANOSECONDS_PER_SECOND)
-    if nanoseconds == _NANOSECONDS_PER_SECOND:
-        whole, nanoseconds = whole + 1, 0
-    return Time(sec=int(whole), nanosec=int(nanoseconds))
-
-
-def time_to_seconds(stamp: Time) -> float:
-    return stamp.sec + stamp.nanosec / _NANOSECONDS_PER_SECOND
-
-
-# ----------------------------------------------------------------------- rotation
 
 def yaw_to_quaternion(yaw: float) -> Quaternion:
     """Rotation by ``yaw`` radians about +z."""
     half = 0.5 * float(yaw)
     return Quaternion(x=0.0, y=0.0, z=math.sin(half), w=math.cos(half))
-
-
-def quaternion_to_yaw(q: Quaternion) -> float:
-    """Heading in (-pi, pi] of any quaternion: the z-y-x Euler yaw, so roll and pitch of a
-    non-planar orientation do not leak into it."""
-    return math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
 
 
 # -------------------------------------------------------------------------- poses
@@ -81,10 +52,6 @@ def pose_stamped_from_xy(header: Header, xy, yaw: float = 0.0, z: float = 0.0) -
     pose.pose.position.x, pose.pose.position.y, pose.pose.position.z = x, y, float(z)
     pose.pose.orientation = yaw_to_quaternion(yaw)
     return pose
-
-
-def pose_to_xy_yaw(pose: Pose) -> tuple[float, float, float]:
-    return pose.position.x, pose.position.y, quaternion_to_yaw(pose.orientation)
 
 
 def path_from_waypoints(header: Header, waypoints, yaws=None, z: float = 0.0) -> Path:
@@ -106,14 +73,6 @@ def path_from_waypoints(header: Header, waypoints, yaws=None, z: float = 0.0) ->
                                       for p, w in zip(points, yaws)])
 
 
-def path_to_waypoints(path: Path) -> np.ndarray:
-    """(K, 2) [m] positions of a path's poses, in the path's frame."""
-    points = np.empty((len(path.poses), 2))
-    for k, stamped in enumerate(path.poses):
-        points[k] = stamped.pose.position.x, stamped.pose.position.y
-    return points
-
-
 def odometry_from_state(header: Header, child_frame_id: str, xy, yaw: float,
                         speed: float = 0.0, yaw_rate: float = 0.0, z: float = 0.0) -> Odometry:
     """``Odometry`` of a planar vehicle: pose in ``header.frame_id`` at height ``z`` [m]
@@ -127,19 +86,6 @@ def odometry_from_state(header: Header, child_frame_id: str, xy, yaw: float,
     odometry.twist.twist.linear.x = float(speed)
     odometry.twist.twist.angular.z = float(yaw_rate)
     return odometry
-
-
-def odometry_to_state(odometry: Odometry) -> tuple[float, float, float, float]:
-    """``(x [m], y [m], yaw [rad], t [s])`` of an odometry message."""
-    x, y, yaw = pose_to_xy_yaw(odometry.pose.pose)
-    return x, y, yaw, time_to_seconds(odometry.header.stamp)
-
-
-def odometry_to_pose(odometry: Odometry) -> tuple[float, float, float, float, float]:
-    """``(t [s], x [m], y [m], z [m], yaw [rad])`` of an odometry message's pose."""
-    position = odometry.pose.pose.position
-    return (time_to_seconds(odometry.header.stamp), position.x, position.y, position.z,
-            quaternion_to_yaw(odometry.pose.pose.orientation))
 
 
 # -------------------------------------------------------------------------- clock
@@ -158,11 +104,6 @@ def range_from_reading(header: Header, distance: float, *, min_range: float, max
     return Range(header=header, radiation_type=radiation_type,
                  field_of_view=float(field_of_view), min_range=float(min_range),
                  max_range=float(max_range), range=float(distance), variance=float(variance))
-
-
-def range_to_reading(reading: Range) -> tuple[float, float, str]:
-    """``(range [m], t [s], frame_id)``; the range is passed on as sent, inf and NaN included."""
-    return reading.range, time_to_seconds(reading.header.stamp), reading.header.frame_id
 
 
 # ------------------------------------------------------------------------ grids
@@ -201,25 +142,6 @@ def grid_from_array(header: Header, values, *, resolution: float, origin,
     return message
 
 
-def grid_to_array(grid: OccupancyGrid, value_range=None) -> np.ndarray:
-    """(rows, cols) array in map order (row 0 south) from an ``OccupancyGrid``.
-
-    Cells hold 0..100, or are mapped back onto ``value_range`` (low, high) when it is given
-    (the inverse of :func:`grid_from_array`, up to its 1 % quantisation); unknown (-1) cells
-    are NaN. The geometry stays in ``grid.info``.
-    """
-    rows, cols = grid.info.height, grid.info.width
-    if len(grid.data) != rows * cols:
-        raise ValueError(f"OccupancyGrid has {len(grid.data)} cells, expected "
-                         f"height*width = {rows}*{cols}")
-    cells = np.frombuffer(grid.data, dtype=np.int8).reshape(rows, cols).astype(float)
-    cells[cells < 0] = np.nan
-    if value_range is not None:
-        low, high = value_range
-        cells = low + cells * ((high - low) / 100.0)
-    return cells
-
-
 # ------------------------------------------------------------------- point clouds
 
 def xyz_fields_to_cloud(header: Header, points) -> PointCloud2:
@@ -231,7 +153,7 @@ def xyz_fields_to_cloud(header: Header, points) -> PointCloud2:
     organised one (height H, width W, row-major). Fields are stored packed, x, y, z first,
     then the extras in the given order. ``is_dense`` is true when every x, y, z is finite.
     """
-    return fields_to_cloud(header, points, required=_XYZ)
+    return fields_to_cloud(header, points, required=XYZ)
 
 
 def fields_to_cloud(header: Header, points, *, required=("x", "y"),
@@ -275,45 +197,6 @@ def fields_to_cloud(header: Header, points, *, required=("x", "y"),
     return cloud
 
 
-def cloud_to_arrays(cloud: PointCloud2) -> dict[str, np.ndarray]:
-    """Every field of a ``PointCloud2`` as a float64 array, points in row-major order.
-
-    Each field gives an (N,) array, N = height * width (reshape to (height, width) for an
-    organised cloud), or (N, count) when its count is above 1. Any field order, offsets,
-    per-point and per-row padding, and all PointField datatypes are read; big-endian data
-    is converted. Raises ``ValueError`` for a message whose sizes do not add up, whose
-    fields overrun the point, or which lacks x, y or z.
-    """
-    return cloud_to_fields(cloud, required=_XYZ)
-
-
-def cloud_to_fields(cloud: PointCloud2, *, required=("x", "y")) -> dict[str, np.ndarray]:
-    """As :func:`cloud_to_arrays`, requiring the fields ``required`` instead of x, y, z."""
-    height, width, point_step, row_step = (cloud.height, cloud.width, cloud.point_step,
-                                           cloud.row_step)
-    if height * width and point_step == 0:
-        raise ValueError("PointCloud2 has points but point_step 0")
-    if row_step < width * point_step:
-        raise ValueError(f"PointCloud2 row_step {row_step} < width*point_step "
-                         f"{width}*{point_step}")
-    if len(cloud.data) != row_step * height:
-        raise ValueError(f"PointCloud2 data has {len(cloud.data)} bytes, expected "
-                         f"row_step*height = {row_step}*{height}")
-    layout = _cloud_layout(cloud)
-    missing = [name for name in required if name not in layout.names]
-    if missing:
-        raise ValueError(f"PointCloud2 lacks field(s) {', '.join(missing)}")
-
-    # A strided view reads padded points and padded rows in place; astype copies once.
-    view = np.ndarray((height, width), dtype=layout, buffer=memoryview(cloud.data),
-                      strides=(row_step, point_step))
-    arrays = {}
-    for name in layout.names:
-        column = view[name].astype(np.float64)
-        arrays[name] = column.reshape(height * width, *column.shape[2:])
-    return arrays
-
-
 def points_to_cloud(header: Header, points, float64: bool = False) -> PointCloud2:
     """Unorganised x, y, z cloud from (N, 3) ``points`` [m] in ``header.frame_id``:
     little-endian float32 fields, or float64 ones (no rounding) when ``float64``."""
@@ -327,40 +210,10 @@ def points_to_cloud(header: Header, points, float64: bool = False) -> PointCloud
                         point_step=24, row_step=24 * len(points),
                         is_dense=bool(np.isfinite(points).all()))
     cloud.fields = [PointField(name=name, offset=8 * i, datatype=PointField.FLOAT64, count=1)
-                    for i, name in enumerate(_XYZ)]
+                    for i, name in enumerate(XYZ)]
     cloud.data = array.array("B")
     cloud.data.frombytes(np.ascontiguousarray(points, dtype="<f8").view(np.uint8).ravel())
     return cloud
-
-
-def cloud_to_points(cloud: PointCloud2) -> np.ndarray:
-    """(N, 3) float64 x, y, z of any ``PointCloud2`` (N = height * width, row-major);
-    other fields are ignored. Raises ``ValueError`` as :func:`cloud_to_arrays` does."""
-    arrays = cloud_to_arrays(cloud)
-    return np.column_stack([arrays[name] for name in _XYZ]) if len(arrays["x"]) else \
-        np.empty((0, 3))
-
-
-def _cloud_layout(cloud: PointCloud2) -> np.dtype:
-    """Structured dtype of one point as the message describes it."""
-    order = ">" if cloud.is_bigendian else "<"
-    names, formats, offsets = [], [], []
-    for field in cloud.fields:
-        if field.datatype not in _POINT_FIELD_TYPES:
-            raise ValueError(f"field {field.name!r} has unknown datatype {field.datatype}")
-        if field.name in names:
-            raise ValueError(f"field {field.name!r} appears twice")
-        count = max(field.count, 1)
-        scalar = np.dtype(order + _POINT_FIELD_TYPES[field.datatype])
-        if field.offset + scalar.itemsize * count > cloud.point_step:
-            raise ValueError(f"field {field.name!r} (offset {field.offset}, "
-                             f"{scalar.itemsize * count} bytes) overruns point_step "
-                             f"{cloud.point_step}")
-        names.append(field.name)
-        formats.append(scalar if count == 1 else (scalar, (count,)))
-        offsets.append(field.offset)
-    return np.dtype({"names": names, "formats": formats, "offsets": offsets,
-                     "itemsize": cloud.point_step})
 
 
 def _named_columns(points) -> dict[str, np.ndarray]:
@@ -381,15 +234,8 @@ def samples_to_cloud(header: Header, xy, z, *,
     simulator's (a lockstep run then reproduces the ROS-free mission exactly).
     """
     xy, z = _points_and_values(xy, z, "z")
-    return fields_to_cloud(header, {"x": xy[:, 0], "y": xy[:, 1], "z": z}, required=_XYZ,
+    return fields_to_cloud(header, {"x": xy[:, 0], "y": xy[:, 1], "z": z}, required=XYZ,
                            datatype=datatype)
-
-
-def cloud_to_samples(cloud: PointCloud2) -> tuple[np.ndarray, np.ndarray]:
-    """Positions (N, 2) [m] and elevations (N,) of a ``samples`` cloud (any datatype), as
-    float64; non-finite values are passed on for the model to count and drop."""
-    arrays = cloud_to_arrays(cloud)
-    return np.column_stack([arrays["x"], arrays["y"]]), arrays["z"]
 
 
 def map_to_cloud(header: Header, x, y, mean, std, lengthscale=None) -> PointCloud2:
@@ -405,13 +251,13 @@ def map_to_cloud(header: Header, x, y, mean, std, lengthscale=None) -> PointClou
     shapes = {name: np.shape(value) for name, value in fields.items()}
     if len(set(shapes.values())) != 1 or len(shapes["x"]) != 2:
         raise ValueError(f"map layers must share one 2-D shape, got {shapes}")
-    return fields_to_cloud(header, fields, required=_XYZ)
+    return fields_to_cloud(header, fields, required=XYZ)
 
 
 def inducing_to_cloud(header: Header, xy, mean) -> PointCloud2:
     """``map/inducing``: inducing inputs (M, 2) [m] at height z = predicted mean (M,)."""
     xy, mean = _points_and_values(xy, mean, "mean")
-    return fields_to_cloud(header, {"x": xy[:, 0], "y": xy[:, 1], "z": mean}, required=_XYZ)
+    return fields_to_cloud(header, {"x": xy[:, 0], "y": xy[:, 1], "z": mean}, required=XYZ)
 
 
 def query_to_cloud(header: Header, xy) -> PointCloud2:
@@ -424,24 +270,12 @@ def query_to_cloud(header: Header, xy) -> PointCloud2:
                            datatype=PointField.FLOAT64)
 
 
-def cloud_to_query(cloud: PointCloud2) -> np.ndarray:
-    """Candidate points (N, 2) [m] of an ``uncertainty/query`` cloud."""
-    arrays = cloud_to_fields(cloud)
-    return np.column_stack([arrays["x"], arrays["y"]])
-
-
 def response_to_cloud(header: Header, xy, std) -> PointCloud2:
     """``uncertainty/response``: the query's points (N, 2) [m] and their predictive
     standard deviation (N,), float64 fields x, y, std. ``header.stamp`` is the query's."""
     xy, std = _points_and_values(xy, std, "std")
     return fields_to_cloud(header, {"x": xy[:, 0], "y": xy[:, 1], "std": std},
                            datatype=PointField.FLOAT64)
-
-
-def cloud_to_response(cloud: PointCloud2) -> tuple[np.ndarray, np.ndarray]:
-    """Points (N, 2) [m] and standard deviations (N,) of an ``uncertainty/response``."""
-    arrays = cloud_to_fields(cloud, required=("x", "y", "std"))
-    return np.column_stack([arrays["x"], arrays["y"]]), arrays["std"]
 
 
 def evaluation_to_cloud(header: Header, xy, mean, std) -> PointCloud2:
@@ -454,19 +288,8 @@ def evaluation_to_cloud(header: Header, xy, mean, std) -> PointCloud2:
                            datatype=PointField.FLOAT64)
 
 
-def cloud_to_evaluation(cloud: PointCloud2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Points (N, 2) [m], means (N,) and standard deviations (N,) of a ``map/evaluation``."""
-    arrays = cloud_to_fields(cloud, required=("x", "y", "mean", "std"))
-    return np.column_stack([arrays["x"], arrays["y"]]), arrays["mean"], arrays["std"]
-
-
-def time_to_nanoseconds(stamp: Time) -> int:
-    """Exact integer nanoseconds of a ``Time`` (to compare stamps that identify messages)."""
-    return stamp.sec * _NANOSECONDS_PER_SECOND + stamp.nanosec
-
-
 def nanoseconds_to_time(nanoseconds: int) -> Time:
-    whole, rest = divmod(int(nanoseconds), _NANOSECONDS_PER_SECOND)
+    whole, rest = divmod(int(nanoseconds), NANOSECONDS_PER_SECOND)
     return Time(sec=whole, nanosec=rest)
 
 

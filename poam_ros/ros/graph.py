@@ -93,10 +93,10 @@ def graph_parameters(setup: MissionSetup, options: GraphOptions,
     """Per node, the parameters given on top of the parameter file. ``recording`` says which
     topics the recorder takes (None: no recorder); ``sensor_topics`` are the vehicle's."""
     parameters = {node: setup.node_parameters(node)
-                  for node in ("simulated_auv", "mapper", "planner")}
-    # float64 samples: the model gets the positions the simulator computed, unrounded (the
+                  for node in ("simulated_auv", "sensor_ingest", "mapper", "planner")}
+    # float64 samples: the model gets the positions the ingest computed, unrounded (the
     # ranges stay float32, as sensor_msgs/Range carries them).
-    parameters["sensor_ingest"] = {"float64_samples": True}
+    parameters["sensor_ingest"]["float64_samples"] = True
     for node in ("sensor_ingest", "mapper", "planner"):
         parameters[node]["use_sim_time"] = True  # as sim.launch.xml: the AUV is the clock
     parameters["mapper"]["evaluation_grid"] = setup.mission.eval_grid  # for the monitor

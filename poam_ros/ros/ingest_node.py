@@ -42,6 +42,7 @@ from rclpy.qos_overriding_options import QoSOverridingOptions
 from sensor_msgs.msg import PointCloud2, Range
 from std_msgs.msg import Header
 
+from poam_ros import messages as msg
 from poam_ros.ingest import REASONS, Ingest, IngestConfig, SequenceGaps
 from poam_ros.params import ConfigError
 from poam_ros.ros import conversions as cv
@@ -107,7 +108,7 @@ class IngestNode(Node):
 
     def _on_odom(self, message: Odometry, info) -> None:
         self._count_lost("odom", info)
-        t, x, y, z, yaw = cv.odometry_to_pose(message)
+        t, x, y, z, yaw = msg.odometry_to_pose(message)
         with self._lock:
             self.core.add_pose(t, x, y, z, yaw, time.monotonic(), message.header.frame_id,
                                message.child_frame_id)
@@ -115,7 +116,7 @@ class IngestNode(Node):
 
     def _on_range(self, message: Range, info) -> None:
         self._count_lost("sonar/range", info)
-        distance, t, frame_id = cv.range_to_reading(message)
+        distance, t, frame_id = msg.range_to_reading(message)
         with self._lock:
             self.core.add_range(t, distance, message.min_range, message.max_range,
                                 time.monotonic(), frame_id)
@@ -124,20 +125,20 @@ class IngestNode(Node):
     def _on_swath(self, message: PointCloud2, info) -> None:
         self._count_lost("sonar/swath", info)
         try:
-            points = cv.cloud_to_points(message)
+            points = msg.cloud_to_points(message)
         except ValueError as error:
             with self._lock:
                 self.core.drop_malformed(f"sonar/swath: {error}")
         else:
             with self._lock:
-                self.core.add_swath(cv.time_to_seconds(message.header.stamp), points,
+                self.core.add_swath(msg.time_to_seconds(message.header.stamp), points,
                                     time.monotonic(), message.header.frame_id)
         self._after()
 
     def _on_plan(self, path: Path) -> None:
         with self._lock:
-            self.core.set_plan(cv.path_to_waypoints(path),
-                               cv.time_to_seconds(path.header.stamp), time.monotonic(),
+            self.core.set_plan(msg.path_to_waypoints(path),
+                               msg.time_to_seconds(path.header.stamp), time.monotonic(),
                                path.header.frame_id)
         self._after()
 

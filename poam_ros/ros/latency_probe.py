@@ -19,6 +19,7 @@ from rclpy.node import Node
 from sensor_msgs.msg import PointCloud2, PointField
 from std_msgs.msg import Header
 
+from poam_ros import messages as msg
 from poam_ros.ros import conversions as cv
 from poam_ros.ros import qos
 
@@ -41,7 +42,7 @@ class LatencyProbe:
                                       qos.DIAGNOSTICS)
 
     def _on_map(self, message: PointCloud2) -> None:
-        self._maps[cv.time_to_nanoseconds(message.header.stamp)] = time.monotonic()
+        self._maps[msg.time_to_nanoseconds(message.header.stamp)] = time.monotonic()
 
     def _on_diagnostics(self, message: DiagnosticArray) -> None:
         for status in message.status:

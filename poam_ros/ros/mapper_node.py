@@ -65,8 +65,10 @@ from sensor_msgs.msg import PointCloud2
 from std_msgs.msg import Header
 from std_srvs.srv import SetBool, Trigger
 
-from poam_ros.mapping.map_grid import MapGrid, MapGridConfig, predict_map
-from poam_ros.mapping.metrics import evaluation_points
+from poam_ros import messages as msg
+from poam_ros.mapping.loop import MappingLoop
+from poam_ros.mapping.map_grid import MapGrid, MapGridConfig
+from poam_ros.mapping.metrics import TargetBaseline, evaluation_points
 from poam_ros.models import (
     METHODS,
     MappingConfig,
@@ -77,7 +79,6 @@ from poam_ros.models import (
     load_model,
     make_model,
 )
-from poam_ros.models.samples import InvalidBatchError
 from poam_ros.params import ConfigError
 from poam_ros.params.node_settings import MapperSettings
 from poam_ros.ros import conversions as cv
@@ -129,6 +130,7 @@ class _Status:
     overhead: float = float("nan")
     latencies: deque = field(default_factory=lambda: deque(maxlen=LATENCY_WINDOW))
     map_stamp: int = 0  # ns, header stamp of the last map published
+    targets: TargetBaseline | None = None  # of the samples the model holds (MSLL baseline)
 
 
 class MapperNode(StartingNode):
@@ -249,12 +251,12 @@ class MapperNode(StartingNode):
                                       f"expected '{frame}'")
             return
         try:
-            xy, z = cv.cloud_to_samples(message)
+            xy, z = msg.cloud_to_samples(message)
         except ValueError as error:
             self._reject(UNREADABLE_MESSAGE, f"unreadable samples cloud: {error}")
             return
         with self._lock:  # an empty batch too: it ends a leg, and lockstep waits for its map
-            self._incoming.append(_Batch(xy, z, cv.time_to_nanoseconds(message.header.stamp),
+            self._incoming.append(_Batch(xy, z, msg.time_to_nanoseconds(message.header.stamp),
                                          arrival))
             self._lock.notify_all()
 
@@ -276,7 +278,7 @@ class MapperNode(StartingNode):
                                       f"'{frame}': answered empty", throttle_duration_sec=5.0)
         elif model is not None:
             try:
-                points = cv.cloud_to_query(message)
+                points = msg.cloud_to_query(message)
                 # The paper's planner scores the predictive distribution of a measurement.
                 std = model.predict(points, include_noise=True)[1]
                 xy = points
@@ -371,17 +373,15 @@ class MapperNode(StartingNode):
         if self._model is None:  # building it at the reset failed: try again
             self._model = make_model(mapping)
         model = self._model
-        for batch in batches:
-            try:
-                model.add_data(batch.xy, batch.z)
-            except InvalidBatchError as error:  # counted by the model as malformed_batch
-                self.get_logger().warning(f"batch refused: {error}")
-        try:
-            report = model.update()
-        except NumericalError as error:
-            self._fail(f"update failed, kept the last good map: {error}", model)
-            self.get_logger().error(f"model update failed (the last good map stays): {error}")
+        step = MappingLoop(model).step((batch.xy, batch.z) for batch in batches)
+        for error in step.refused:  # counted by the model as malformed_batch
+            self.get_logger().warning(f"batch refused: {error}")
+        if step.failure is not None:
+            self._fail(f"update failed, kept the last good map: {step.failure}", model)
+            self.get_logger().error(f"model update failed (the last good map stays): "
+                                    f"{step.failure}")
             return
+        report = step.report
         self._data_stamp = max(self._data_stamp, *(batch.stamp for batch in batches))
         if report.skipped:  # nothing new: empty batches, or every sample refused
             self._record(model, report)
@@ -434,8 +434,8 @@ class MapperNode(StartingNode):
             return None
         with self._lock:
             grid, settings = self._grid, self._settings
-        layers = predict_map(model, grid, settings.std_includes_noise,
-                             settings.publish_lengthscale)
+        layers = MappingLoop(model).layers(grid, settings.std_includes_noise,
+                                           settings.publish_lengthscale)
         stamp = (cv.nanoseconds_to_time(self._data_stamp) if self._data_stamp
                  else self.get_clock().now().to_msg())
         header = Header(stamp=stamp, frame_id=settings.map_frame)
@@ -449,7 +449,7 @@ class MapperNode(StartingNode):
             with self._lock:
                 if generation != self._generation or self._stopping:
                     return None
-                self._status.map_stamp = cv.time_to_nanoseconds(stamp)
+                self._status.map_stamp = msg.time_to_nanoseconds(stamp)
                 if report is not None:
                     self._snapshot_due = True
                     self._record(model, report, layers.predict_time)
@@ -466,7 +466,7 @@ class MapperNode(StartingNode):
             stamp = self._status.map_stamp
         if points is None:
             return
-        mean, std = model.predict(points, include_noise=True)
+        mean, std = MappingLoop(model).evaluation(points)
         header = Header(stamp=cv.nanoseconds_to_time(stamp), frame_id=frame)
         cloud = cv.evaluation_to_cloud(header, points, mean, std)
         with self._publish_lock:
@@ -484,6 +484,9 @@ class MapperNode(StartingNode):
             status.report = report
             status.map_time = map_time
             status.num_samples, status.num_inducing = model.num_samples, report.num_inducing
+            if model.num_samples:
+                status.targets = TargetBaseline(float(model.buffer.y.mean()),
+                                                float(model.buffer.y.std()))
             status.device, status.method = str(model.device), model.method
             status.model_rejections = Counter(model.rejections)
 
@@ -544,6 +547,9 @@ class MapperNode(StartingNode):
                                else float("nan")),
             "map_stamp": status.map_stamp,
         })
+        if status.targets is not None:  # repr of a float: read back exactly
+            values.update({"target_mean": status.targets.mean,
+                           "target_std": status.targets.std})
         values.update({f"rejected_{reason}": count for reason, count in rejections.items()})
         if status.failed:
             level, text = DiagnosticStatus.ERROR, status.last_failure

@@ -5,8 +5,8 @@ It subscribes to what the stack publishes (``samples``, ``map``, ``map/inducing`
 scored as :class:`~poam_ros.mission.Mission` scores an epoch: ``map/evaluation`` holds the
 map's model at the mission's evaluation points (mean and std of a new measurement,
 float64), the ground truth comes from the simulator's terrain, and the MSLL baseline from
-every sample the mapper holds (the ``samples`` batches up to the map's stamp, filtered by
-the model's own rule). Update times and counts come from the mapper's diagnostics of that
+the samples the mapper holds (the mean and std of their targets, which the mapper reports
+in its diagnostics of that map). Update times and counts come from the mapper's diagnostics of that
 map (``map_stamp``).
 
 A map is scored once its evaluation, the mapper's diagnostics and the samples batch it is
@@ -22,19 +22,14 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import PointCloud2
 
+from poam_ros import messages as msg
 from poam_ros.mapping.epochs import EpochRecord
-from poam_ros.mapping.metrics import evaluate_map
-from poam_ros.models.samples import filter_samples
-from poam_ros.ros import conversions as cv
+from poam_ros.mapping.metrics import TargetBaseline, evaluate_map
 from poam_ros.ros import qos
 from poam_ros.sim import Terrain
 
-# Latched streams, kept 10 deep on this side so that no map is overwritten before it is read.
-LATCHED_HISTORY = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
-                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
 #: what the monitor waits to hear before the clock source starts: topic -> the node behind it
 SOURCES = {"samples": "sensor_ingest", "map/evaluation": "mapper", "goal": "planner"}
 KEPT_MAPS = 5  # maps (and inducing clouds) kept for the final figure
@@ -58,20 +53,19 @@ class MissionMonitor(Node):
         self.maps: dict[int, PointCloud2] = {}  # by stamp (ns), the newest few
         self.inducing: dict[int, PointCloud2] = {}
         self._batches: list[tuple[int, np.ndarray, np.ndarray]] = []  # stamp ns, xy, z
-        self._seen: set = set()
         self._newest_batch = -1
         self._evaluations: dict[int, PointCloud2] = {}
         self._mapper: dict[int, dict[str, str]] = {}  # mapper diagnostics by map_stamp
         self._truth: tuple[np.ndarray, np.ndarray] | None = None  # points, elevations
         subscribe = self.create_subscription
-        subscribe(PointCloud2, "map", self._keep(self.maps), LATCHED_HISTORY)
-        subscribe(PointCloud2, "map/inducing", self._keep(self.inducing), LATCHED_HISTORY)
+        subscribe(PointCloud2, "map", self._keep(self.maps), qos.LATCHED_HISTORY)
+        subscribe(PointCloud2, "map/inducing", self._keep(self.inducing), qos.LATCHED_HISTORY)
         subscribe(DiagnosticArray, "/diagnostics", self._on_diagnostics, qos.DIAGNOSTICS)
         self._sources = {
             "samples": subscribe(PointCloud2, "samples", self._on_samples, qos.SAMPLES),
             "map/evaluation": subscribe(PointCloud2, "map/evaluation", self._on_evaluation,
-                                        LATCHED_HISTORY),
-            "goal": subscribe(PoseStamped, "goal", self._on_goal, LATCHED_HISTORY),
+                                        qos.LATCHED_HISTORY),
+            "goal": subscribe(PoseStamped, "goal", self._on_goal, qos.LATCHED_HISTORY),
         }
 
     @property
@@ -96,9 +90,8 @@ class MissionMonitor(Node):
 
     # ------------------------------------------------------------------ callbacks
     def _on_samples(self, message: PointCloud2) -> None:
-        stamp = cv.time_to_nanoseconds(message.header.stamp)
-        xy, z = cv.cloud_to_samples(message)
-        xy, z, _ = filter_samples(xy, z, self._seen)  # the model's rule: what it keeps
+        stamp = msg.time_to_nanoseconds(message.header.stamp)
+        xy, z = msg.cloud_to_samples(message)
         self._batches.append((stamp, xy, z))
         self._newest_batch = max(self._newest_batch, stamp)
         self._score_ready()
@@ -106,13 +99,13 @@ class MissionMonitor(Node):
     def _keep(self, store: dict) -> Callable[[PointCloud2], None]:
         def keep(message: PointCloud2) -> None:
             if message.width * message.height:  # an empty map: the mapper was reset
-                store[cv.time_to_nanoseconds(message.header.stamp)] = message
+                store[msg.time_to_nanoseconds(message.header.stamp)] = message
                 for stamp in sorted(store)[:-KEPT_MAPS]:
                     del store[stamp]
         return keep
 
     def _on_evaluation(self, message: PointCloud2) -> None:
-        self._evaluations[cv.time_to_nanoseconds(message.header.stamp)] = message
+        self._evaluations[msg.time_to_nanoseconds(message.header.stamp)] = message
         self._score_ready()
 
     def _on_goal(self, message: PoseStamped) -> None:
@@ -138,12 +131,12 @@ class MissionMonitor(Node):
             self._score(stamp, self._evaluations.pop(stamp), self._mapper.pop(stamp))
 
     def _score(self, stamp: int, evaluation: PointCloud2, mapper: dict[str, str]) -> None:
-        points, mean, std = cv.cloud_to_evaluation(evaluation)
+        points, mean, std = msg.cloud_to_evaluation(evaluation)
         if self._truth is None or not np.array_equal(self._truth[0], points):
             self._truth = points, self.terrain.elevation(points)
-        targets = np.concatenate([z for batch_stamp, _, z in self._batches
-                                  if batch_stamp <= stamp])
-        metrics = evaluate_map(self._truth[1], mean, std, targets)
+        # The MSLL baseline of the samples the mapper holds, as it reports them.
+        baseline = TargetBaseline(float(mapper["target_mean"]), float(mapper["target_std"]))
+        metrics = evaluate_map(self._truth[1], mean, std, baseline)
         failure = mapper.get("last_training_failure") or None
         record = EpochRecord(
             len(self.records), int(mapper["samples"]), **metrics.as_dict(),
@@ -172,10 +165,10 @@ class MissionMonitor(Node):
         that map is no longer kept."""
         if stamp not in self.maps:
             return None
-        fields = cv.cloud_to_arrays(self.maps[stamp])
+        fields = msg.cloud_to_arrays(self.maps[stamp])
         layers = {"points": np.column_stack([fields["x"], fields["y"]]),
                   "mean": fields["mean"], "std": fields["std"],
                   "lengthscale": fields.get("lengthscale"), "inducing": np.empty((0, 2))}
         if stamp in self.inducing:
-            layers["inducing"] = cv.cloud_to_points(self.inducing[stamp])[:, :2]
+            layers["inducing"] = msg.cloud_to_points(self.inducing[stamp])[:, :2]
         return layers

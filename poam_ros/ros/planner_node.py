@@ -49,6 +49,7 @@ from nav_msgs.msg import Odometry, Path
 from sensor_msgs.msg import PointCloud2
 from std_msgs.msg import Header
 
+from poam_ros import messages as msg
 from poam_ros.params import ConfigError
 from poam_ros.params.mission_setup import MissionSetup, PlanningConfig
 from poam_ros.params.node_settings import REALTIME, PlannerSettings
@@ -176,19 +177,19 @@ class PlannerNode(StartingNode):
             self.get_logger().warning(f"odometry in frame '{message.header.frame_id}', "
                                       f"expected '{frame}': ignored", throttle_duration_sec=5.0)
             return
-        x, y, _, _ = cv.odometry_to_state(message)
+        x, y, _, _ = msg.odometry_to_state(message)
         with self._lock:
             self._position = np.array([x, y])
             if self._state in (PILOT, DRIVING) and self._progress.update(self._position):
                 self._events += 1
                 self._state, self._reached_event = WAITING, self._events
-                self._reached_stamp = cv.time_to_nanoseconds(message.header.stamp)
+                self._reached_stamp = msg.time_to_nanoseconds(message.header.stamp)
                 self._lock.notify_all()
 
     def _on_map(self, message: PointCloud2) -> None:
         if message.width * message.height == 0:  # the mapper was reset: no map
             return
-        stamp = cv.time_to_nanoseconds(message.header.stamp)
+        stamp = msg.time_to_nanoseconds(message.header.stamp)
         with self._lock:
             self._events += 1
             self._map_event = self._events
@@ -197,13 +198,13 @@ class PlannerNode(StartingNode):
             self._lock.notify_all()
 
     def _on_response(self, message: PointCloud2) -> None:
-        stamp = cv.time_to_nanoseconds(message.header.stamp)
+        stamp = msg.time_to_nanoseconds(message.header.stamp)
         with self._lock:
             query = self._query
         if query is None or stamp != query.stamp:
             return  # an answer to an earlier query, or to another planner
         try:
-            points, std = cv.cloud_to_response(message)
+            points, std = msg.cloud_to_response(message)
         except ValueError as error:
             query.error = f"unreadable answer: {error}"
         else:

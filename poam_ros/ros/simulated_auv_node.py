@@ -28,6 +28,7 @@ from rosgraph_msgs.msg import Clock as ClockMsg
 from sensor_msgs.msg import PointCloud2, Range
 from std_msgs.msg import Header
 
+from poam_ros import messages as msg
 from poam_ros.params import ConfigError
 from poam_ros.ros import conversions as cv
 from poam_ros.ros.parameters import add_config_callback, declare_config
@@ -112,7 +113,7 @@ class SimulatedAuvNode(Node):
         if path.header.frame_id != self.config.world_frame:
             return self._refuse(f"plan in frame {path.header.frame_id!r}, expected "
                                 f"{self.config.world_frame!r}")
-        waypoints = cv.path_to_waypoints(path)
+        waypoints = msg.path_to_waypoints(path)
         if not np.isfinite(waypoints).all():
             return self._refuse("plan has non-finite waypoints")
         try:

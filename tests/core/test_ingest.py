@@ -297,14 +297,14 @@ def test_swath_filters_drop_outliers_and_merge_voxels_but_not_ranges():
     swath[40, 2] = -100.0  # a spike far above the seafloor
     ingest.add_swath(0.5, swath, now=0.0)
     ingest.add_range(0.6, 290.0, *LIMITS, now=0.0)
-    ingest.add_range(0.7, 290.0, *LIMITS, now=0.0)  # the same sample twice: a duplicate
+    ingest.add_range(0.7, 290.0, *LIMITS, now=0.0)  # the same sample twice: the model's to
     ingest.set_plan([[0.0, 0.0]], 1.0, now=0.0)  # planned at t = 1 s, where it is
     ingest.poll(now=100.0)
     batch, = ingest.take_batches()
     assert batch.dropped[ig.STATISTICAL_OUTLIER] == 1
     assert batch.dropped[ig.VOXEL_MERGED] == 80 - 21
-    assert batch.dropped[DUPLICATE] == 1
-    assert len(batch) == 1 + 21 and np.all(batch.points[:, 2] == 10.0)
+    assert DUPLICATE not in batch.dropped  # refuse (it knows every sample it holds)
+    assert len(batch) == 2 + 21 and np.all(batch.points[:, 2] == 10.0)
 
 
 def test_config_is_validated():
@@ -341,3 +341,21 @@ def test_a_reading_waits_while_poses_keep_coming(placed):
     assert placed.pending == 1 and not placed.dropped
     placed.add_pose(12.5, 7.5, 0.0, PLANE_Z, 0.0, now=5.0)
     assert placed.pending == 0 and placed.batch_size == 1
+
+
+def test_the_tail_is_flushed_on_request_and_batches_are_recorded_in_order():
+    ingest = Ingest(IngestConfig())
+    ingest.add_pose(0.0, 0.0, 0.0, PLANE_Z, 0.0, 0.0)
+    ingest.add_pose(1.0, 1.0, 0.0, PLANE_Z, 0.0, 0.0)
+    ingest.add_range(0.5, 290.0, *LIMITS, now=0.0)
+    assert ingest.take_raw_batches() == [] and ingest.batch_size == 1
+    ingest.flush_tail()
+    ingest.add_range(0.9, 290.0, *LIMITS, now=0.0)
+    ingest.flush_tail()
+    first, second = ingest.take_raw_batches()
+    assert first.reason == "end" and len(first.ranges) == 1 and ingest.batch_size == 0
+    with pytest.raises(ValueError, match="order"):
+        ingest.record(ingest.finish(second))
+    ingest.record(ingest.finish(first))
+    ingest.record(ingest.finish(second))
+    assert ingest.batches == 2 and ingest.published == 2

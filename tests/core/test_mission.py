@@ -55,7 +55,7 @@ def test_a_failed_first_update_ends_the_mission(setup):
     def failing():
         raise NumericalError("injected")
     mission.model.update = failing
-    with pytest.raises(NumericalError):
+    with pytest.raises(MissionError, match="the first update failed: injected"):
         mission.run()
 
 

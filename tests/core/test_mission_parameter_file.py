@@ -53,7 +53,6 @@ def test_the_authors_robot_file_changes_only_the_robot():
     setup, default = MissionSetup.from_file(path), MissionSetup.from_file(CONFIG)
     assert setup.vehicle == default.vehicle.replace(reverse=True, max_yaw_rate=math.pi)
     assert setup.sonar == default.sonar.replace(rate=2.5)
-    setup.vehicle, setup.sonar = default.vehicle, default.sonar
+    assert setup.ingest == default.ingest.replace(sonar_rate=2.5)
+    setup.vehicle, setup.sonar, setup.ingest = default.vehicle, default.sonar, default.ingest
     assert setup == default
-    ingest = load_configs(path, "sensor_ingest", INGEST_CONFIGS)
-    assert ingest[""].sonar_rate == 2.5

@@ -18,6 +18,7 @@ from rclpy.parameter import Parameter
 from sensor_msgs.msg import PointCloud2, PointField
 from std_msgs.msg import Header
 
+from poam_ros import messages as msg
 from poam_ros.processes import wait_or_kill
 from poam_ros.ros import conversions as cv
 from poam_ros.ros import qos
@@ -74,8 +75,8 @@ class Probe:
 
     def response_to(self, stamp_ns):
         for message in self.responses:
-            if cv.time_to_nanoseconds(message.header.stamp) == stamp_ns:
-                return cv.cloud_to_response(message)
+            if msg.time_to_nanoseconds(message.header.stamp) == stamp_ns:
+                return msg.cloud_to_response(message)
         return None
 
     def send_odom(self, xy, stamp_ns, frame="map"):

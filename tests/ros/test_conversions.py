@@ -17,6 +17,7 @@ from nav_msgs.msg import OccupancyGrid  # noqa: E402
 from sensor_msgs.msg import PointCloud2, PointField, Range  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
 
+from poam_ros import messages as msg  # noqa: E402
 from poam_ros.ros import conversions as cv  # noqa: E402
 
 
@@ -38,11 +39,11 @@ def test_seconds_to_time_rounds_to_nearest_nanosecond(seconds, sec, nanosec):
 
 def test_time_round_trip_is_exact_for_small_times_and_bounded_for_epoch_times():
     for sec, nanosec in [(5, 1), (3, 999_999_999), (1000, 123_456_789)]:
-        stamp = cv.seconds_to_time(cv.time_to_seconds(Time(sec=sec, nanosec=nanosec)))
+        stamp = cv.seconds_to_time(msg.time_to_seconds(Time(sec=sec, nanosec=nanosec)))
         assert (stamp.sec, stamp.nanosec) == (sec, nanosec)
     # Near 1.7e9 s a float64 resolves ~240 ns: the round trip is that close, no worse.
     epoch = Time(sec=1_700_000_000, nanosec=123_456_789)
-    back = cv.seconds_to_time(cv.time_to_seconds(epoch))
+    back = cv.seconds_to_time(msg.time_to_seconds(epoch))
     assert back.sec == epoch.sec and abs(back.nanosec - epoch.nanosec) <= 256
 
 
@@ -52,7 +53,7 @@ def test_time_round_trip_is_exact_for_small_times_and_bounded_for_epoch_times():
 def test_yaw_quaternion_round_trip(yaw):
     q = cv.yaw_to_quaternion(yaw)
     assert math.isclose(q.x**2 + q.y**2 + q.z**2 + q.w**2, 1.0)
-    assert math.isclose(cv.quaternion_to_yaw(q), yaw, abs_tol=1e-12)
+    assert math.isclose(msg.quaternion_to_yaw(q), yaw, abs_tol=1e-12)
 
 
 def _multiply(a, b):
@@ -67,7 +68,7 @@ def test_yaw_of_a_rolled_and_pitched_quaternion_is_the_z_y_x_euler_yaw():
     about = lambda angle, axis: (math.cos(angle / 2), *(math.sin(angle / 2) * a for a in axis))
     w, x, y, z = _multiply(_multiply(about(yaw, (0, 0, 1)), about(pitch, (0, 1, 0))),
                            about(roll, (1, 0, 0)))
-    assert math.isclose(cv.quaternion_to_yaw(Quaternion(x=x, y=y, z=z, w=w)), yaw)
+    assert math.isclose(msg.quaternion_to_yaw(Quaternion(x=x, y=y, z=z, w=w)), yaw)
 
 
 # --------------------------------------------------------------------- poses
@@ -77,23 +78,23 @@ def test_pose_stamped_from_xy_places_the_pose():
     assert pose.header.frame_id == "map"
     position = pose.pose.position
     assert (position.x, position.y, position.z) == (1.5, -2.0, -30.0)
-    assert cv.pose_to_xy_yaw(pose.pose) == pytest.approx((1.5, -2.0, 0.7))
+    assert msg.pose_to_xy_yaw(pose.pose) == pytest.approx((1.5, -2.0, 0.7))
 
 
 def test_path_round_trip_and_default_headings_follow_the_legs():
     waypoints = np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 2.0]])
     path = cv.path_from_waypoints(make_header("odom"), waypoints)
     assert path.header.frame_id == "odom" and len(path.poses) == 3
-    np.testing.assert_array_equal(cv.path_to_waypoints(path), waypoints)
-    headings = [cv.quaternion_to_yaw(p.pose.orientation) for p in path.poses]
+    np.testing.assert_array_equal(msg.path_to_waypoints(path), waypoints)
+    headings = [msg.quaternion_to_yaw(p.pose.orientation) for p in path.poses]
     assert headings == pytest.approx([0.0, math.pi / 2, math.pi / 2])
 
 
 def test_path_uses_given_yaws_and_checks_shapes():
     path = cv.path_from_waypoints(make_header(), [[0.0, 0.0], [5.0, 5.0]], yaws=[0.3, -0.3])
-    assert [cv.quaternion_to_yaw(p.pose.orientation) for p in path.poses] == pytest.approx(
+    assert [msg.quaternion_to_yaw(p.pose.orientation) for p in path.poses] == pytest.approx(
         [0.3, -0.3])
-    assert cv.path_to_waypoints(cv.path_from_waypoints(make_header(), np.empty((0, 2)))).shape \
+    assert msg.path_to_waypoints(cv.path_from_waypoints(make_header(), np.empty((0, 2)))).shape \
         == (0, 2)
     with pytest.raises(ValueError, match=r"\(K, 2\)"):
         cv.path_from_waypoints(make_header(), np.zeros((3, 3)))
@@ -106,7 +107,7 @@ def test_odometry_round_trip():
                                       yaw=-2.0, speed=1.5, yaw_rate=0.1)
     assert odometry.child_frame_id == "base_link"
     assert odometry.twist.twist.linear.x == 1.5 and odometry.twist.twist.angular.z == 0.1
-    assert cv.odometry_to_state(odometry) == pytest.approx((4.0, -1.0, -2.0, 3.25))
+    assert msg.odometry_to_state(odometry) == pytest.approx((4.0, -1.0, -2.0, 3.25))
 
 
 # -------------------------------------------------------------------- ranges
@@ -116,10 +117,10 @@ def test_range_round_trip_passes_misses_through():
                                     max_range=50.0, field_of_view=0.05, variance=0.01)
     assert reading.radiation_type == Range.ULTRASOUND
     assert (reading.min_range, reading.max_range) == (0.5, 50.0)
-    assert cv.range_to_reading(reading) == (12.25, 7.0, "altimeter")
+    assert msg.range_to_reading(reading) == (12.25, 7.0, "altimeter")
     miss = cv.range_from_reading(make_header(), math.inf, min_range=0.5, max_range=50.0,
                                  field_of_view=0.05)
-    assert cv.range_to_reading(miss)[0] == math.inf
+    assert msg.range_to_reading(miss)[0] == math.inf
 
 
 # --------------------------------------------------------------------- grids
@@ -132,7 +133,7 @@ def test_grid_scales_to_percent_with_row_zero_south_and_nan_unknown():
     assert grid.info.origin.orientation.w == 1.0 and grid.header.frame_id == "map"
     # OccupancyGrid is row-major from the origin: the first row stored is values[0] (south).
     assert list(grid.data) == [0, 50, 100, 25, -1, 75]
-    back = cv.grid_to_array(grid)
+    back = msg.grid_to_array(grid)
     np.testing.assert_array_equal(back, [[0, 50, 100], [25, np.nan, 75]])
 
 
@@ -141,7 +142,7 @@ def test_grid_round_trip_within_quantisation_and_clipping():
     values = rng.uniform(-2.0, 3.0, size=(40, 60))
     grid = cv.grid_from_array(make_header(), values, resolution=1.0, origin=(0.0, 0.0),
                               value_range=(-2.0, 3.0))
-    back = cv.grid_to_array(grid, value_range=(-2.0, 3.0))
+    back = msg.grid_to_array(grid, value_range=(-2.0, 3.0))
     assert np.abs(back - values).max() <= 5.0 / 200 + 1e-12
     clipped = cv.grid_from_array(make_header(), np.array([[-10.0, 10.0]]), resolution=1.0,
                                  origin=(0, 0), value_range=(0.0, 1.0))
@@ -160,7 +161,7 @@ def test_grid_rejects_bad_input():
     broken.info.width, broken.info.height = 3, 3
     broken.data = [0] * 8
     with pytest.raises(ValueError, match="8 cells"):
-        cv.grid_to_array(broken)
+        msg.grid_to_array(broken)
 
 
 # -------------------------------------------------------------- point clouds
@@ -183,7 +184,7 @@ def test_large_cloud_round_trip_is_exact():
     n = 250_000
     names = ("x", "y", "z", "mean", "std", "lengthscale")
     points = {name: rng.normal(size=n).astype(np.float32) for name in names}
-    arrays = cv.cloud_to_arrays(cv.xyz_fields_to_cloud(make_header(), points))
+    arrays = msg.cloud_to_arrays(cv.xyz_fields_to_cloud(make_header(), points))
     assert list(arrays) == list(names)
     for name in names:
         assert arrays[name].shape == (n,) and arrays[name].dtype == np.float64
@@ -198,7 +199,7 @@ def test_organised_cloud_with_holes_is_not_dense():
     cloud = cv.xyz_fields_to_cloud(make_header(), {"x": x, "y": y, "z": z})
     assert (cloud.height, cloud.width, cloud.row_step) == (rows, cols, cols * 12)
     assert cloud.is_dense is False
-    arrays = cv.cloud_to_arrays(cloud)
+    arrays = msg.cloud_to_arrays(cloud)
     np.testing.assert_array_equal(arrays["z"].reshape(rows, cols), z)
     np.testing.assert_array_equal(arrays["x"].reshape(rows, cols), x)
 
@@ -208,10 +209,10 @@ def test_structured_array_input_and_empty_cloud():
     structured["x"], structured["z"], structured["mean"] = [1, 2, 3], [4, 5, 6], [7, 8, 9]
     cloud = cv.xyz_fields_to_cloud(make_header(), structured)
     assert [f.name for f in cloud.fields] == ["x", "y", "z", "mean"]
-    np.testing.assert_array_equal(cv.cloud_to_arrays(cloud)["mean"], [7, 8, 9])
+    np.testing.assert_array_equal(msg.cloud_to_arrays(cloud)["mean"], [7, 8, 9])
     empty = cv.xyz_fields_to_cloud(make_header(), {n: np.empty(0) for n in "xyz"})
     assert (empty.width, empty.height, len(empty.data), empty.is_dense) == (0, 1, 0, True)
-    assert cv.cloud_to_arrays(empty)["x"].shape == (0,)
+    assert msg.cloud_to_arrays(empty)["x"].shape == (0,)
 
 
 def test_writer_rejects_incomplete_or_mismatched_points():
@@ -247,7 +248,7 @@ def _foreign_cloud(big_endian=False):
 
 @pytest.mark.parametrize("big_endian", [False, True])
 def test_reader_handles_foreign_layouts_and_byte_order(big_endian):
-    arrays = cv.cloud_to_arrays(_foreign_cloud(big_endian))
+    arrays = msg.cloud_to_arrays(_foreign_cloud(big_endian))
     np.testing.assert_array_equal(arrays["x"], [1.0, 4.0, -1.0, 0.5])
     np.testing.assert_array_equal(arrays["y"], [2.0, 5.0, -2.0, 0.25])
     np.testing.assert_array_equal(arrays["z"], [3.0, 6.0, -3.0, 0.125])
@@ -260,7 +261,7 @@ def test_reader_returns_multi_count_fields_as_columns():
                     for i, n in enumerate("xyz")]
     cloud.fields.append(PointField(name="normal", offset=12, datatype=PointField.FLOAT32, count=2))
     cloud.data = struct.pack("<10f", *range(10))
-    np.testing.assert_array_equal(cv.cloud_to_arrays(cloud)["normal"], [[3, 4], [8, 9]])
+    np.testing.assert_array_equal(msg.cloud_to_arrays(cloud)["normal"], [[3, 4], [8, 9]])
 
 
 @pytest.mark.parametrize("corrupt, message", [
@@ -276,7 +277,7 @@ def test_reader_rejects_malformed_clouds(corrupt, message):
     cloud = _foreign_cloud()
     corrupt(cloud)
     with pytest.raises(ValueError, match=message):
-        cv.cloud_to_arrays(cloud)
+        msg.cloud_to_arrays(cloud)
 
 
 # --------------------------------------------------------------- diagnostics

@@ -19,6 +19,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E
 from sensor_msgs.msg import PointCloud2, Range  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
 
+from poam_ros import messages as msg  # noqa: E402
 from poam_ros.ingest import core as ig  # noqa: E402
 from poam_ros.models.samples import DUPLICATE  # noqa: E402
 from poam_ros.params.files import load_node_parameters  # noqa: E402
@@ -90,9 +91,9 @@ def test_lockstep_batches_over_dds_are_what_follow_makes(start_node, make_node, 
         assert spin_until(lambda: len(tester.batches) > number, vehicle, ingest, tester.node,
                           timeout=20.0)
         batch = tester.batches[number]
-        points = cv.cloud_to_points(batch)
+        points = msg.cloud_to_points(batch)
         assert batch.header.frame_id == "map"
-        assert cv.time_to_seconds(batch.header.stamp) == pytest.approx(log.pose_times[-1],
+        assert msg.time_to_seconds(batch.header.stamp) == pytest.approx(log.pose_times[-1],
                                                                        abs=1e-9)
         assert len(points) == len(log) and (number < 2 or len(points) == 0)
         # float32 samples round x, y by ~1e-6 m at 30 m and z by ~6e-5 m near -1500 m;
@@ -136,7 +137,7 @@ def test_bad_input_is_counted_and_never_published(start_node, make_node, spin_un
     tester.swath.publish(cv.points_to_cloud(Header(frame_id="camera"), np.zeros((3, 3))))
     tester.send_plan([[5.0, 0.0]])                      # reached at t = 10 s
     assert spin_until(lambda: tester.batches, ingest, tester.node, timeout=10.0)
-    points = cv.cloud_to_points(tester.batches[0])
+    points = msg.cloud_to_points(tester.batches[0])
     np.testing.assert_allclose(points, [[-4.0, 0.0, -10.0], [-1.0, 0.0, -20.0]])
     expected = {ig.STALE_STAMP: 1, ig.POSE_JUMP: 1, ig.POSE_WRONG_FRAME: 1,
                 ig.POSE_OUT_OF_ORDER: 1, ig.OUTSIDE_WORKSPACE: 1, ig.NONFINITE_RANGE: 1,

@@ -17,9 +17,9 @@ from graph_helpers import Probe, overrides  # noqa: E402
 from nav_msgs.msg import Path  # noqa: E402
 from sensor_msgs.msg import PointField  # noqa: E402
 
+from poam_ros import messages as msg  # noqa: E402
 from poam_ros.mission import Mission, mission_seeds  # noqa: E402
 from poam_ros.params.mission_setup import MissionSetup
-from poam_ros.ros import conversions as cv  # noqa: E402
 from poam_ros.ros import qos  # noqa: E402
 from poam_ros.ros.mapper_node import MapperNode  # noqa: E402
 from poam_ros.ros.planner_node import PlannerNode  # noqa: E402
@@ -75,7 +75,7 @@ def test_lockstep_graph_reproduces_the_mission(setup_and_goals, ros_context, mak
     plans = []
 
     def follow(message):
-        waypoints = cv.path_to_waypoints(message)
+        waypoints = msg.path_to_waypoints(message)
         plans.append(waypoints)
         survey = simulator.follow(waypoints)
         for t, pose in zip(survey.pose_times[::10], survey.poses[::10]):

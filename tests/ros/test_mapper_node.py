@@ -16,11 +16,11 @@ from rclpy.parameter import Parameter  # noqa: E402
 from sensor_msgs.msg import PointCloud2  # noqa: E402
 from std_srvs.srv import SetBool, Trigger  # noqa: E402
 
+from poam_ros import messages as msg  # noqa: E402
 from poam_ros.mapping.map_grid import MapGrid  # noqa: E402
 from poam_ros.mapping.metrics import evaluation_points  # noqa: E402
 from poam_ros.models import POAM, MappingConfig, NumericalError, load_model, make_model  # noqa: E402
 from poam_ros.models.state_io import StateFileError  # noqa: E402
-from poam_ros.ros import conversions as cv  # noqa: E402
 from poam_ros.ros import qos  # noqa: E402
 from poam_ros.ros.mapper_node import MapperNode  # noqa: E402
 from poam_ros.workspace import Workspace, WorkspaceConfig  # noqa: E402
@@ -76,8 +76,8 @@ def test_a_batch_gives_the_map_layers_and_diagnostics(graph, spin_until):
     cloud = probe.maps[-1]
     assert (cloud.height, cloud.width) == (10, 10) and cloud.header.frame_id == "map"
     assert [f.name for f in cloud.fields] == ["x", "y", "z", "mean", "std", "lengthscale"]
-    assert cv.time_to_nanoseconds(cloud.header.stamp) == 5_000_000_123  # the samples' time
-    arrays = cv.cloud_to_arrays(cloud)
+    assert msg.time_to_nanoseconds(cloud.header.stamp) == 5_000_000_123  # the samples' time
+    arrays = msg.cloud_to_arrays(cloud)
     grid = MapGrid((0.0, 20.0, 0.0, 20.0), 2.0)
     np.testing.assert_allclose(np.column_stack([arrays["x"], arrays["y"]]), grid.points)
     mean, std = offline_model((xy, z)).predict(grid.points)
@@ -129,7 +129,7 @@ def test_the_evaluation_follows_each_map_with_its_model(start_mapper, make_node,
     assert spin_until(lambda: evaluations and probe.maps, mapper, probe.node, timeout=TIMEOUT)
     cloud = evaluations[-1]
     assert cloud.header.stamp == probe.maps[-1].header.stamp
-    points, mean, std = cv.cloud_to_evaluation(cloud)
+    points, mean, std = msg.cloud_to_evaluation(cloud)
     workspace = Workspace.from_config(WorkspaceConfig(vertices=SMALL["workspace.vertices"]))
     np.testing.assert_array_equal(points, evaluation_points(workspace, 6))
     expected = offline_model((xy, z)).predict(points, include_noise=True)
@@ -221,8 +221,8 @@ def test_save_then_resume_from_the_state_file(graph, start_mapper, make_node, sp
     late = Probe(make_node("late_probe"))  # joins after the resumed map was latched
     assert spin_until(lambda: late.maps and late.query_pub.get_subscription_count() > 0,
                       resumed, late.node, timeout=TIMEOUT)
-    np.testing.assert_array_equal(cv.cloud_to_arrays(late.maps[-1])["mean"],
-                                  cv.cloud_to_arrays(probe.maps[-1])["mean"])
+    np.testing.assert_array_equal(msg.cloud_to_arrays(late.maps[-1])["mean"],
+                                  msg.cloud_to_arrays(probe.maps[-1])["mean"])
     late.send_query(points, stamp_ns=21)
     assert spin_until(lambda: late.response_to(21) is not None, resumed, late.node)
     np.testing.assert_array_equal(late.response_to(21)[1], probe.response_to(20)[1])
@@ -329,8 +329,8 @@ def test_a_batch_that_adds_nothing_republishes_the_map_with_its_stamp(graph, spi
                       timeout=TIMEOUT)
     probe.send_samples(np.empty((0, 2)), np.empty(0), stamp_ns=9_000_000_000)
     assert spin_until(lambda: len(probe.maps) == 2, mapper, probe.node, timeout=TIMEOUT)
-    first, second = (cv.cloud_to_arrays(cloud) for cloud in probe.maps)
-    assert cv.time_to_nanoseconds(probe.maps[-1].header.stamp) == 9_000_000_000
+    first, second = (msg.cloud_to_arrays(cloud) for cloud in probe.maps)
+    assert msg.time_to_nanoseconds(probe.maps[-1].header.stamp) == 9_000_000_000
     np.testing.assert_array_equal(second["mean"], first["mean"])
     assert updates(probe) == 1
 

@@ -11,6 +11,7 @@ from graph_helpers import Probe, overrides  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from sensor_msgs.msg import PointCloud2  # noqa: E402
 
+from poam_ros import messages as msg  # noqa: E402
 from poam_ros.planners import MaxEntropyConfig, PilotSurveyConfig, make_planner, pilot_survey  # noqa: E402
 from poam_ros.ros import conversions as cv  # noqa: E402
 from poam_ros.ros import qos  # noqa: E402
@@ -60,7 +61,7 @@ def graph(ros_context, make_node, spin_until):
             if probe.ignore > 0:
                 probe.ignore -= 1
                 return
-            points = cv.cloud_to_query(message)
+            points = msg.cloud_to_query(message)
             probe.response_pub.publish(cv.response_to_cloud(message.header, points,
                                                             std_field(points)))
 
@@ -92,7 +93,7 @@ def state(probe):
 def test_the_pilot_survey_is_the_first_plan(graph):
     _, probe = graph()
     pilot, _ = expected_run(0, [])
-    np.testing.assert_array_equal(cv.path_to_waypoints(probe.plans[0]), pilot)
+    np.testing.assert_array_equal(msg.path_to_waypoints(probe.plans[0]), pilot)
     assert probe.plans[0].header.frame_id == "map"
     goal = probe.goals[-1].pose.position
     assert (goal.x, goal.y) == tuple(pilot[-1])
@@ -112,7 +113,7 @@ def test_lockstep_waits_for_a_map_made_after_the_goal(graph, spin_until):
     assert spin_until(lambda: len(probe.plans) == 2, planner, probe.node, timeout=10.0)
     # The planner planned from the last odometry: the pilot's end.
     pilot_end_goal = expected_run(1, [pilot[-1]])[1][0]
-    goal = cv.path_to_waypoints(probe.plans[1])
+    goal = msg.path_to_waypoints(probe.plans[1])
     np.testing.assert_array_equal(goal, [pilot_end_goal])
     assert workspace().contains(goal).all()
     assert spin_until(lambda: probe.last_status(STATUS)[2]["goals_issued"] == "1", planner,
@@ -137,12 +138,12 @@ def test_realtime_plans_at_once_with_the_map_at_hand(graph, spin_until):
     pilot, _ = expected_run(0, [])
     drive(probe, pilot, 10_000_000_000)
     assert spin_until(lambda: len(probe.plans) == 2, planner, probe.node, timeout=10.0)
-    goal = cv.path_to_waypoints(probe.plans[1])
+    goal = msg.path_to_waypoints(probe.plans[1])
     np.testing.assert_array_equal(goal, [expected_run(1, [pilot[-1]])[1][0]])
     # And again, from that goal, without another map.
     drive(probe, goal, 200_000_000_000)
     assert spin_until(lambda: len(probe.plans) == 3, planner, probe.node, timeout=10.0)
-    np.testing.assert_array_equal(cv.path_to_waypoints(probe.plans[2]),
+    np.testing.assert_array_equal(msg.path_to_waypoints(probe.plans[2]),
                                   [expected_run(2, [pilot[-1], goal[0]])[1][1]])
 
 
@@ -154,9 +155,9 @@ def test_an_unanswered_query_is_asked_again_with_the_same_candidates(graph, spin
     drive(probe, pilot, 10_000_000_000)
     assert spin_until(lambda: len(probe.plans) == 2, planner, probe.node, timeout=15.0)
     assert len(probe.queries) == 2
-    first, second = (cv.cloud_to_query(q) for q in probe.queries)
+    first, second = (msg.cloud_to_query(q) for q in probe.queries)
     np.testing.assert_array_equal(first, second)  # the random stream was rewound
-    np.testing.assert_array_equal(cv.path_to_waypoints(probe.plans[1]),
+    np.testing.assert_array_equal(msg.path_to_waypoints(probe.plans[1]),
                                   [expected_run(1, [pilot[-1]])[1][0]])
     assert spin_until(lambda: probe.last_status(STATUS)[2]["goals_issued"] == "1", planner,
                       probe.node)

@@ -25,9 +25,9 @@ from graph_helpers import ROOT, RUN_LIMIT, Probe, finish, poam_ros_sim  # noqa: 
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from sensor_msgs.msg import PointCloud2  # noqa: E402
 
+from poam_ros import messages as msg  # noqa: E402
 from poam_ros.bags import BagReader, MessageTypes  # noqa: E402
 from poam_ros.params.mission_setup import MissionSetup  # noqa: E402
-from poam_ros.ros import conversions as cv  # noqa: E402
 from poam_ros.ros import qos  # noqa: E402
 from poam_ros.sim import terrain_from_config  # noqa: E402
 from poam_ros.workspace import Workspace  # noqa: E402
@@ -93,7 +93,7 @@ def test_samples_lie_on_the_terrain_inside_the_workspace(mission):
     assert len(samples) >= 2
     for cloud in samples:
         assert cloud.header.frame_id == "map"
-        xy, z = cv.cloud_to_samples(cloud)
+        xy, z = msg.cloud_to_samples(cloud)
         assert np.isfinite(xy).all() and np.isfinite(z).all()
         assert workspace.contains(xy).all()
         # Elevation = the terrain plus the sonar's noise (1.0 m here): within 5 sigma.
@@ -103,11 +103,11 @@ def test_samples_lie_on_the_terrain_inside_the_workspace(mission):
 def test_maps_carry_their_fields_and_grow_certain_where_the_vehicle_went(mission):
     setup, out, probe, samples, printed, _, _ = mission
     maps = probe.maps
-    assert len({cv.time_to_nanoseconds(m.header.stamp) for m in maps}) >= 2
+    assert len({msg.time_to_nanoseconds(m.header.stamp) for m in maps}) >= 2
     for cloud in maps:
         assert cloud.header.frame_id == "map" and cloud.height > 1 and cloud.width > 1
         assert [f.name for f in cloud.fields] == ["x", "y", "z", "mean", "std", "lengthscale"]
-    first, last = cv.cloud_to_arrays(maps[0]), cv.cloud_to_arrays(maps[-1])
+    first, last = msg.cloud_to_arrays(maps[0]), msg.cloud_to_arrays(maps[-1])
     cells = np.column_stack([last["x"], last["y"]])
     inside = np.isfinite(last["std"])
     assert inside.any() and (last["std"][inside] > 0).all()
@@ -116,11 +116,11 @@ def test_maps_carry_their_fields_and_grow_certain_where_the_vehicle_went(mission
     def distance_to(points):
         return np.min(np.linalg.norm(cells[:, None, :] - points[None, :, :], axis=2), axis=1)
 
-    stamp = cv.time_to_nanoseconds(maps[0].header.stamp)
-    pilot = np.vstack([cv.cloud_to_samples(c)[0] for c in samples
-                       if cv.time_to_nanoseconds(c.header.stamp) <= stamp])
-    later = np.vstack([cv.cloud_to_samples(c)[0] for c in samples
-                       if cv.time_to_nanoseconds(c.header.stamp) > stamp])
+    stamp = msg.time_to_nanoseconds(maps[0].header.stamp)
+    pilot = np.vstack([msg.cloud_to_samples(c)[0] for c in samples
+                       if msg.time_to_nanoseconds(c.header.stamp) <= stamp])
+    later = np.vstack([msg.cloud_to_samples(c)[0] for c in samples
+                       if msg.time_to_nanoseconds(c.header.stamp) > stamp])
     near_path, far = distance_to(np.vstack([pilot, later])) < 1.5, distance_to(
         np.vstack([pilot, later])) > 6.0
     assert (near_path & inside).any() and (far & inside).any()
@@ -154,8 +154,8 @@ def test_diagnostics_count_samples_inducing_points_and_rejections(mission):
                 for s in found]
     stamps = {int(v["map_stamp"]): v for v in statuses if "map_stamp" in v}
     last = max(stamp for stamp in stamps if int(stamps[stamp]["samples"]) == final["num_samples"])
-    published = sum(len(cv.cloud_to_samples(c)[1]) for c in samples
-                    if cv.time_to_nanoseconds(c.header.stamp) <= last)
+    published = sum(len(msg.cloud_to_samples(c)[1]) for c in samples
+                    if msg.time_to_nanoseconds(c.header.stamp) <= last)
     assert int(stamps[last]["samples"]) == published == final["num_samples"]
     assert 0 < int(stamps[last]["inducing_points"]) <= setup.mapping.num_inducing
     assert not [key for key in stamps[last] if key.startswith("rejected_")]  # none rejected

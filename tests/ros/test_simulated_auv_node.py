@@ -19,6 +19,7 @@ from rosgraph_msgs.msg import Clock  # noqa: E402
 from sensor_msgs.msg import PointCloud2, Range  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
 
+from poam_ros import messages as msg  # noqa: E402
 from poam_ros.ros import conversions as cv  # noqa: E402
 from poam_ros.ros.simulated_auv_node import SimulatedAuvNode, missing_nodes  # noqa: E402
 from poam_ros.sim.default_terrain import default_terrain  # noqa: E402
@@ -80,7 +81,7 @@ def test_lockstep_publishes_what_follow_makes_then_holds_the_clock(auv, make_nod
                           and len(recorder.ranges) == n_ranges, node, recorder.node,
                           timeout=20.0)
     spin_until(lambda: False, node, recorder.node, timeout=0.3)  # the clock stands still
-    sent = np.array([cv.odometry_to_pose(m) for m in recorder.odom])
+    sent = np.array([msg.odometry_to_pose(m) for m in recorder.odom])
     np.testing.assert_array_equal(sent[:, [1, 2]], poses[:, :2])
     np.testing.assert_allclose(sent[:, 4], poses[:, 2], atol=1e-12)
     assert set(sent[:, 3]) == {300.0}
@@ -88,10 +89,10 @@ def test_lockstep_publishes_what_follow_makes_then_holds_the_clock(auv, make_nod
                for m in recorder.odom)
     assert len(recorder.ranges) == len(ranges)
     np.testing.assert_array_equal([m.range for m in recorder.ranges], ranges.astype(np.float32))
-    np.testing.assert_allclose([cv.time_to_seconds(m.header.stamp) for m in recorder.ranges],
+    np.testing.assert_allclose([msg.time_to_seconds(m.header.stamp) for m in recorder.ranges],
                                times, atol=1e-9)
     assert {m.header.frame_id for m in recorder.ranges} == {"sonar_link"}
-    clock = [cv.time_to_seconds(m.clock) for m in recorder.clock]
+    clock = [msg.time_to_seconds(m.clock) for m in recorder.clock]
     assert clock == sorted(clock) and clock[-1] == pytest.approx(reference.time)
     assert node.auv.holding and node.auv.time == reference.time
 
@@ -100,9 +101,9 @@ def test_realtime_runs_the_clock_and_holds_position_without_a_plan(auv, make_nod
     node = auv(mode="realtime")
     recorder = Recorder(make_node)
     assert spin_until(lambda: len(recorder.ranges) >= 10 and recorder.clock and
-                      cv.time_to_seconds(recorder.clock[-1].clock) >= 3.0, node,
+                      msg.time_to_seconds(recorder.clock[-1].clock) >= 3.0, node,
                       recorder.node, timeout=10.0)
-    poses = {cv.odometry_to_pose(m)[1:] for m in recorder.odom}
+    poses = {msg.odometry_to_pose(m)[1:] for m in recorder.odom}
     assert poses == {(30.0, -30.0, 300.0, math.pi)}
 
 
@@ -137,11 +138,11 @@ def test_multibeam_swaths_in_the_sonar_frame(auv, make_node, spin_until):
     recorder = Recorder(make_node)
     assert spin_until(lambda: len(recorder.swaths) >= 3, node, recorder.node, timeout=10.0)
     swath = recorder.swaths[-1]
-    points = cv.cloud_to_points(swath)
+    points = msg.cloud_to_points(swath)
     assert swath.header.frame_id == "sonar_link" and points.shape == (7, 3)
     np.testing.assert_allclose(points[:, 0], 0.0)
     assert np.all(points[:, 2] < -300.0)  # below the vehicle, on the seafloor
-    stamps = [cv.time_to_seconds(m.header.stamp) for m in recorder.swaths]
+    stamps = [msg.time_to_seconds(m.header.stamp) for m in recorder.swaths]
     np.testing.assert_allclose(np.diff(stamps), 0.5)
 
 
@@ -185,7 +186,7 @@ def test_lockstep_holds_the_clock_until_the_named_nodes_subscribe(auv, make_node
     assert spin_until(lambda: all(len(r.ranges) >= 3 for r in listeners), *nodes,
                       timeout=10.0)
     for listener in listeners:  # nothing was missed
-        assert cv.time_to_seconds(listener.ranges[0].header.stamp) == 0.0
+        assert msg.time_to_seconds(listener.ranges[0].header.stamp) == 0.0
 
 
 @pytest.mark.parametrize("required, missing", [

@@ -1,0 +1,214 @@
+"""Readers of the stack's messages, free of ROS: the numbers the core takes from a message.
+
+One module for every reader, whoever holds the message: the nodes (rclpy message objects),
+the offline remap (``rosbags``' deserialized dataclasses) and the tests. Both kinds of
+object carry the ROS field names (``header.stamp.sec``, ``pose.pose.position``,
+``PointCloud2.data``), so the same function reads either, bit for bit; nothing here
+imports a message class. The builders, which need the classes, are
+:mod:`poam_ros.ros.conversions`.
+
+Conventions: planar poses are ``(x, y)`` in metres with a yaw in radians about +z (REP-103:
+x east, y north, counter-clockwise positive); times are float seconds, or integer
+nanoseconds where a stamp identifies a message.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+NANOSECONDS_PER_SECOND = 1_000_000_000
+XYZ = ("x", "y", "z")
+
+# sensor_msgs/PointField datatype constants (INT8 = 1 … FLOAT64 = 8) -> numpy scalar codes
+POINT_FIELD_TYPES = {1: "i1", 2: "u1", 3: "i2", 4: "u2", 5: "i4", 6: "u4", 7: "f4", 8: "f8"}
+FLOAT64 = 8
+
+
+# --------------------------------------------------------------------------- time
+
+def time_to_seconds(stamp) -> float:
+    """``builtin_interfaces/Time`` in seconds."""
+    return stamp.sec + stamp.nanosec / NANOSECONDS_PER_SECOND
+
+
+def time_to_nanoseconds(stamp) -> int:
+    """Exact integer nanoseconds of a ``Time`` (to compare stamps that identify messages)."""
+    return stamp.sec * NANOSECONDS_PER_SECOND + stamp.nanosec
+
+
+def seconds_to_nanoseconds(seconds: float) -> int:
+    """Integer nanoseconds nearest to ``seconds``: the ``Time`` a node stamps ``seconds``
+    with. ``seconds - floor(seconds)`` is exact in binary floating point, so the only
+    rounding is the final one to whole nanoseconds."""
+    whole = math.floor(seconds)
+    return int(whole) * NANOSECONDS_PER_SECOND + round((seconds - whole) * NANOSECONDS_PER_SECOND)
+
+
+# -------------------------------------------------------------------------- poses
+
+def quaternion_to_yaw(q) -> float:
+    """z-y-x Euler yaw [rad] in (-pi, pi] of a ``geometry_msgs/Quaternion``."""
+    return math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
+
+
+def pose_to_xy_yaw(pose) -> tuple[float, float, float]:
+    """``(x [m], y [m], yaw [rad])`` of a ``geometry_msgs/Pose``."""
+    return pose.position.x, pose.position.y, quaternion_to_yaw(pose.orientation)
+
+
+def odometry_to_state(odometry) -> tuple[float, float, float, float]:
+    """``(x [m], y [m], yaw [rad], t [s])`` of a ``nav_msgs/Odometry``."""
+    x, y, yaw = pose_to_xy_yaw(odometry.pose.pose)
+    return x, y, yaw, time_to_seconds(odometry.header.stamp)
+
+
+def odometry_to_pose(odometry) -> tuple[float, float, float, float, float]:
+    """``(t [s], x [m], y [m], z [m], yaw [rad])`` of a ``nav_msgs/Odometry``'s pose."""
+    position = odometry.pose.pose.position
+    return (time_to_seconds(odometry.header.stamp), position.x, position.y, position.z,
+            quaternion_to_yaw(odometry.pose.pose.orientation))
+
+
+def path_to_waypoints(path) -> np.ndarray:
+    """(K, 2) [m] positions of a ``nav_msgs/Path``'s poses, in the path's frame."""
+    points = np.empty((len(path.poses), 2))
+    for k, stamped in enumerate(path.poses):
+        points[k] = stamped.pose.position.x, stamped.pose.position.y
+    return points
+
+
+def range_to_reading(reading) -> tuple[float, float, str]:
+    """``(range [m], t [s], frame_id)`` of a ``sensor_msgs/Range``; the range is passed on
+    as sent, inf and NaN included (REP-117)."""
+    return reading.range, time_to_seconds(reading.header.stamp), reading.header.frame_id
+
+
+# ------------------------------------------------------------------------- grids
+
+def grid_to_array(grid, value_range=None) -> np.ndarray:
+    """(rows, cols) array in map order (row 0 south) of a ``nav_msgs/OccupancyGrid``.
+
+    Cells hold 0..100, or are mapped back onto ``value_range`` (low, high) when it is given
+    (the inverse of ``conversions.grid_from_array``, up to its 1 % quantisation); unknown
+    (-1) cells are NaN. The geometry stays in ``grid.info``.
+    """
+    rows, cols = grid.info.height, grid.info.width
+    if len(grid.data) != rows * cols:
+        raise ValueError(f"OccupancyGrid has {len(grid.data)} cells, expected "
+                         f"height*width = {rows}*{cols}")
+    cells = np.frombuffer(_buffer(grid.data), dtype=np.int8).reshape(rows, cols).astype(float)
+    cells[cells < 0] = np.nan
+    if value_range is not None:
+        low, high = value_range
+        cells = low + cells * ((high - low) / 100.0)
+    return cells
+
+
+# ------------------------------------------------------------------- point clouds
+
+def cloud_to_fields(cloud, *, required=("x", "y")) -> dict[str, np.ndarray]:
+    """Every field of a ``sensor_msgs/PointCloud2`` as a float64 array, points row-major.
+
+    Each field gives an (N,) array, N = height * width (reshape to (height, width) for an
+    organised cloud), or (N, count) when its count is above 1. Any field order, offsets,
+    per-point and per-row padding and every PointField datatype are read; big-endian data
+    is converted. Raises ``ValueError`` for a message whose sizes do not add up, whose
+    fields overrun the point or repeat, or which lacks a field of ``required``.
+    """
+    height, width, point_step, row_step = (cloud.height, cloud.width, cloud.point_step,
+                                           cloud.row_step)
+    if height * width and point_step == 0:
+        raise ValueError("PointCloud2 has points but point_step 0")
+    if row_step < width * point_step:
+        raise ValueError(f"PointCloud2 row_step {row_step} < width*point_step "
+                         f"{width}*{point_step}")
+    if len(cloud.data) != row_step * height:
+        raise ValueError(f"PointCloud2 data has {len(cloud.data)} bytes, expected "
+                         f"row_step*height = {row_step}*{height}")
+    layout = _cloud_layout(cloud)
+    missing = [name for name in required if name not in layout.names]
+    if missing:
+        raise ValueError(f"PointCloud2 lacks field(s) {', '.join(missing)}")
+    # A strided view reads padded points and padded rows in place; astype copies once.
+    view = np.ndarray((height, width), dtype=layout, buffer=_buffer(cloud.data),
+                      strides=(row_step, point_step))
+    arrays = {}
+    for name in layout.names:
+        column = view[name].astype(np.float64)
+        arrays[name] = column.reshape(height * width, *column.shape[2:])
+    return arrays
+
+
+def cloud_to_arrays(cloud) -> dict[str, np.ndarray]:
+    """:func:`cloud_to_fields` of a cloud that must hold x, y and z."""
+    return cloud_to_fields(cloud, required=XYZ)
+
+
+def cloud_to_points(cloud) -> np.ndarray:
+    """(N, 3) float64 x, y, z of any ``PointCloud2``; other fields are ignored."""
+    arrays = cloud_to_arrays(cloud)
+    return np.column_stack([arrays[name] for name in XYZ]) if len(arrays["x"]) else \
+        np.empty((0, 3))
+
+
+def cloud_is_float64(cloud) -> bool:
+    """Whether a cloud's x, y and z are float64 fields (a ``samples`` batch of an ingest
+    with ``float64_samples``)."""
+    return all(field.datatype == FLOAT64 for field in cloud.fields if field.name in XYZ)
+
+
+def cloud_to_samples(cloud) -> tuple[np.ndarray, np.ndarray]:
+    """Positions (N, 2) [m] and elevations (N,) of a ``samples`` cloud (any datatype), as
+    float64; non-finite values are passed on for the model to count and drop."""
+    arrays = cloud_to_arrays(cloud)
+    return np.column_stack([arrays["x"], arrays["y"]]), arrays["z"]
+
+
+def cloud_to_query(cloud) -> np.ndarray:
+    """Candidate points (N, 2) [m] of an ``uncertainty/query`` cloud."""
+    arrays = cloud_to_fields(cloud)
+    return np.column_stack([arrays["x"], arrays["y"]])
+
+
+def cloud_to_response(cloud) -> tuple[np.ndarray, np.ndarray]:
+    """Points (N, 2) [m] and standard deviations (N,) of an ``uncertainty/response``."""
+    arrays = cloud_to_fields(cloud, required=("x", "y", "std"))
+    return np.column_stack([arrays["x"], arrays["y"]]), arrays["std"]
+
+
+def cloud_to_evaluation(cloud) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Points (N, 2) [m], means (N,) and standard deviations (N,) of a ``map/evaluation``."""
+    arrays = cloud_to_fields(cloud, required=("x", "y", "mean", "std"))
+    return np.column_stack([arrays["x"], arrays["y"]]), arrays["mean"], arrays["std"]
+
+
+def _cloud_layout(cloud) -> np.dtype:
+    """Structured dtype of one point as the message describes it."""
+    order = ">" if cloud.is_bigendian else "<"
+    names, formats, offsets = [], [], []
+    for field in cloud.fields:
+        if field.datatype not in POINT_FIELD_TYPES:
+            raise ValueError(f"field {field.name!r} has unknown datatype {field.datatype}")
+        if field.name in names:
+            raise ValueError(f"field {field.name!r} appears twice")
+        count = max(field.count, 1)
+        scalar = np.dtype(order + POINT_FIELD_TYPES[field.datatype])
+        if field.offset + scalar.itemsize * count > cloud.point_step:
+            raise ValueError(f"field {field.name!r} (offset {field.offset}, "
+                             f"{scalar.itemsize * count} bytes) overruns point_step "
+                             f"{cloud.point_step}")
+        names.append(field.name)
+        formats.append(scalar if count == 1 else (scalar, (count,)))
+        offsets.append(field.offset)
+    return np.dtype({"names": names, "formats": formats, "offsets": offsets,
+                     "itemsize": cloud.point_step})
+
+
+def _buffer(data):
+    """The bytes of a message's ``uint8[]``/``int8[]`` field without a copy: rclpy holds an
+    ``array.array``, rosbags a numpy array, a test may hand a list."""
+    if isinstance(data, (list, tuple)):
+        return np.asarray(data, dtype=np.uint8)
+    return memoryview(data).cast("B")

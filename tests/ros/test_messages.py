@@ -1,0 +1,80 @@
+"""One reader for every holder of a message: the same serialized messages, decoded by
+rosbags (what the remap reads from a bag) and by rclpy (what a node receives), give
+bit-identical numbers through :mod:`poam_ros.messages` (no ROS graph needed)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip("rclpy", exc_type=ModuleNotFoundError)
+
+from rclpy.serialization import deserialize_message, serialize_message  # noqa: E402
+from std_msgs.msg import Header  # noqa: E402
+
+from poam_ros import messages as msg  # noqa: E402
+from poam_ros.bags import MessageTypes  # noqa: E402
+from poam_ros.bags.remap import wire_samples  # noqa: E402
+from poam_ros.ros import conversions as cv  # noqa: E402
+
+TYPES = MessageTypes()
+RNG = np.random.default_rng(7)
+
+
+def stored(message, msgtype):
+    """The message as the remap reads it from a bag (rosbags' CDR decoder)."""
+    return TYPES.deserialize(serialize_message(message), msgtype)
+
+
+def received(message):
+    """The message as a node receives it (rclpy's CDR decoder; float32 fields rounded)."""
+    return deserialize_message(serialize_message(message), type(message))
+
+
+@pytest.mark.parametrize("t", [0.0, 0.1, 12.3456789, 1234.000000001, 1e5 + 1 / 3])
+def test_odometry_and_time_as_the_ingest_node_reads_them(t):
+    for _ in range(20):
+        xy, yaw, z = RNG.uniform(-40, 40, 2), RNG.uniform(-math.pi, math.pi), RNG.normal()
+        message = cv.odometry_from_state(Header(frame_id="map", stamp=cv.seconds_to_time(t)),
+                                         "base_link", xy, yaw, z=z)
+        assert msg.odometry_to_pose(stored(message, "nav_msgs/msg/Odometry")) == \
+            msg.odometry_to_pose(received(message))
+        assert msg.seconds_to_nanoseconds(t) == msg.time_to_nanoseconds(cv.seconds_to_time(t))
+
+
+def test_ranges_paths_and_clouds_as_the_nodes_read_them():
+    header = Header(frame_id="sonar_link", stamp=cv.seconds_to_time(3.3))
+    reading = cv.range_from_reading(header, 1234.56789, min_range=1.0, max_range=2000.0,
+                                    field_of_view=0.0)
+    decoded = stored(reading, "sensor_msgs/msg/Range")
+    assert (decoded.range, msg.time_to_seconds(decoded.header.stamp)) == \
+        msg.range_to_reading(received(reading))[:2]
+    waypoints = RNG.uniform(-30, 30, (5, 2))
+    path = cv.path_from_waypoints(Header(frame_id="map"), waypoints)
+    np.testing.assert_array_equal(msg.path_to_waypoints(stored(path, "nav_msgs/msg/Path")),
+                                  msg.path_to_waypoints(received(path)))
+    points = RNG.uniform(-100, 100, (50, 3))
+    for float64 in (False, True):
+        cloud = cv.points_to_cloud(Header(frame_id="map"), points, float64=float64)
+        from_bag = msg.cloud_to_points(stored(cloud, "sensor_msgs/msg/PointCloud2"))
+        np.testing.assert_array_equal(from_bag, msg.cloud_to_points(received(cloud)))
+        # What the mapper reads off the ingest's samples cloud.
+        np.testing.assert_array_equal(wire_samples(points, float64),
+                                      np.column_stack(msg.cloud_to_samples(cloud)))
+
+
+def test_grids_and_query_clouds_read_alike_from_a_bag_and_a_subscription():
+    header = Header(frame_id="map", stamp=cv.seconds_to_time(7.25))
+    values = RNG.uniform(0, 5, (4, 6))
+    grid = cv.grid_from_array(header, values, resolution=0.5, origin=(1.0, 2.0))
+    np.testing.assert_array_equal(msg.grid_to_array(stored(grid, "nav_msgs/msg/OccupancyGrid")),
+                                  msg.grid_to_array(received(grid)))
+    xy = RNG.uniform(-10, 10, (30, 2))
+    for cloud, read in [(cv.evaluation_to_cloud(header, xy, xy[:, 0], xy[:, 1] ** 2),
+                         msg.cloud_to_evaluation),
+                        (cv.response_to_cloud(header, xy, np.abs(xy[:, 0])),
+                         msg.cloud_to_response)]:
+        for a, b in zip(read(stored(cloud, "sensor_msgs/msg/PointCloud2")), read(received(cloud))):
+            np.testing.assert_array_equal(a, b)
