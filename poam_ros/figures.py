@@ -1,7 +1,12 @@
-"""Figures of missions and benchmark sweeps (matplotlib, written to files, no display)."""
+"""Figures of missions, remaps and benchmarks (matplotlib, written to files, no display).
+
+Every colour bar and axis carries its unit, and a map's title names the map, the method, the
+sample count and, where ground truth scored it, the final SMSE and MSLL, so that a figure
+read on its own says what it shows."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -10,6 +15,11 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+
+#: axis labels of the metrics the curves plot
+METRIC_LABELS = {"smse": "SMSE", "msll": "MSLL [nats]", "nlpd": "NLPD [nats]",
+                 "rmse": "RMSE [m]", "mae": "MAE [m]", "update_time": "update time [s]",
+                 "predict_time": "prediction time [s]"}
 
 
 def save_figure(fig, path: str | Path) -> Path:
@@ -21,23 +31,44 @@ def save_figure(fig, path: str | Path) -> Path:
     return path
 
 
-def plot_mission(result, path: str | Path, title: str = "") -> Path:
-    """:func:`plot_map` of a finished mission (a :class:`~poam_ros.mission.MissionResult`),
-    on its evaluation grid."""
-    model, points = result.model, result.eval_points
+def map_title(map_name: str, method: str, samples: int, smse: float | None = None,
+              msll: float | None = None, note: str = "") -> str:
+    """``<map> · <method> · N samples[ · SMSE s, MSLL m][ · note]``; the scores are left out
+    where unknown (None or NaN: no ground truth)."""
+    parts = [map_name, method, f"{samples:,} samples"]
+    if smse is not None and msll is not None and not (math.isnan(smse) or math.isnan(msll)):
+        parts.append(f"final SMSE {smse:.4f}, MSLL {msll:.3f}")
+    return " · ".join(parts + ([note] if note else []))
+
+
+def plot_mission(result, path: str | Path, map_name: str, note: str = "") -> Path:
+    """:func:`plot_map` of a finished mission (a :class:`~poam_ros.mission.MissionResult`) on
+    its evaluation grid, titled by :func:`map_title` with the final epoch's scores."""
+    model, points, final = result.model, result.eval_points, result.final
     mean, std = model.predict(points)
-    return plot_map(path, points, result.truth, mean, std, model.lengthscale_map(points),
+    title = map_title(map_name, model.method, final.num_samples, final.smse, final.msll, note)
+    return plot_map(path, points, mean, std, model.lengthscale_map(points), truth=result.truth,
                     track=result.path[:, :2], samples=result.samples_x,
                     inducing=model.inducing_inputs, title=title)
 
 
-def plot_map(path: str | Path, points: np.ndarray, truth: np.ndarray, mean: np.ndarray,
-             std: np.ndarray, lengthscale: np.ndarray | None, *, track: np.ndarray,
-             samples: np.ndarray, inducing: np.ndarray, title: str = "") -> Path:
-    """Ground truth, predicted mean, standard deviation and learned lengthscale (when not
-    None) at the grid ``points`` (N, 2) [m], each (N,) with NaN where there is nothing to
-    show, with the vehicle's ``track`` (P, 2), the ``samples`` (S, 2) and the ``inducing``
-    inputs (M, 2) [m]."""
+def plot_remap(grid, layers, track: np.ndarray, path: str | Path, title: str) -> Path:
+    """:func:`plot_map` of a map without ground truth: the ``layers``
+    (:class:`~poam_ros.mapping.map_grid.MapLayers`) on their ``grid`` (a
+    :class:`~poam_ros.mapping.map_grid.MapGrid`), with the vehicle's ``track`` (P, 2) [m]."""
+    lengthscale = None if layers.lengthscale is None else layers.lengthscale.ravel()
+    return plot_map(path, grid.points, layers.mean.ravel(), layers.std.ravel(), lengthscale,
+                    track=track, inducing=layers.inducing, title=title)
+
+
+def plot_map(path: str | Path, points: np.ndarray, mean: np.ndarray, std: np.ndarray,
+             lengthscale: np.ndarray | None = None, *, truth: np.ndarray | None = None,
+             track: np.ndarray | None = None, samples: np.ndarray | None = None,
+             inducing: np.ndarray | None = None, title: str = "") -> Path:
+    """Ground truth (when not None), predicted mean, standard deviation and learned
+    lengthscale (when not None) at the grid ``points`` (N, 2) [m], each (N,) [m] with NaN where
+    there is nothing to show; the vehicle's ``track`` (P, 2) on the first panel, the
+    ``samples`` (S, 2) on the mean and the ``inducing`` inputs (M, 2) on the std [m]."""
     xs, ys = np.unique(points[:, 0]), np.unique(points[:, 1])
     half_x = (xs[-1] - xs[0]) / max(len(xs) - 1, 1) / 2  # pixels centred on their points
     half_y = (ys[-1] - ys[0]) / max(len(ys) - 1, 1) / 2
@@ -48,51 +79,56 @@ def plot_map(path: str | Path, points: np.ndarray, truth: np.ndarray, mean: np.n
         grid[np.searchsorted(ys, points[:, 1]), np.searchsorted(xs, points[:, 0])] = values
         return grid
 
-    vmin, vmax = np.nanmin(truth), np.nanmax(truth)
-    panels = [("ground truth", truth, "terrain", (vmin, vmax)),
-              ("predicted mean", mean, "terrain", (vmin, vmax)),
-              ("standard deviation", std, "viridis", (None, None))]
-    if lengthscale is not None:
-        panels.append(("lengthscale [m]", lengthscale, "plasma", (None, None)))
+    elevation = truth if truth is not None else mean
+    limits = (np.nanmin(elevation), np.nanmax(elevation))
+    panels = [("ground truth", truth, "terrain", limits, "elevation [m]"),
+              ("predicted mean", mean, "terrain", limits, "elevation [m]"),
+              ("standard deviation", std, "viridis", (None, None), "std [m]"),
+              ("learned lengthscale", lengthscale, "plasma", (None, None), "lengthscale [m]")]
+    panels = [panel for panel in panels if panel[1] is not None]
     fig, axes = plt.subplots(1, len(panels), figsize=(4.75 * len(panels), 4.6),
                              constrained_layout=True)
-    for ax, (name, values, cmap, (lo, hi)) in zip(axes, panels):
+    named = {}
+    for ax, (name, values, cmap, (lo, hi), unit) in zip(axes, panels):
         shown = ax.imshow(image(values), origin="lower", extent=extent, cmap=cmap, vmin=lo, vmax=hi)
-        fig.colorbar(shown, ax=ax, shrink=0.85)
-        ax.set_title(name)
-        ax.set_xlabel("x [m]")
-    axes[0].set_ylabel("y [m]")
-    axes[0].plot(track[:, 0], track[:, 1], color="white", lw=0.6, alpha=0.8)
-    axes[1].plot(samples[:, 0], samples[:, 1], ".", color="k", ms=0.6)
-    axes[2].plot(*inducing.T, "+", color="r", ms=3, label="inducing inputs")
-    axes[2].legend(loc="upper right", fontsize=7)
+        fig.colorbar(shown, ax=ax, shrink=0.85, label=unit)
+        ax.set(title=name, xlabel="x [m]", ylabel="y [m]")
+        named[name] = ax
+    if track is not None and len(track):
+        axes[0].plot(track[:, 0], track[:, 1], color="white", lw=0.6, alpha=0.8)
+    if samples is not None:
+        named["predicted mean"].plot(samples[:, 0], samples[:, 1], ".", color="k", ms=0.6)
+    if inducing is not None:
+        named["standard deviation"].plot(*inducing.T, "+", color="r", ms=3,
+                                         label="inducing inputs")
+        named["standard deviation"].legend(loc="upper right", fontsize=7)
     if title:
         fig.suptitle(title)
     return save_figure(fig, path)
 
 
 def plot_curves(curves: Mapping[str, Sequence[dict]], path: str | Path,
-                keys: Sequence[str] = ("smse", "msll", "update_time")) -> Path:
+                keys: Sequence[str] = ("smse", "msll", "update_time"), title: str = "") -> Path:
     """Metric against the number of samples, one line per label (mean over seeds, shaded ±1 std).
 
     ``curves`` maps a label to its runs, each run a list of epoch records (dicts).
     """
     fig, axes = plt.subplots(1, len(keys), figsize=(5.2 * len(keys), 3.8), constrained_layout=True)
+    axes = np.atleast_1d(axes)
     for label, runs in curves.items():
         grid = np.linspace(max(r[0]["num_samples"] for r in runs),
                            min(r[-1]["num_samples"] for r in runs), 60)
-        for ax, key in zip(np.atleast_1d(axes), keys):
+        for ax, key in zip(axes, keys):
             values = np.array([np.interp(grid, [e["num_samples"] for e in r], [e[key] for e in r])
                                for r in runs])
             mean, spread = values.mean(0), values.std(0)
             ax.plot(grid, mean, label=label)
             ax.fill_between(grid, mean - spread, mean + spread, alpha=0.2)
-    for ax, key in zip(np.atleast_1d(axes), keys):
-        ax.set_xlabel("number of samples")
-        ax.set_title(key)
-        if key.endswith("time"):
-            ax.set_ylabel("seconds")
-    np.atleast_1d(axes)[0].legend(fontsize=8)
+    for ax, key in zip(axes, keys):
+        ax.set(xlabel="number of samples", ylabel=METRIC_LABELS.get(key, key))
+    axes[0].legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
     return save_figure(fig, path)
 
 
@@ -104,7 +140,7 @@ def plot_speed(rows: Sequence[dict], path: str | Path) -> Path:
                        ("variational", "variational"), ("training", "training steps")):
         ax.plot(n, [r[key] for r in rows], marker="o", label=label)
     ax.set_xscale("log")
-    ax.set_xlabel("samples in the model")
-    ax.set_ylabel("median seconds per update")
+    ax.set(xlabel="samples in the model", ylabel="median time per update [s]",
+           title="update time of the mapping core")
     ax.legend()
     return save_figure(fig, path)

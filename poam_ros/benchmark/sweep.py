@@ -10,6 +10,10 @@ figures. Curves against the number of samples per map and mission figures for ch
 come with it. ``--jobs`` runs missions in parallel worker processes,
 each with ``--threads`` torch threads (missions are independent; one thread per job on a
 machine with as many cores as jobs keeps the timings comparable between methods).
+
+Every map, method and kernel is checked before the first run starts. Ctrl-C or SIGTERM stops
+the sweep within a second, the runs in progress with it; the finished runs stay, and the
+same command resumes.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import json
 import logging
 import multiprocessing
 import os
+import signal
 import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, replace
@@ -28,9 +33,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from poam_ros.cli.common import INTERRUPTED, ArgumentParser, fail
 from poam_ros.mapping.epochs import AVERAGED_METRICS, EpochRecord, sample_averages
-from poam_ros.mission import Mission
+from poam_ros.mission import Mission, MissionError
+from poam_ros.params import ConfigError
 from poam_ros.params.mission_setup import MissionSetup, default_parameter_file
+from poam_ros.sim import TerrainError
 
 log = logging.getLogger(__name__)
 
@@ -39,33 +47,53 @@ DEFAULT_DATA_DIR = Path("..") / "shared" / "data" / "srtm"
 
 @dataclass(frozen=True)
 class RunSpec:
-    map: str
+    map: str  # the map's name in file names and tables: a tile name or a file's stem
     method: str
     kernel: str
     seed: int
+    terrain: str  # the map's file
 
     @property
     def name(self) -> str:
         return f"{self.map}_{self.method}_{self.kernel}_{self.seed}"
 
 
-def map_file(name: str, data_dir: Path) -> Path:
-    """A map given by tile name (``<data_dir>/<name>_360.npz``) or by path."""
-    path = Path(name)
-    if path.suffix:
-        return path
-    return data_dir / f"{name}_360.npz"
+def map_files(maps: str, data_dir: Path) -> dict[str, Path]:
+    """``--maps`` by name: each a tile name (``<data_dir>/<name>_360.npz``) or a file, named
+    by its stem, so that a path names no run file in a folder of its own. Raises
+    ConfigError for a missing file or two maps of one name."""
+    files: dict[str, Path] = {}
+    for entry in maps.split(","):
+        given = Path(entry)
+        is_file = bool(given.suffix) or len(given.parts) > 1
+        name, path = (given.stem, given) if is_file else (entry, data_dir / f"{entry}_360.npz")
+        if not path.is_file():
+            looked_up = "" if is_file else f" (tile {entry!r} looked up in --data-dir)"
+            raise ConfigError(f"--maps: no map file at {path}{looked_up}")
+        if name in files:
+            raise ConfigError(f"--maps: {files[name]} and {path} would both be named {name!r}")
+        files[name] = path.resolve()
+    return files
 
 
-def run_one(spec: RunSpec, base: MissionSetup, data_dir: Path, out: Path,
-            figure: bool = False) -> dict:
+def check_setups(specs: list[RunSpec], base: MissionSetup) -> None:
+    """Every map, method and kernel of the sweep, before a run starts: each map's mission is
+    built once (its terrain read, the workspace checked against it, the model made on its
+    device). Raises ConfigError, MissionError or TerrainError."""
+    for method, kernel in {(spec.method, spec.kernel) for spec in specs}:
+        base.mapping.replace(method=method, kernel=kernel)
+    for terrain in dict.fromkeys(spec.terrain for spec in specs):
+        Mission(base.over_map(terrain))
+
+
+def run_one(spec: RunSpec, base: MissionSetup, out: Path, figure: bool = False) -> dict:
     """Run one mission and write its records and status; never raises for a failed run."""
     runs = out / "runs"
     runs.mkdir(parents=True, exist_ok=True)
     records_path, status_path = runs / f"{spec.name}.jsonl", runs / f"{spec.name}.json"
     status = {"run": asdict(spec)}
     try:
-        setup = replace(base.over_map(map_file(spec.map, data_dir)),
+        setup = replace(base.over_map(spec.terrain),
                         mapping=base.mapping.replace(method=spec.method, kernel=spec.kernel),
                         mission=base.mission.replace(seed=spec.seed))
         with open(records_path.with_suffix(".partial"), "w") as handle:
@@ -78,7 +106,8 @@ def run_one(spec: RunSpec, base: MissionSetup, data_dir: Path, out: Path,
                       samples=result.final.num_samples, wall_time=result.wall_time)
         if figure:
             from poam_ros.figures import plot_mission
-            plot_mission(result, out / "figures" / f"{spec.name}.png", title=spec.name)
+            plot_mission(result, out / "figures" / f"{spec.name}.png", spec.map,
+                         f"{spec.kernel} kernel, seed {spec.seed}")
     except Exception as error:  # a sweep records any failure of a run and goes on
         status.update(status="failed", error=f"{type(error).__name__}: {error}",
                       traceback=traceback.format_exc(limit=5))
@@ -89,10 +118,11 @@ def run_one(spec: RunSpec, base: MissionSetup, data_dir: Path, out: Path,
     return status
 
 
-def run_sweep(specs: list[RunSpec], base: MissionSetup, data_dir: Path, out: Path,
+def run_sweep(specs: list[RunSpec], base: MissionSetup, out: Path,
               figure_seeds: set[int] = frozenset(), progress: bool = True, jobs: int = 1,
               threads: int = 0, window: tuple[int, int] | None = None) -> list[dict]:
-    """Run every spec without a status file yet (``jobs`` at a time), then summarise all."""
+    """Run every spec without a status file yet (``jobs`` at a time), then summarise all.
+    A KeyboardInterrupt (Ctrl-C, SIGTERM) ends the runs in progress and propagates."""
     from tqdm import tqdm
 
     todo = [s for s in specs if not (out / "runs" / f"{s.name}.json").exists()]
@@ -103,19 +133,26 @@ def run_sweep(specs: list[RunSpec], base: MissionSetup, data_dir: Path, out: Pat
         _set_threads(threads)
         for spec in todo:
             bar.set_postfix_str(spec.name)
-            run_one(spec, base, data_dir, out, figure=spec.seed in figure_seeds)
+            run_one(spec, base, out, figure=spec.seed in figure_seeds)
             bar.update()
     else:
         # spawn, not fork: a forked torch process can deadlock in its thread pools
         context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(jobs, context, initializer=_set_threads,
+        with ProcessPoolExecutor(jobs, context, initializer=_init_worker,
                                  initargs=(threads,)) as pool:
-            futures = {pool.submit(run_one, spec, base, data_dir, out,
-                                   spec.seed in figure_seeds): spec for spec in todo}
-            for future in as_completed(futures):
-                future.result()  # run_one records failures itself; this re-raises crashes
-                bar.set_postfix_str(futures[future].name)
-                bar.update()
+            futures = {pool.submit(run_one, spec, base, out, spec.seed in figure_seeds): spec
+                       for spec in todo}
+            try:
+                for future in as_completed(futures):
+                    future.result()  # run_one records failures itself; this re-raises crashes
+                    bar.set_postfix_str(futures[future].name)
+                    bar.update()
+            except KeyboardInterrupt:
+                # Leaving the pool would wait for the runs in progress: end them first.
+                pool.shutdown(wait=False, cancel_futures=True)
+                for worker in multiprocessing.active_children():
+                    worker.terminate()
+                raise
     bar.close()
     statuses = [json.loads((out / "runs" / f"{s.name}.json").read_text()) for s in specs]
     summarise(specs, statuses, out, window)
@@ -125,6 +162,13 @@ def run_sweep(specs: list[RunSpec], base: MissionSetup, data_dir: Path, out: Pat
 def _set_threads(threads: int) -> None:
     if threads:
         torch.set_num_threads(threads)
+
+
+def _init_worker(threads: int) -> None:
+    """A worker ignores SIGINT: a Ctrl-C at the terminal reaches every process of its group,
+    and the sweep's own process alone stops the sweep, ending the workers."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _set_threads(threads)
 
 
 def summarise(specs: list[RunSpec], statuses: list[dict], out: Path,
@@ -206,30 +250,81 @@ def _plot_curves(runs: dict[RunSpec, list[dict]], out: Path) -> None:
         for spec, records in runs.items():
             if spec.map == map_name:
                 curves.setdefault(f"{spec.method} ({spec.kernel})", []).append(records)
-        plot_curves(curves, out / f"curves_{map_name}.png")
+        plot_curves(curves, out / f"curves_{map_name}.png",
+                    title=f"{map_name}: mean ± 1 std over seeds")
 
 
 def parse_seeds(text: str) -> list[int]:
-    """``0-9``, ``0,3,5`` or a mix such as ``0,3-8``, in the order given."""
+    """``0-9``, ``0,3,5`` or a mix such as ``0,3-8``, in the order given; empty: none."""
     seeds = []
-    for part in text.split(","):
+    for part in filter(None, text.split(",")):
         first, _, last = part.partition("-")
         seeds += range(int(first), int(last or first) + 1)
     return seeds
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="poam-ros bench sweep", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        if args.jobs < 1 or args.threads < 0:
+            raise ConfigError(f"--jobs must be >= 1 and --threads >= 0, got {args.jobs} and "
+                              f"{args.threads}")
+        base = MissionSetup.from_file(args.params or default_parameter_file())
+        if args.quick:
+            base.mission = base.mission.replace(max_samples=700, eval_grid=25)
+            base.mapping = base.mapping.replace(num_inducing=100, train_steps=3)
+        window = _window(args.window_start, base.mission.max_samples)
+        specs = [RunSpec(name, method, kernel, seed, str(path))
+                 for name, path in map_files(args.maps, args.data_dir).items()
+                 for method in args.methods.split(",") for kernel in args.kernels.split(",")
+                 for seed in args.seeds]
+        check_setups(specs, base)
+    except (ConfigError, MissionError, TerrainError) as error:
+        return fail("bench sweep", error)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "setup.json").write_text(json.dumps(base.to_dict(), indent=1))
+    try:
+        statuses = run_sweep(specs, base, args.out, set(args.figure_seeds),
+                             progress=not args.no_progress, jobs=args.jobs,
+                             threads=args.threads, window=window)
+    except KeyboardInterrupt:
+        done = sum((args.out / "runs" / f"{spec.name}.json").is_file() for spec in specs)
+        return fail("bench sweep", f"interrupted; {done} of {len(specs)} runs finished, kept "
+                                   f"in {args.out / 'runs'}; the same command resumes",
+                    INTERRUPTED)
+    print((args.out / "summary.md").read_text())
+    failed = [s for s in statuses if s["status"] == "failed"]
+    for status in failed:
+        print(f"FAILED {status['run']}: {status['error']}")
+    print(f"written to {args.out}/ (summary.md, summary.csv, curves_*.png, runs/, figures/)")
+    return 1 if failed else 0
+
+
+def _window(start: int | None, budget: int) -> tuple[int, int] | None:
+    """The sample counts of the summary's second table (``--window-start`` to the budget)."""
+    if start is None:
+        start = 1000 if budget > 1000 else 0
+    if start and not 0 < start < budget:
+        raise ConfigError(f"--window-start must lie between 0 and the budget of {budget} "
+                          f"samples, got {start}")
+    return (start, budget) if start else None
+
+
+def _parser() -> ArgumentParser:
+    parser = ArgumentParser(prog="poam-ros bench sweep", description=__doc__,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--maps", default="N17E073,N47W124",
                         help="tile names (looked up as <data-dir>/<name>_360.npz) or files")
     parser.add_argument("--methods", default="poam", help="comma-separated mapping methods")
     parser.add_argument("--kernels", default="attentive", help="attentive, rbf or both")
-    parser.add_argument("--seeds", default="0-9", help="e.g. 0-9, 0,1,2 or 0,3-8")
+    parser.add_argument("--seeds", default="0-9", type=parse_seeds,
+                        help="e.g. 0-9, 0,1,2 or 0,3-8")
     parser.add_argument("--data-dir", default=str(DEFAULT_DATA_DIR), type=Path)
     parser.add_argument("--params", default=None, help="parameter file (default: the package's)")
     parser.add_argument("--out", default="results/sweep", type=Path)
-    parser.add_argument("--figure-seeds", default="0", help="seeds whose runs get a figure")
+    parser.add_argument("--figure-seeds", default="0", type=parse_seeds,
+                        help="seeds whose runs get a figure")
     parser.add_argument("--quick", action="store_true",
                         help="a small setting for CI: 700 samples, M = 100, 3 training steps")
     parser.add_argument("--no-progress", action="store_true")
@@ -241,29 +336,4 @@ def main(argv=None) -> int:
                              "counts from this one to the budget, as the POAM authors' "
                              "scripts do (default 1,000 when the budget is larger; 0: no "
                              "second table)")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    base = MissionSetup.from_file(args.params or default_parameter_file())
-    if args.quick:
-        base.mission = base.mission.replace(max_samples=700, eval_grid=25)
-        base.mapping = base.mapping.replace(num_inducing=100, train_steps=3)
-    specs = [RunSpec(m, method, kernel, seed) for m in args.maps.split(",")
-             for method in args.methods.split(",") for kernel in args.kernels.split(",")
-             for seed in parse_seeds(args.seeds)]
-    figure_seeds = set(parse_seeds(args.figure_seeds)) if args.figure_seeds else set()
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "setup.json").write_text(json.dumps(base.to_dict(), indent=1))
-    budget = base.mission.max_samples
-    start = (1000 if budget > 1000 else 0) if args.window_start is None else args.window_start
-    if start and not 0 < start < budget:
-        parser.error(f"--window-start must lie between 0 and the budget of {budget} samples")
-    window = (start, budget) if start else None
-    statuses = run_sweep(specs, base, args.data_dir, args.out, figure_seeds,
-                         progress=not args.no_progress, jobs=args.jobs, threads=args.threads,
-                         window=window)
-    print((args.out / "summary.md").read_text())
-    failed = [s for s in statuses if s["status"] == "failed"]
-    for status in failed:
-        print(f"FAILED {status['run']}: {status['error']}")
-    print(f"written to {args.out}/ (summary.md, summary.csv, curves_*.png, runs/, figures/)")
-    return 1 if failed else 0
+    return parser

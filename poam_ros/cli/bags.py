@@ -1,9 +1,9 @@
 """``poam-ros record``, ``play`` and ``remap``: rosbag2 bags of the stack.
 
 ``record`` and ``play`` need rclpy (a ROS 2 installation or the Kilted wheels); ``remap``
-needs no ROS at all. Each prints one clear line and exits 1 on input it cannot use (no
-bag, not a bag, missing topics), and exits 0 with a warning where a damaged bag was read
-around.
+needs no ROS at all. Each checks its input before it starts (the options, the bag, its
+topics): one clear line and exit status 2 on input it cannot use, exit status 1 on a
+failure once started; exit 0 with a warning where a damaged bag was read around.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+from poam_ros.cli.common import INTERRUPTED, ArgumentParser, fail
 
-def _fail(command: str, error) -> int:
-    print(f"poam-ros {command}: {error}", file=sys.stderr)
-    return 1
+NEEDS_RCLPY = ("needs rclpy ({}); install the ROS 2 Kilted wheels (scripts/setup.sh) or "
+               "source a ROS 2 installation")
 
 
 # ---------------------------------------------------------------------------- record
@@ -27,10 +27,10 @@ def _fail(command: str, error) -> int:
 def record(argv) -> int:
     """Record topics of the stack (default: all its inputs and outputs, /clock and
     /diagnostics) to a rosbag2 bag until Ctrl-C, SIGTERM or --duration."""
-    from poam_ros.bags import STORAGES, RecorderConfig
+    from poam_ros.bags import STORAGES, BagWriteError, RecorderConfig, check_new_bag
 
     defaults = RecorderConfig()
-    parser = argparse.ArgumentParser(prog="poam-ros record", description=record.__doc__)
+    parser = ArgumentParser(prog="poam-ros record", description=record.__doc__)
     parser.add_argument("-o", "--output", default="", help="bag directory to create "
                         "(default: bags/poam_<date>-<time>)")
     parser.add_argument("topics", nargs="*", help=f"topics (default: "
@@ -48,13 +48,17 @@ def record(argv) -> int:
     parser.add_argument("--ros-args", nargs=argparse.REMAINDER, default=None,
                         help="ROS arguments (remappings, namespace) for the recorder node")
     args = parser.parse_args(argv)
-    try:
+    try:  # before the node starts
         config = RecorderConfig(output=args.output, topics=args.topics or defaults.topics,
                                 all_topics=args.all, storage=args.storage,
                                 compression=args.compression, max_bag_size=args.max_bag_size,
                                 max_bag_duration=args.max_bag_duration)
-    except ValueError as error:
-        return _fail("record", error)
+        if args.output:
+            check_new_bag(args.output)
+        if args.duration < 0:
+            raise ValueError(f"--duration must be >= 0 s, got {args.duration}")
+    except (ValueError, BagWriteError) as error:
+        return fail("record", error)
     try:
         import rclpy
 
@@ -62,8 +66,7 @@ def record(argv) -> int:
         from poam_ros.ros.recorder_node import RecorderNode
         from poam_ros.ros.run import StopSignals, init_rclpy, spin_node
     except ImportError as error:
-        return _fail("record", f"needs rclpy ({error}); install the ROS 2 Kilted wheels "
-                               f"(scripts/setup.sh) or source a ROS 2 installation")
+        return fail("record", NEEDS_RCLPY.format(error))
     # Only the --ros-args part reaches rclpy (None would make it parse sys.argv).
     ros_args = ["poam-ros", *(["--ros-args", *args.ros_args] if args.ros_args else [])]
     with StopSignals() as stop:
@@ -72,7 +75,7 @@ def record(argv) -> int:
             node = RecorderNode(config=config)
         except ConfigError as error:
             rclpy.try_shutdown()
-            return _fail("record", error)
+            return fail("record", error)
         print(f"recording to {node.path} (Ctrl-C to stop)", flush=True)
         spin_node(node, stop.requested, duration=args.duration or None)  # writes metadata.yaml
     counts = {t.name: t.count for t in node.writer.topics}
@@ -91,7 +94,7 @@ def record(argv) -> int:
 def play(argv) -> int:
     """Publish a bag's messages with their original timing (scaled by --rate), the
     recorded /clock included, so that a stack with use_sim_time runs on bag time."""
-    parser = argparse.ArgumentParser(prog="poam-ros play", description=play.__doc__)
+    parser = ArgumentParser(prog="poam-ros play", description=play.__doc__)
     parser.add_argument("bag", type=Path)
     parser.add_argument("-r", "--rate", type=float, default=1.0, help="rate factor")
     parser.add_argument("-l", "--loop", action="store_true", help="play again and again")
@@ -105,43 +108,28 @@ def play(argv) -> int:
     parser.add_argument("--delay", type=float, default=1.0,
                         help="seconds to wait for subscribers to connect before playing")
     args = parser.parse_args(argv)
-    if not args.rate > 0:
-        return _fail("play", f"--rate must be > 0, got {args.rate}")
-    remap = {}
-    for rule in args.remap:
-        source, sep, target = rule.partition(":=")
-        if not sep or not source or not target:
-            return _fail("play", f"--remap takes FROM:=TO, got {rule!r}")
-        remap[source] = target
     from poam_ros.bags import BagError, BagReader
 
-    try:
+    try:  # before anything is published
+        remap = _play_remap(args)
         reader = BagReader(args.bag)
-    except BagError as error:
-        return _fail("play", error)
-    topics = set(args.topics) if args.topics else set(reader.topics)
-    topics -= set(args.exclude)
-    missing = sorted(t for t in (args.topics or []) if t not in reader.topics)
-    if missing and len(missing) == len(args.topics):
-        return _fail("play", f"{args.bag} has none of the topics asked for "
-                             f"({', '.join(missing)}); it holds: "
-                             f"{', '.join(sorted(reader.topics))}")
+        topics = _play_topics(args, reader)
+    except (ValueError, BagError) as error:
+        return fail("play", error)
     try:
         import rclpy
 
         from poam_ros.ros.bag_player import BagPlayer
         from poam_ros.ros.run import StopSignals, init_rclpy
     except ImportError as error:
-        return _fail("play", f"needs rclpy ({error}); install the ROS 2 Kilted wheels "
-                             f"(scripts/setup.sh) or source a ROS 2 installation")
+        return fail("play", NEEDS_RCLPY.format(error))
     with StopSignals() as stop:  # the play loop does not spin: it watches the request
         init_rclpy(["poam-ros"])
         try:
             player = BagPlayer(reader, topics=topics, remap=remap, clock_rate=args.clock)
             print(reader.describe())
             if not player.topics:
-                print("poam-ros play: nothing to play", file=sys.stderr)
-                return 1
+                return fail("play", "nothing to play", 1)
             stop.requested.wait(args.delay)
             print(f"playing {len(player.topics)} topic(s) at rate {args.rate:g}"
                   f"{', looped' if args.loop else ''} (Ctrl-C to stop)", flush=True)
@@ -154,25 +142,90 @@ def play(argv) -> int:
     return 0
 
 
+def _play_remap(args) -> dict[str, str]:
+    """``--remap`` as {bag topic: topic to publish on}, the numeric options checked."""
+    if not args.rate > 0:
+        raise ValueError(f"--rate must be > 0, got {args.rate}")
+    for option in ("clock", "delay"):
+        if getattr(args, option) < 0:
+            raise ValueError(f"--{option} must be >= 0, got {getattr(args, option)}")
+    remap = {}
+    for rule in args.remap:
+        source, sep, target = rule.partition(":=")
+        if not sep or not source or not target:
+            raise ValueError(f"--remap takes FROM:=TO, got {rule!r}")
+        remap[source] = target
+    return remap
+
+
+def _play_topics(args, reader) -> set[str]:
+    """The bag topics to play: ``--topics`` (all by default) less ``--exclude``."""
+    topics = set(args.topics) if args.topics else set(reader.topics)
+    missing = sorted(t for t in (args.topics or []) if t not in reader.topics)
+    if missing and len(missing) == len(args.topics):
+        raise ValueError(f"{args.bag} has none of the topics asked for ({', '.join(missing)}); "
+                         f"it holds: {', '.join(sorted(reader.topics))}")
+    topics -= set(args.exclude)
+    if not topics:
+        raise ValueError(f"nothing to play: of {args.bag}'s topics "
+                         f"({', '.join(sorted(reader.topics)) or 'none'}), none is left")
+    return topics
+
+
 # ----------------------------------------------------------------------------- remap
+
+REMAP_TOPICS = ("odom", "range", "swath", "plan", "map", "samples", "diagnostics")
+FIRST_UPDATE_NOTE = ("       (update 0 fits the scalers and chooses the inducing inputs from "
+                     "scratch, so it can take longer)")
+
 
 def remap(argv) -> int:
     """Re-map a bag's odometry and sonar through the ingest and the mapping core with
     any method and parameters; writes the map, metrics (against ground truth for a
     simulator's bag), figures, and compares with the live maps recorded in the bag."""
     from poam_ros.bags import BagError, BagReader
-    from poam_ros.bags.remap import RemapConfig, check_topics, remap_bag
-    from poam_ros.figures import plot_mission
-    from poam_ros.ingest import IngestConfig
+    from poam_ros.bags.remap import check_topics, remap_bag
+    from poam_ros.cli.mission import EpochLog, setup_errors
     from poam_ros.params import ConfigError
-    from poam_ros.params.files import load_configs
-    from poam_ros.params.mission_setup import MissionSetup, default_parameter_file
-    from poam_ros.workspace import WorkspaceConfig
 
-    parser = argparse.ArgumentParser(prog="poam-ros remap", description=remap.__doc__)
+    args = _remap_parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:  # all of it before the first message is read
+        setup, config = _remap_setup(args)
+        reader = BagReader(args.bag)
+        check_topics(reader, config)
+    except (*setup_errors(), BagError) as error:
+        return fail("remap", error)
+    threads = setup.mapper_node.use_torch_threads(args.torch_threads)
+    method = setup.mapping.method
+    out = args.out or Path("results") / "remap" / f"{args.bag.resolve().name}_{method}"
+    print(f"remap: {args.bag} with {method} ({setup.mapping.kernel} kernel, M ≤ "
+          f"{setup.mapping.num_inducing}), seed {setup.mission.seed}, "
+          f"{threads} torch thread(s)")
+    with EpochLog(out, "update", FIRST_UPDATE_NOTE) as log:
+        print(log.header)
+        try:
+            result = remap_bag(reader, setup, config, log)
+        except KeyboardInterrupt:
+            return fail("remap", f"interrupted after {len(log.records)} update(s); kept in "
+                                  f"{log.path}", INTERRUPTED)
+        except (BagError, ConfigError) as error:
+            return fail("remap", error, 1)
+    _write_remap(result, out, args.bag, setup)
+    _print_remap(result, out)
+    return 0
+
+
+def _remap_parser() -> ArgumentParser:
+    from poam_ros.bags.remap import RemapConfig
+
+    parser = ArgumentParser(prog="poam-ros remap", description=remap.__doc__)
     parser.add_argument("bag", type=Path)
-    parser.add_argument("--params", help="parameter file (default: the package's config)")
+    parser.add_argument("--params", type=Path,
+                        help="parameter file (default: the package's config)")
     parser.add_argument("--method", help="mapping method (default: the file's)")
+    parser.add_argument("--device", help="where the model runs: auto, cpu or cuda (default: "
+                                         "the file's)")
     parser.add_argument("--seed", type=int, help="mission seed (the model's seed derives "
                                                  "from it, as in a live mission)")
     parser.add_argument("--map", help="terrain file of the simulated survey (ground truth)")
@@ -182,8 +235,7 @@ def remap(argv) -> int:
     parser.add_argument("--updates", choices=("auto", "map", "batch"), default="auto")
     parser.add_argument("--tail", choices=("auto", "map", "drop"), default="auto")
     parser.add_argument("--truth", choices=("auto", "sim", "none"), default="auto")
-    topics = ("odom", "range", "swath", "plan", "map", "samples", "diagnostics")
-    for name in topics:
+    for name in REMAP_TOPICS:
         default = getattr(RemapConfig(), f"{name}_topic")
         parser.add_argument(f"--{name}-topic", default=default, help=f"default {default}")
     parser.add_argument("--torch-threads", type=int, help="torch threads (default: the "
@@ -191,47 +243,35 @@ def remap(argv) -> int:
                         "reproduced to the bit only with the live mapper's thread count)")
     parser.add_argument("--out", type=Path, help="output folder (default: "
                                                  "results/remap/<bag>_<method>)")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    params = args.params or default_parameter_file()
-    try:
-        setup = MissionSetup.from_file(params)
-        ingest = load_configs(params, "sensor_ingest", {"": IngestConfig,
-                                                         "workspace": WorkspaceConfig})
-        if args.map:
-            setup = setup.over_map(args.map)
-        if args.seed is not None:
-            setup.mission = setup.mission.replace(seed=args.seed)
-        if args.method:
-            setup.mapping = setup.mapping.replace(method=args.method)
-        config = RemapConfig(source=args.source, updates=args.updates, tail=args.tail,
-                             truth=args.truth, **{f"{name}_topic": getattr(args, f"{name}_topic")
-                                                  for name in topics})
-    except (ConfigError, ValueError) as error:
-        return _fail("remap", error)
-    try:
-        reader = BagReader(args.bag)
-        check_topics(reader, config)
-    except BagError as error:
-        return _fail("remap", error)
-    threads = setup.mapper_node.use_torch_threads(args.torch_threads)
-    method = setup.mapping.method
-    out = args.out or Path("results") / "remap" / f"{args.bag.resolve().name}_{method}"
-    print(f"remap: {args.bag} with {method} ({setup.mapping.kernel} kernel, M ≤ "
-          f"{setup.mapping.num_inducing}), seed {setup.mission.seed}, "
-          f"{threads} torch thread(s)")
-    print(f"{'update':>6} {'samples':>7} {'SMSE':>7} {'MSLL':>7} {'update s':>8}")
+    return parser
 
-    def progress(record):
-        print(f"{record.epoch:>6} {record.num_samples:>7} {record.smse:>7.4f} "
-              f"{record.msll:>7.3f} {record.update_time:>8.3f}", flush=True)
 
-    try:
-        result = remap_bag(reader, setup, ingest[""], ingest["workspace"], config, progress)
-    except (BagError, ConfigError) as error:
-        return _fail("remap", error)
-    out.mkdir(parents=True, exist_ok=True)
-    _write_remap(result, out, args.bag, setup, plot_mission)
+def _remap_setup(args):
+    """(MissionSetup, RemapConfig) of the command line, checked: the
+    method, the device, the terrain of ``--map``, the torch threads. Raises ConfigError or
+    TerrainError."""
+    from poam_ros.bags.remap import RemapConfig
+    from poam_ros.cli.mission import setup_from_args
+    from poam_ros.models.device import resolve_device
+    from poam_ros.sim import terrain_from_config
+
+    setup, params = setup_from_args(argparse.Namespace(
+        params=args.params, map=args.map, seed=args.seed, max_samples=None, method=args.method,
+        device=args.device))
+    resolve_device(setup.mapping.device)
+    if args.map:
+        terrain_from_config(setup.terrain)
+    if args.torch_threads is not None:
+        setup.mapper_node.replace(torch_threads=args.torch_threads)
+    config = RemapConfig(source=args.source, updates=args.updates, tail=args.tail,
+                         truth=args.truth, **{f"{name}_topic": getattr(args, f"{name}_topic")
+                                              for name in REMAP_TOPICS})
+    return setup, config
+
+
+def _print_remap(result, out: Path) -> None:
+    from poam_ros.cli.mission import print_unmapped
+
     print(f"\n{len(result.records)} update(s), {result.model.num_samples} samples from "
           f"{len(result.batches)} batch(es) in {result.wall_time:.1f} s")
     if result.records and not math.isnan(result.records[-1].smse):
@@ -245,6 +285,7 @@ def remap(argv) -> int:
               f"{comparison.std_diff:.3g}; {comparison.compared} of {comparison.live_maps} "
               f"live maps matched by stamp)")
     drops = {k: v for k, v in result.ingest_drops.items() if v}
+    print_unmapped(drops.pop("outside_workspace", 0), drops.pop("no_return", 0))
     if drops:
         print("ingest drops: " + ", ".join(f"{k} {v}" for k, v in sorted(drops.items())))
     for note in result.notes:
@@ -253,13 +294,14 @@ def remap(argv) -> int:
         print(f"warning: damaged bag, everything readable was used: "
               f"{result.read_report.summary()}", file=sys.stderr)
     print(f"outputs: {out}/ (remap.json, epochs.jsonl, map.npz, model.pt, remap.png)")
-    return 0
 
 
-def _write_remap(result, out: Path, bag: Path, setup, plot_mission) -> None:
+def _write_remap(result, out: Path, bag: Path, setup) -> None:
+    """``remap.json``, the final map (``map.npz``), the model and the figure."""
     import numpy as np
 
-    from poam_ros.bags.remap import plot_map
+    from poam_ros.cli.mission import map_name
+    from poam_ros.figures import map_title, plot_mission, plot_remap
 
     comparison = result.comparison
     summary = {
@@ -274,8 +316,6 @@ def _write_remap(result, out: Path, bag: Path, setup, plot_mission) -> None:
         "messages": dict(result.messages), "setup": setup.to_dict(),
     }
     (out / "remap.json").write_text(json.dumps(summary, indent=1, default=str))
-    (out / "epochs.jsonl").write_text(
-        "".join(json.dumps(asdict(r)) + "\n" for r in result.records))
     if result.layers is not None:
         x, y = result.grid.coordinates()
         layers = {"x": x, "y": y, "mean": result.layers.mean, "std": result.layers.std}
@@ -283,9 +323,11 @@ def _write_remap(result, out: Path, bag: Path, setup, plot_mission) -> None:
             layers["lengthscale"] = result.layers.lengthscale
         np.savez_compressed(out / "map.npz", **layers)
         result.model.save(out / "model.pt")
+    note = f"remap of {bag.resolve().name}, seed {setup.mission.seed}"
     mission = result.mission_result()
-    title = f"remap: {setup.mapping.method}, seed {setup.mission.seed}"
     if mission is not None:
-        plot_mission(mission, out / "remap.png", title=title)
-    elif result.layers is not None:
-        plot_map(result, out / "remap.png", title=title)
+        plot_mission(mission, out / "remap.png", map_name(setup), note)
+    elif result.layers is not None:  # the bag's own survey: no ground truth, no scores
+        title = map_title(f"the survey of {bag.resolve().name}", setup.mapping.method,
+                          result.model.num_samples, note=f"remap, seed {setup.mission.seed}")
+        plot_remap(result.grid, result.layers, result.path[:, :2], out / "remap.png", title)

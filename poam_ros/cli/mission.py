@@ -1,6 +1,6 @@
-"""``poam-ros mission``, and what it shares with ``poam-ros sim``: the setup options, the line
-printed per decision epoch, the summary and the files written, so that a mission run in one
-process and the same mission over the ROS graph report alike."""
+"""``poam-ros mission``, and what it shares with ``poam-ros sim``: the setup options and their
+checks, the line printed per decision epoch, the summary and the files written, so that a
+mission run in one process and the same mission over the ROS graph report alike."""
 
 from __future__ import annotations
 
@@ -8,16 +8,20 @@ import argparse
 import json
 import logging
 import statistics
-import sys
+import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Sequence
 
-EPOCH_HEADER = f"{'epoch':>5} {'samples':>7} {'SMSE':>7} {'MSLL':>7} {'update s':>8}"
+from poam_ros.cli.common import INTERRUPTED, ArgumentParser, fail
+
+FIRST_EPOCH_NOTE = ("      (epoch 0 is the pilot survey: the scalers are fitted and the inducing "
+                    "inputs chosen from scratch, so it can take longer)")
 
 
 def add_setup_arguments(parser: argparse.ArgumentParser, out: str) -> None:
-    """The options that pick the mission: parameter file, map, seed, budget, method, output."""
+    """The options that pick the mission: parameter file, map, seed, budget, method, device,
+    output."""
     parser.add_argument("--params", type=Path,
                         help="parameter file (default: the package's config/poam_ros.yaml)")
     parser.add_argument("--map", help="terrain file (.hgt, .npy, .npz, image); default: the "
@@ -25,11 +29,23 @@ def add_setup_arguments(parser: argparse.ArgumentParser, out: str) -> None:
     parser.add_argument("--seed", type=int, help="mission seed (default: the file's)")
     parser.add_argument("--max-samples", type=int, help="sample budget (default: the file's)")
     parser.add_argument("--method", help="mapping method (poam, ...; default: the file's)")
+    parser.add_argument("--device", help="where the model runs: auto, cpu or cuda (default: "
+                                         "the file's)")
     parser.add_argument("--out", default=out, type=Path, help=f"output folder (default {out})")
 
 
+def setup_errors() -> tuple[type[Exception], ...]:
+    """What a bad setup raises: a bad value, file or map, a workspace off the terrain."""
+    from poam_ros.mission import MissionError
+    from poam_ros.params import ConfigError
+    from poam_ros.sim import TerrainError
+
+    return ConfigError, MissionError, TerrainError
+
+
 def setup_from_args(args):
-    """(MissionSetup, parameter file) from :func:`add_setup_arguments`' options."""
+    """(MissionSetup, parameter file) from :func:`add_setup_arguments`' options; raises
+    :func:`setup_errors` for a bad file or value."""
     from poam_ros.params.mission_setup import MissionSetup, default_parameter_file
 
     params = (args.params or default_parameter_file()).resolve()
@@ -41,9 +57,18 @@ def setup_from_args(args):
         setup.mission = setup.mission.replace(seed=args.seed)
     if args.max_samples is not None:
         setup.mission = setup.mission.replace(max_samples=args.max_samples)
-    if args.method:
-        setup.mapping = setup.mapping.replace(method=args.method)
+    mapping = {"method": args.method, "device": args.device}
+    setup.mapping = setup.mapping.replace(**{k: v for k, v in mapping.items() if v})
     return setup, params
+
+
+def build_mission(setup):
+    """The ROS-free mission of ``setup``; building it reads the terrain, checks the workspace
+    against it and makes the model (on its device) and the planner, so a setup it accepts
+    starts. Raises :func:`setup_errors`."""
+    from poam_ros.mission import Mission
+
+    return Mission(setup)
 
 
 def describe(setup) -> str:
@@ -52,9 +77,42 @@ def describe(setup) -> str:
             f"{setup.mission.max_samples} samples, seed {setup.mission.seed}")
 
 
-def epoch_line(record) -> str:
-    return (f"{record.epoch:>5} {record.num_samples:>7} {record.smse:>7.4f} "
-            f"{record.msll:>7.3f} {record.update_time:>8.3f}")
+def map_name(setup) -> str:
+    """The map as figure titles name it: the terrain file's stem or the embedded bathymetry."""
+    return Path(setup.terrain.path).stem if setup.terrain.path else "embedded bathymetry"
+
+
+class EpochLog:
+    """Prints each update's line as it comes and appends its record to ``epochs.jsonl`` at
+    once, so that the file holds every epoch printed whenever the run stops.
+
+    ``label`` names the first column; ``first_note`` is printed after the first line (why
+    the first update is the slow one)."""
+
+    def __init__(self, out: Path, label: str = "epoch", first_note: str | None = FIRST_EPOCH_NOTE):
+        out.mkdir(parents=True, exist_ok=True)
+        self.path = out / "epochs.jsonl"
+        self.records: list = []
+        self.width = max(5, len(label))
+        self.header = (f"{label:>{self.width}} {'samples':>7} {'SMSE':>7} {'MSLL':>7} "
+                       f"{'update s':>8}")
+        self.first_note = first_note
+        self._file = self.path.open("w")
+
+    def __call__(self, record) -> None:
+        self._file.write(json.dumps(asdict(record)) + "\n")
+        self._file.flush()
+        self.records.append(record)
+        print(f"{record.epoch:>{self.width}} {record.num_samples:>7} {record.smse:>7.4f} "
+              f"{record.msll:>7.3f} {record.update_time:>8.3f}", flush=True)
+        if len(self.records) == 1 and self.first_note:
+            print(self.first_note, flush=True)
+
+    def __enter__(self) -> "EpochLog":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._file.close()
 
 
 def summarize(records: Sequence, wall_time: float, setup, **extra) -> dict:
@@ -68,11 +126,10 @@ def summarize(records: Sequence, wall_time: float, setup, **extra) -> dict:
             "setup": setup.to_dict()}
 
 
-def report(summary: dict, records: Sequence, out: Path, name: str, figure: Path) -> None:
-    """Write ``<name>.json`` and ``epochs.jsonl`` to ``out`` and print the summary."""
-    out.mkdir(parents=True, exist_ok=True)
+def report(summary: dict, out: Path, name: str, figure: Path) -> None:
+    """Write ``<name>.json`` to ``out`` (``epochs.jsonl`` is the :class:`EpochLog`'s) and print
+    the summary."""
     (out / f"{name}.json").write_text(json.dumps(summary, indent=1))
-    (out / "epochs.jsonl").write_text("".join(json.dumps(asdict(r)) + "\n" for r in records))
     final, averages = summary["final"], summary["epoch_averages"]
     print(f"\n{summary['epochs']} epochs, {final['num_samples']} samples, "
           f"{final['sim_time']:.0f} s of sim time in {summary['wall_time']:.0f} s wall time")
@@ -84,31 +141,56 @@ def report(summary: dict, records: Sequence, out: Path, name: str, figure: Path)
     print(f"figure: {figure}; records: {out}/{name}.json, epochs.jsonl")
 
 
+def print_unmapped(outside_workspace: int, no_return: int) -> None:
+    """Say which soundings were not mapped and why: both are expected, not faults."""
+    if outside_workspace:
+        print(f"{outside_workspace} soundings outside the workspace were not mapped (legs "
+              f"that cross its boundary)")
+    if no_return:
+        print(f"{no_return} soundings returned nothing (the vehicle swung beyond the terrain) "
+              f"and were not mapped")
+
+
 def mission(argv) -> int:
     """The simulated mission (Algorithm 1) in one process, printing progress and a summary."""
     from poam_ros.figures import plot_mission
-    from poam_ros.mission import Mission, MissionError
-    from poam_ros.params import ConfigError
-    from poam_ros.sim import TerrainError
 
-    parser = argparse.ArgumentParser(prog="poam-ros mission", description=mission.__doc__)
+    parser = ArgumentParser(prog="poam-ros mission", description=mission.__doc__)
     add_setup_arguments(parser, "results/mission")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         setup, _ = setup_from_args(args)
-        run = Mission(setup)
-        print(f"mission: {describe(setup)}, device {run.model.device}")
-        print(EPOCH_HEADER)
-        result = run.run(lambda record: print(epoch_line(record), flush=True))
-    except (ConfigError, MissionError, TerrainError) as error:
-        print(f"poam-ros mission: {error}", file=sys.stderr)
-        return 2
-    figure = plot_mission(result, args.out / "mission.png",
-                          title=f"{setup.mapping.method}, seed {setup.mission.seed}")
+        run = build_mission(setup)
+    except setup_errors() as error:
+        return fail("mission", error)
+    print(f"mission: {describe(setup)}, device {run.model.device}")
+    start = time.perf_counter()
+    with EpochLog(args.out) as log:
+        print(log.header)
+        try:
+            result = run.run(log)
+        except KeyboardInterrupt:
+            return _interrupted(run, log, time.perf_counter() - start, args.out)
+        except setup_errors() as error:  # a budget smaller than the pilot survey
+            return fail("mission", error)
     dropped = {"outside_workspace": run.outside_workspace, "no_return": run.no_return}
-    report(summarize(result.records, result.wall_time, setup, dropped=dropped), result.records,
-           args.out, "mission", figure)
-    print(f"dropped soundings: {run.outside_workspace} outside the workspace, "
-          f"{run.no_return} without a return (off the terrain)")
+    figure = plot_mission(result, args.out / "mission.png", map_name(setup),
+                          f"seed {setup.mission.seed}")
+    report(summarize(result.records, result.wall_time, setup, dropped=dropped,
+                     outcome="budget"), args.out, "mission", figure)
+    print_unmapped(run.outside_workspace, run.no_return)
     return 0
+
+
+def _interrupted(run, log: EpochLog, wall_time: float, out: Path) -> int:
+    """Keep the summary of the epochs so far beside their records; say so."""
+    kept = "epochs.jsonl"
+    if log.records:
+        dropped = {"outside_workspace": run.outside_workspace, "no_return": run.no_return}
+        summary = summarize(log.records, wall_time, run.setup, dropped=dropped,
+                            outcome="interrupted")
+        (out / "mission.json").write_text(json.dumps(summary, indent=1))
+        kept += ", mission.json"
+    return fail("mission", f"interrupted after {len(log.records)} epoch(s); kept in {out}: "
+                           f"{kept}", INTERRUPTED)

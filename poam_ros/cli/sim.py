@@ -3,34 +3,84 @@ and scored as ``poam-ros mission`` scores the same mission without ROS (needs rc
 
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from poam_ros.cli.common import INTERRUPTED, ArgumentParser, fail
 from poam_ros.cli.mission import (
-    EPOCH_HEADER,
+    EpochLog,
     add_setup_arguments,
+    build_mission,
     describe,
-    epoch_line,
+    map_name,
+    print_unmapped,
     report,
+    setup_errors,
     setup_from_args,
     summarize,
 )
-
-INTERRUPTED = 130  # the exit status of a run stopped by Ctrl-C or SIGTERM
 
 
 def sim(argv) -> int:
     """The simulated mission as the ROS 2 graph of sim.launch.xml, each node its own process:
     prints every decision epoch's SMSE/MSLL against the simulator's ground truth, stops the
     nodes at the sample budget (or Ctrl-C) and writes a summary, the records and a figure."""
-    from poam_ros.params import ConfigError
-    from poam_ros.sim import TerrainError
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    from poam_ros.bags import BagWriteError
 
-    parser = argparse.ArgumentParser(prog="poam-ros sim", description=sim.__doc__)
+    try:  # all of it before any node starts
+        setup, params = setup_from_args(args)
+        build_mission(setup)
+        _check_graph_options(args, setup, params)
+    except (*setup_errors(), BagWriteError) as error:
+        return fail("sim", error)
+    try:
+        from poam_ros.ros.graph import CLOCK_SOURCE, GraphError, GraphOptions, run_graph
+    except ImportError as error:
+        return fail("sim", f"needs rclpy ({error}); install the ROS 2 Kilted wheels "
+                           f"(scripts/setup.sh), or run the same mission without ROS: "
+                           f"poam-ros mission")
+    options = GraphOptions(mode=args.mode, time_scale=args.time_scale,
+                           torch_threads=args.torch_threads, stall_timeout=args.stall_timeout,
+                           record=args.record)
+    logs = args.out / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    print(f"sim: {describe(setup)}; node logs in {logs}")
+    with EpochLog(args.out) as log:
+        def started(child) -> None:
+            print(f"started {child.name} (pid {child.process.pid})", flush=True)
+            if child.name == CLOCK_SOURCE:  # the mission starts with the clock
+                print(log.header, flush=True)
+
+        try:
+            run = run_graph(setup, params, options, logs, log, started)
+        except GraphError as error:
+            return fail("sim", error, 1)
+    status = 0 if run.outcome == "budget" else INTERRUPTED
+    unclean = {name: code for name, code in run.exit_codes.items() if code != 0}
+    if unclean:
+        print(f"nodes that did not stop cleanly: {unclean} (see {logs})", file=sys.stderr)
+    if not run.records:
+        print("poam-ros sim: stopped before the first map", file=sys.stderr)
+        return status or 1
+    figure = plot_final_map(run, args.out / "sim.png", setup)
+    extra = {"outcome": run.outcome, "exit_codes": run.exit_codes,
+             "goals": run.monitor.goals, "diagnostics": run.monitor.statuses}
+    if args.record is not None:
+        extra["bag"] = describe_bag(args.record)
+    if args.compare:
+        extra["ros_free"] = compare(setup, run, args.torch_threads)
+    report(summarize(run.records, run.wall_time, setup, **extra), args.out, "sim", figure)
+    print_node_counts(run.monitor)
+    return status
+
+
+def _parser() -> ArgumentParser:
+    parser = ArgumentParser(prog="poam-ros sim", description=sim.__doc__)
     add_setup_arguments(parser, "results/sim")
     parser.add_argument("--mode", choices=("lockstep", "realtime"),
                         help="lockstep replays the ROS-free mission (default: the file's)")
@@ -46,64 +96,28 @@ def sim(argv) -> int:
     parser.add_argument("--record", type=Path, metavar="BAG",
                         help="record the mission to this bag (a recorder node beside the "
                              "others; its parameters from the file's 'recorder' section)")
-    args = parser.parse_args(argv)
-    if args.record is not None:  # before any node starts
-        from poam_ros.bags import BagWriteError, check_new_bag
+    return parser
 
-        try:
-            check_new_bag(args.record)
-        except BagWriteError as error:
-            print(f"poam-ros sim: {error}", file=sys.stderr)
-            return 2
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    try:
-        setup, params = setup_from_args(args)
-        from poam_ros.ros.graph import CLOCK_SOURCE, GraphError, GraphOptions, run_graph
-    except (ConfigError, TerrainError) as error:
-        print(f"poam-ros sim: {error}", file=sys.stderr)
-        return 2
-    except ImportError as error:
-        print(f"poam-ros sim: needs rclpy ({error}); install the ROS 2 Kilted wheels "
-              f"(scripts/setup.sh), or run the same mission without ROS: poam-ros mission",
-              file=sys.stderr)
-        return 2
-    options = GraphOptions(mode=args.mode, time_scale=args.time_scale,
-                           torch_threads=args.torch_threads, stall_timeout=args.stall_timeout,
-                           record=args.record)
-    logs = args.out / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    print(f"sim: {describe(setup)}; node logs in {logs}")
 
-    def started(child) -> None:
-        print(f"started {child.name} (pid {child.process.pid})", flush=True)
-        if child.name == CLOCK_SOURCE:  # the mission starts with the clock
-            print(EPOCH_HEADER, flush=True)
+def _check_graph_options(args, setup, params: Path) -> None:
+    """The command line's settings of the nodes, checked as the nodes would check them, and
+    the bag to record: raises ConfigError or BagWriteError."""
+    from poam_ros.bags import check_new_bag
+    from poam_ros.params import ConfigError
+    from poam_ros.params.files import load_config
+    from poam_ros.sim import SimulatedAuvConfig
 
-    try:
-        run = run_graph(setup, params, options, logs,
-                        lambda record: print(epoch_line(record), flush=True), started)
-    except GraphError as error:
-        print(f"poam-ros sim: {error}", file=sys.stderr)
-        return 1
-    status = 0 if run.outcome == "budget" else INTERRUPTED
-    unclean = {name: code for name, code in run.exit_codes.items() if code != 0}
-    if unclean:
-        print(f"nodes that did not stop cleanly: {unclean} (see {logs})", file=sys.stderr)
-    if not run.records:
-        print("poam-ros sim: stopped before the first map", file=sys.stderr)
-        return status or 1
-    figure = plot_final_map(run, args.out / "sim.png",
-                            f"{setup.mapping.method} over ROS, seed {setup.mission.seed}")
-    extra = {"outcome": run.outcome, "exit_codes": run.exit_codes,
-             "goals": run.monitor.goals, "diagnostics": run.monitor.statuses}
+    vehicle = {"mode": args.mode, "time_scale": args.time_scale}
+    load_config(params, "simulated_auv", SimulatedAuvConfig).replace(
+        **{name: value for name, value in vehicle.items() if value is not None})
+    if args.mode is not None:
+        setup.planner_node.replace(mode=args.mode)
+    if args.torch_threads is not None:
+        setup.mapper_node.replace(torch_threads=args.torch_threads)
+    if not args.stall_timeout > 0:
+        raise ConfigError(f"--stall-timeout must be > 0 s, got {args.stall_timeout}")
     if args.record is not None:
-        extra["bag"] = describe_bag(args.record)
-    if args.compare:
-        extra["ros_free"] = compare(setup, run, args.torch_threads)
-    report(summarize(run.records, run.wall_time, setup, **extra), run.records, args.out,
-           "sim", figure)
-    print_node_counts(run.monitor)
-    return status
+        check_new_bag(args.record)
 
 
 def describe_bag(path: Path) -> dict:
@@ -119,9 +133,9 @@ def describe_bag(path: Path) -> dict:
     return {"path": str(path), "messages": counts}
 
 
-def plot_final_map(run, path, title: str):
+def plot_final_map(run, path, setup):
     """The last scored map as published, with the ground truth at its cells."""
-    from poam_ros.figures import plot_map
+    from poam_ros.figures import map_title, plot_map
 
     stamp = run.monitor.record_stamps[-1]
     layers = run.monitor.map_layers(stamp)
@@ -131,9 +145,12 @@ def plot_final_map(run, path, title: str):
     truth = np.full(len(points), np.nan)
     truth[inside] = run.terrain.elevation(points[inside])
     samples = run.monitor.samples(until=stamp)[:, :2]
-    return plot_map(path, points, truth, layers["mean"], layers["std"],
-                    layers["lengthscale"], track=samples, samples=samples,
-                    inducing=layers["inducing"], title=title)
+    final = run.records[-1]
+    title = map_title(map_name(setup), setup.mapping.method, final.num_samples, final.smse,
+                      final.msll, f"over ROS, seed {setup.mission.seed}")
+    return plot_map(path, points, layers["mean"], layers["std"], layers["lengthscale"],
+                    truth=truth, track=samples, samples=samples, inducing=layers["inducing"],
+                    title=title)
 
 
 def compare(setup, run, torch_threads: int | None) -> dict:
@@ -164,18 +181,20 @@ def compare(setup, run, torch_threads: int | None) -> dict:
 
 
 def print_node_counts(monitor) -> None:
-    """What the ingest and the mapper counted: samples, inducing points, drops, rejections."""
+    """What the ingest and the mapper counted: samples, inducing points, drops, rejections;
+    the soundings not mapped as information, readings lost or late as a warning."""
     ingest, mapper = monitor.status(": samples"), monitor.status(": mapping")
     drops = {k[len("dropped."):]: v for k, v in ingest.items()
              if k.startswith("dropped.") and v != "0"}
+    unmapped = [int(drops.pop(reason, 0)) for reason in ("outside_workspace", "no_return")]
     rejections = {k[len("rejected_"):]: v for k, v in mapper.items()
                   if k.startswith("rejected_")}
     print(f"ingest: {ingest.get('samples_published', '?')} samples in "
-          f"{ingest.get('batches_published', '?')} batches, dropped: {drops or 'none'}; "
+          f"{ingest.get('batches_published', '?')} batches; "
           f"mapper: {mapper.get('samples', '?')} samples, {mapper.get('inducing_points', '?')} "
           f"inducing points, {mapper.get('updates', '?')} updates, rejected: "
           f"{rejections or 'none'}")
-    if set(drops) - {"outside_workspace", "no_return"}:  # lost or late: load, not data
-        print("warning: the ingest dropped readings besides those outside the workspace or "
-              "without a return; if the machine was busy, a lower --time-scale lets it keep "
-              "up", file=sys.stderr)
+    print_unmapped(*unmapped)
+    if drops:  # lost or late: load, not data
+        print(f"warning: the ingest dropped readings ({drops}); if the machine was busy, a "
+              f"lower --time-scale lets it keep up", file=sys.stderr)

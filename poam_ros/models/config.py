@@ -6,13 +6,20 @@ from dataclasses import dataclass
 
 from poam_ros.params import ConfigError, Params, param
 
+#: The names of poam_ros.models.METHODS, which is built from the method classes; listed here
+#: because those classes import this module (a test holds the two equal).
+METHOD_NAMES = ("poam", "ssgp", "ssgp++", "ovc", "ovc++", "full", "pam", "svgp", "exact",
+                "poam-z-opt", "poam-z-rand", "poam-z-kmeans", "poam-var-opt", "poam-var-ssgp",
+                "poam-online-elbo")
+
 
 @dataclass
 class MappingConfig(Params):
     """Settings of a mapping model. Lengths are in scaled input units ([-1, 1] per axis),
     variances in standardised target units, unless stated otherwise."""
 
-    method: str = param("poam", "mapping method, a name of poam_ros.models.METHODS")
+    method: str = param("poam", "mapping method, a name of poam_ros.models.METHODS",
+                        choices=METHOD_NAMES)
     kernel: str = param("attentive", "covariance function", choices=("attentive", "rbf"))
     num_inducing: int = param(500, "maximum number of inducing inputs M", low=1, high=100000)
     pcd_tolerance: float = param(

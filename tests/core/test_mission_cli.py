@@ -1,8 +1,15 @@
-"""``poam-ros mission`` end to end on a small setup: progress, summary and files."""
+"""``poam-ros mission`` end to end on a small setup: progress, summary and files; a bad setup
+refused before anything starts; a stop signal keeps the epochs so far."""
 
 import json
+import signal
+import subprocess
+import sys
 
-from poam_ros.cli.mission import mission
+import pytest
+import torch
+
+from poam_ros.cli.mission import mission, print_unmapped
 
 
 def test_the_mission_prints_each_epoch_and_writes_its_records(tmp_path, capsys,
@@ -18,14 +25,123 @@ def test_the_mission_prints_each_epoch_and_writes_its_records(tmp_path, capsys,
     assert epochs[-1]["num_samples"] >= 500 > epochs[-2]["num_samples"]
     assert summary["setup"]["mission"]["seed"] == 2
     dropped = summary["dropped"]  # the vehicle stays over the terrain here
-    assert dropped["no_return"] == 0 and dropped["outside_workspace"] >= 0
-    assert (f"dropped soundings: {dropped['outside_workspace']} outside the workspace, 0 "
-            f"without a return") in printed
+    assert dropped["no_return"] == 0 and "returned nothing" not in printed
+    outside = dropped["outside_workspace"]
+    assert (f"{outside} soundings outside the workspace were not mapped (legs that cross its "
+            f"boundary)" in printed) == (outside > 0)
+    assert "warning" not in printed.lower()
+    lines = printed.splitlines()
+    first = next(i for i, line in enumerate(lines) if line[:5].strip() == "0")
+    assert "epoch 0 is the pilot survey" in lines[first + 1]
     assert f"{summary['epoch_averages']['smse']:.4f}" in printed
-    assert len([line for line in printed.splitlines() if line[:5].strip().isdigit()]) \
-        == len(epochs)
+    assert len([line for line in lines if line[:5].strip().isdigit()]) == len(epochs)
+    assert summary["outcome"] == "budget"
+
+
+def test_soundings_not_mapped_are_said_as_information(capsys):
+    print_unmapped(40, 3)
+    assert capsys.readouterr() == (
+        "40 soundings outside the workspace were not mapped (legs that cross its boundary)\n"
+        "3 soundings returned nothing (the vehicle swung beyond the terrain) and were not "
+        "mapped\n", "")
 
 
 def test_a_bad_setup_is_one_line_and_status_2(tmp_path, capsys):
     assert mission(["--map", str(tmp_path / "missing.npz"), "--out", str(tmp_path)]) == 2
     assert "missing.npz: terrain file not found" in capsys.readouterr().err
+
+
+def _unknown_key(path):
+    path.write_text("mapper:\n  ros__parameters:\n    mapping:\n      methd: poam\n")
+    return path
+
+
+def _broken_yaml(path):
+    path.write_text("mapper: [\n")
+    return path
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--method", "poamm"],
+     "MappingConfig.method must be one of ['poam', 'ssgp', 'ssgp++', 'ovc', 'ovc++', 'full', "
+     "'pam', 'svgp', 'exact', 'poam-z-opt', 'poam-z-rand', 'poam-z-kmeans', 'poam-var-opt', "
+     "'poam-var-ssgp', 'poam-online-elbo'], got 'poamm'"),
+    (["--device", "gpu"], "MappingConfig.device must be one of ['auto', 'cpu', 'cuda'], got 'gpu'"),
+    (["--max-samples", "-5"], "MissionConfig.max_samples must be >= 1, got -5"),
+    (["--max-samples", "many"], "argument --max-samples: invalid int value: 'many'"),
+    (["--params", "{tmp}/missing.yaml"], "{tmp}/missing.yaml: no such parameter file"),
+    (["--params", _unknown_key], "unknown parameter(s) mapping.methd"),
+    (["--params", _broken_yaml], "not a YAML parameter file: while parsing a flow node"),
+])
+def test_every_bad_value_is_one_line_naming_it_and_nothing_starts(tmp_path, capsys, args,
+                                                                  message):
+    args = [str(a(tmp_path / "params.yaml")) if callable(a) else a.format(tmp=tmp_path)
+            for a in args]
+    out = tmp_path / "out"
+    assert exit_status(mission, [*args, "--out", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and len(captured.err.splitlines()) == 1
+    assert captured.err.startswith("poam-ros mission: ")
+    assert message.format(tmp=tmp_path) in captured.err
+    assert not out.exists()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA device")
+def test_cuda_where_there_is_none_is_refused_before_the_mission_starts(tmp_path, capsys):
+    assert mission(["--device", "cuda", "--out", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err == ("poam-ros mission: device 'cuda': torch sees no CUDA "
+                                       "device here; choose one of: auto, cpu\n")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_workspace_off_the_terrain_is_refused_before_the_mission_starts(
+        tmp_path, capsys, small_parameter_file):
+    params = small_parameter_file(planner={"workspace": {"vertices": [
+        -30.0, -30.0, 300.0, -30.0, 300.0, 30.0, -30.0, 30.0]}})
+    assert mission(["--params", str(params), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "reach outside the terrain extent" in err
+    assert not (tmp_path / "out").exists()
+
+
+def exit_status(command, argv) -> int:
+    """``command(argv)``'s status, argparse's where it exits."""
+    try:
+        return command(argv)
+    except SystemExit as error:
+        return error.code
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_stop_signal_ends_the_mission_keeping_its_epochs(tmp_path, small_parameter_file,
+                                                           signum):
+    """Ctrl-C or SIGTERM during the mission: status 130, a line saying so, and the epochs
+    printed so far in epochs.jsonl with their summary. SIGINT reaches the command with the
+    disposition a background job of a non-interactive shell inherits, ignored, so that
+    the command must set its own handler."""
+    out = tmp_path / "out"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "poam_ros", "mission", "--params", str(small_parameter_file()),
+         "--max-samples", "1000000", "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    printed = []
+    try:
+        while not printed or printed[-1][:5].strip() != "0":  # until epoch 0's line
+            printed.append(process.stdout.readline())
+            assert printed[-1], (printed, process.stderr.read())
+        process.send_signal(signum)
+        rest, err = process.communicate(timeout=60)  # a hang guard, not a speed test
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, err
+    epochs = [json.loads(line) for line in (out / "epochs.jsonl").read_text().splitlines()]
+    shown = [line.split() for line in printed + rest.splitlines() if line[:5].strip().isdigit()]
+    assert len(epochs) >= len(shown) >= 1
+    assert [[e["epoch"], e["num_samples"]] for e in epochs[:len(shown)]] == \
+        [[int(line[0]), int(line[1])] for line in shown]
+    summary = json.loads((out / "mission.json").read_text())
+    assert summary["outcome"] == "interrupted" and summary["epochs"] == len(epochs)
+    assert err.strip().splitlines() == [f"poam-ros mission: interrupted after {len(epochs)} "
+                                        f"epoch(s); kept in {out}: epochs.jsonl, mission.json"]

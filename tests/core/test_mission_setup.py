@@ -58,3 +58,12 @@ def test_node_parameters_carry_the_derived_seeds_and_the_shared_workspace():
     assert vehicle["start_pose"] == [10.0, 0.0, math.pi]  # Mission's: lower right, facing west
     with pytest.raises(ConfigError, match="unknown node"):
         setup.node_parameters("mapper_typo")
+
+
+def test_a_missing_or_broken_parameter_file_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="missing.yaml: no such parameter file"):
+        MissionSetup.from_file(tmp_path / "missing.yaml")
+    path = tmp_path / "broken.yaml"
+    path.write_text("mapper:\n  ros__parameters: {mapping: [\n")
+    with pytest.raises(ConfigError, match="broken.yaml: not a YAML parameter file: "):
+        MissionSetup.from_file(path)

@@ -79,6 +79,6 @@ def test_an_existing_bag_is_one_clear_line(tmp_path):
     result = subprocess.run([sys.executable, "-m", "poam_ros", "record", "-o",
                              str(tmp_path / "bag")], cwd=ROOT, capture_output=True, text=True,
                             timeout=60)
-    assert result.returncode == 1
+    assert result.returncode == 2  # refused before anything starts, as every bad option
     assert result.stderr.strip().splitlines()[-1] == \
         f"poam-ros record: {tmp_path / 'bag'} exists already; a bag is never overwritten"

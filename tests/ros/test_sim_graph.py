@@ -208,9 +208,11 @@ def test_the_recorded_bag_holds_the_whole_mission_and_remaps_to_its_maps(mission
 
 def test_a_node_that_dies_ends_the_command_with_its_error(ros_domain_id, small_parameter_file,
                                                           tmp_path):
-    """A mapper that cannot start (an unknown method) exits; the command says so, exits 1,
-    and leaves no node behind."""
-    params = small_parameter_file(mapper={"mapping": {"method": "no_such_method"}})
+    """A mapper that cannot start (its state file is missing: a fault only the node meets,
+    after the command's own checks) exits; the command says so, exits 1, and leaves no node
+    behind."""
+    missing = tmp_path / "no_such_state.pt"
+    params = small_parameter_file(mapper={"state_file": str(missing)})
     process = poam_ros_sim(["--params", str(params)], tmp_path)
     try:
         out, err = process.communicate(timeout=RUN_LIMIT)
@@ -218,7 +220,7 @@ def test_a_node_that_dies_ends_the_command_with_its_error(ros_domain_id, small_p
         if process.poll() is None:
             process.kill()
     assert process.returncode == 1, (out, err)
-    assert "mapper exited with status 1" in err and "no_such_method" in err
+    assert "mapper exited with status 1" in err and "no_such_state.pt" in err
     assert "Traceback" not in err
 
 

@@ -1,4 +1,5 @@
-"""The benchmark sweep: records, summary, figures, failed runs recorded, resume."""
+"""The benchmark sweep: records, summary, figures, failed runs recorded, resume; bad maps and
+methods refused before any run; an interrupted sweep keeps its finished runs."""
 
 import json
 
@@ -9,58 +10,119 @@ from poam_ros.benchmark import sweep
 from poam_ros.sim import default_terrain
 
 
-def test_quick_sweep_records_failures_and_resumes(tmp_path):
-    maps = tmp_path / "maps"
-    maps.mkdir()
-    # A map file in the format of the shared SRTM grids (north row first).
-    np.savez(maps / "BATHY_360.npz", elevation=default_terrain().grid[::-1])
+@pytest.fixture
+def maps(tmp_path):
+    """A folder with the map BATHY in the format of the shared SRTM grids (north row first)."""
+    folder = tmp_path / "maps"
+    folder.mkdir()
+    np.savez(folder / "BATHY_360.npz", elevation=default_terrain().grid[::-1])
+    return folder
+
+
+def test_quick_sweep_records_failures_and_resumes(tmp_path, maps, small_parameter_file):
+    """A map given as a file (named by its stem); exact refuses the pilot survey's samples
+    beyond 50: that run fails, is recorded, and the sweep goes on."""
     out = tmp_path / "out"
-    args = ["--maps", "BATHY,MISSING", "--seeds", "0", "--data-dir", str(maps), "--out",
-            str(out), "--quick", "--no-progress", "--window-start", "600"]
+    params = small_parameter_file(mapper={"mapping": {"exact_max_samples": 50}})
+    args = ["--maps", str(maps / "BATHY_360.npz"), "--methods", "poam,exact", "--seeds", "0",
+            "--params", str(params), "--out", str(out), "--quick", "--no-progress",
+            "--window-start", "600"]
     assert sweep.main(args) == 1  # one run failed
-    done = json.loads((out / "runs" / "BATHY_poam_attentive_0.json").read_text())
-    failed = json.loads((out / "runs" / "MISSING_poam_attentive_0.json").read_text())
+    done = json.loads((out / "runs" / "BATHY_360_poam_attentive_0.json").read_text())
+    failed = json.loads((out / "runs" / "BATHY_360_exact_attentive_0.json").read_text())
     assert done["status"] == "done" and done["samples"] >= 700
-    assert failed["status"] == "failed" and "MISSING_360.npz" in failed["error"]
-    records = (out / "runs" / "BATHY_poam_attentive_0.jsonl").read_text().splitlines()
+    assert done["run"]["terrain"] == str(maps / "BATHY_360.npz")
+    assert failed["status"] == "failed" and "ExactGPSizeError" in failed["error"]
+    records = (out / "runs" / "BATHY_360_poam_attentive_0.jsonl").read_text().splitlines()
     assert len(records) == done["epochs"] and json.loads(records[-1])["num_samples"] >= 700
     summary = (out / "summary.md").read_text()
     epochs_table, window_table = summary.split("Averaged over samples 600–700")
-    assert "| BATHY | poam | attentive | 1 |" in epochs_table
-    assert "| MISSING | poam | attentive | 0 |" in epochs_table
+    assert "| BATHY_360 | poam | attentive | 1 |" in epochs_table
+    assert "| BATHY_360 | exact | attentive | 0 |" in epochs_table
     # The window's average is the interpolated records' (the pilot survey ends before 600).
     records = [json.loads(line) for line in records]
     assert records[0]["num_samples"] < 600
     counts = [r["num_samples"] for r in records]
     smse = np.interp(np.arange(600, 701), counts, [r["smse"] for r in records]).mean()
-    assert f"| BATHY | poam | attentive | 1 | {smse:.4g} |" in window_table
-    assert "| MISSING | poam | attentive | 0 | – | – |" in window_table
-    assert (out / "curves_BATHY.png").stat().st_size > 0
-    assert (out / "figures" / "BATHY_poam_attentive_0.png").stat().st_size > 0
+    assert f"| BATHY_360 | poam | attentive | 1 | {smse:.4g} |" in window_table
+    assert "| BATHY_360 | exact | attentive | 0 | – | – |" in window_table
+    assert (out / "curves_BATHY_360.png").stat().st_size > 0
+    assert (out / "figures" / "BATHY_360_poam_attentive_0.png").stat().st_size > 0
 
     # Resume: finished runs are not redone (their records stay untouched).
-    stamp = (out / "runs" / "BATHY_poam_attentive_0.jsonl").stat().st_mtime_ns
+    stamp = (out / "runs" / "BATHY_360_poam_attentive_0.jsonl").stat().st_mtime_ns
     sweep.main(args)
+    assert (out / "runs" / "BATHY_360_poam_attentive_0.jsonl").stat().st_mtime_ns == stamp
+
+
+@pytest.mark.parametrize("entry, message", [
+    ("MISSING", "--maps: no map file at {maps}/MISSING_360.npz (tile 'MISSING' looked up in "
+                "--data-dir)"),
+    ("{maps}/sub/BATHY_360.npz", "--maps: no map file at {maps}/sub/BATHY_360.npz"),
+    ("{maps}/BATHY_360.npz", "--maps: {maps}/BATHY_360.npz and {maps}/BATHY_360.npz would "
+                             "both be named 'BATHY_360'"),
+])
+def test_a_bad_map_is_one_line_before_any_run(tmp_path, maps, capsys, entry, message):
+    out = tmp_path / "out"
+    assert sweep.main(["--maps", f"{maps}/BATHY_360.npz,{entry.format(maps=maps)}",
+                       "--data-dir", str(maps), "--seeds", "0", "--quick", "--no-progress",
+                       "--out", str(out)]) == 2
+    assert capsys.readouterr().err == f"poam-ros bench sweep: {message.format(maps=maps)}\n"
+    assert not out.exists()
+
+
+def test_an_unknown_method_is_one_line_before_any_run(tmp_path, maps, capsys):
+    out = tmp_path / "out"
+    assert sweep.main(["--maps", "BATHY", "--data-dir", str(maps), "--methods", "poam,poamm",
+                       "--quick", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "got 'poamm'" in err and "'ssgp++'" in err
+    assert not out.exists()
+
+
+def test_an_interrupted_sweep_keeps_its_finished_runs(tmp_path, maps, capsys, monkeypatch):
+    """Ctrl-C (KeyboardInterrupt, as the command's signal handler raises it) during the
+    second run: status 130, a line saying so; the first run stays and is not redone."""
+    finished = []
+
+    def run_one(spec, *args, **kwargs):
+        if finished:
+            raise KeyboardInterrupt
+        finished.append(real_run_one(spec, *args, **kwargs))
+
+    real_run_one = sweep.run_one
+    monkeypatch.setattr(sweep, "run_one", run_one)
+    out = tmp_path / "out"
+    args = ["--maps", "BATHY", "--data-dir", str(maps), "--seeds", "0,1", "--quick",
+            "--no-progress", "--out", str(out)]
+    assert sweep.main(args) == 130
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"poam-ros bench sweep: interrupted; 1 of 2 runs finished, kept in {out / 'runs'}; "
+        f"the same command resumes")
+    assert json.loads((out / "runs" / "BATHY_poam_attentive_0.json").read_text())["status"] \
+        == "done"
+    assert not (out / "runs" / "BATHY_poam_attentive_1.json").exists()
+    monkeypatch.setattr(sweep, "run_one", real_run_one)
+    stamp = (out / "runs" / "BATHY_poam_attentive_0.jsonl").stat().st_mtime_ns
+    assert sweep.main(args) == 0
     assert (out / "runs" / "BATHY_poam_attentive_0.jsonl").stat().st_mtime_ns == stamp
 
 
 def test_seed_ranges():
+    assert sweep.parse_seeds("") == []
     assert sweep.parse_seeds("0-3") == [0, 1, 2, 3]
     assert sweep.parse_seeds("2,5") == [2, 5]
     assert sweep.parse_seeds("0,3-5,9") == [0, 3, 4, 5, 9]
 
 
-def test_a_window_outside_the_budget_is_refused(tmp_path, capsys):
-    with pytest.raises(SystemExit):
-        sweep.main(["--quick", "--window-start", "700", "--out", str(tmp_path)])
-    assert "--window-start must lie between 0 and the budget of 700 samples" in \
-        capsys.readouterr().err
+def test_a_window_outside_the_budget_is_refused(tmp_path, maps, capsys):
+    assert sweep.main(["--maps", "BATHY", "--data-dir", str(maps), "--quick",
+                       "--window-start", "700", "--out", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err == ("poam-ros bench sweep: --window-start must lie between 0 "
+                                       "and the budget of 700 samples, got 700\n")
 
 
-def test_parallel_jobs_give_the_runs_of_a_sequential_sweep(tmp_path):
-    maps = tmp_path / "maps"
-    maps.mkdir()
-    np.savez(maps / "BATHY_360.npz", elevation=default_terrain().grid[::-1])
+def test_parallel_jobs_give_the_runs_of_a_sequential_sweep(tmp_path, maps):
     common = ["--maps", "BATHY", "--seeds", "0,1", "--data-dir", str(maps), "--quick",
               "--no-progress", "--figure-seeds", "", "--threads", "1"]
     assert sweep.main(common + ["--out", str(tmp_path / "one")]) == 0

@@ -1,0 +1,96 @@
+"""Every figure the package writes is a PNG whose colour bars and axes carry their units and
+whose map titles name the map, the method, the sample count and the scores where known."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+import poam_ros.figures as figures
+from poam_ros.mapping.map_grid import MapGrid, MapLayers
+
+
+@pytest.fixture
+def saved(monkeypatch):
+    """The figures written during the test, in order (inspectable once closed)."""
+    written = []
+    save = figures.save_figure
+    monkeypatch.setattr(figures, "save_figure",
+                        lambda fig, path: written.append(fig) or save(fig, path))
+    return written
+
+
+def panels_and_bars(fig, count):
+    """The ``count`` image panels, then their colour bars (added after the panels)."""
+    return fig.axes[:count], fig.axes[count:]
+
+
+def field(points):
+    return -100 + 5 * np.sin(points[:, 0] / 7) * np.cos(points[:, 1] / 9)
+
+
+def test_map_titles_leave_out_unknown_scores():
+    assert figures.map_title("N17E073", "poam", 5012, 0.01234, -1.2346, "seed 3") == \
+        "N17E073 · poam · 5,012 samples · final SMSE 0.0123, MSLL -1.235 · seed 3"
+    assert figures.map_title("the survey of bag", "ssgp", 700, float("nan"), float("nan")) == \
+        "the survey of bag · ssgp · 700 samples"
+
+
+def test_a_mission_figure_names_map_method_samples_and_scores(tmp_path, saved):
+    grid = MapGrid((-30, 30, -30, 30), 6.0)
+    points = grid.points
+    model = SimpleNamespace(
+        method="poam", inducing_inputs=points[::7],
+        predict=lambda x: (field(x) + 0.5, np.full(len(x), 2.0)),
+        lengthscale_map=lambda x: np.full(len(x), 8.0))
+    final = SimpleNamespace(num_samples=1234, smse=0.0421, msll=-1.5)
+    result = SimpleNamespace(model=model, eval_points=points, final=final, truth=field(points),
+                             path=np.zeros((5, 3)), samples_x=points[::3])
+    path = figures.plot_mission(result, tmp_path / "m.png", "embedded bathymetry", "seed 0")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    [fig] = saved
+    assert fig._suptitle.get_text() == ("embedded bathymetry · poam · 1,234 samples · final "
+                                        "SMSE 0.0421, MSLL -1.500 · seed 0")
+    panels, bars = panels_and_bars(fig, 4)
+    assert [ax.get_title() for ax in panels] == [
+        "ground truth", "predicted mean", "standard deviation", "learned lengthscale"]
+    assert [(ax.get_xlabel(), ax.get_ylabel()) for ax in panels] == [("x [m]", "y [m]")] * 4
+    assert [bar.get_ylabel() for bar in bars] == [
+        "elevation [m]", "elevation [m]", "std [m]", "lengthscale [m]"]
+
+
+def test_a_remap_figure_shows_the_map_layers_on_their_grid(tmp_path, saved):
+    grid = MapGrid((0, 40, 0, 20), 2.0)
+    mean = field(grid.points).reshape(grid.shape)
+    layers = MapLayers(mean, np.ones(grid.shape), None, grid.points[::9], mean.ravel()[::9],
+                       0.0)
+    track = np.column_stack([np.linspace(0, 40, 50), np.linspace(0, 20, 50)])
+    path = figures.plot_remap(grid, layers, track, tmp_path / "r.png", "a title")
+    assert path.stat().st_size > 0
+    [fig] = saved
+    panels, bars = panels_and_bars(fig, 2)
+    assert fig._suptitle.get_text() == "a title"
+    assert [ax.get_title() for ax in panels] == ["predicted mean", "standard deviation"]
+    assert [(ax.get_xlabel(), ax.get_ylabel()) for ax in panels] == [("x [m]", "y [m]")] * 2
+    assert [bar.get_ylabel() for bar in bars] == ["elevation [m]", "std [m]"]
+    # The image spans the grid's cells, edges included.
+    assert panels[0].images[0].get_extent() == pytest.approx([0, 40, 0, 20])
+
+
+def test_curves_and_speed_label_their_axes_with_units(tmp_path, saved):
+    run = [{"num_samples": n, "smse": 1 / n, "msll": -n / 1000, "update_time": 0.1}
+           for n in (500, 1000, 1500)]
+    figures.plot_curves({"poam (attentive)": [run, run]}, tmp_path / "c.png", title="BATHY")
+    figures.plot_speed([{"num_samples": n, "update": 0.2, "inducing": 0.05, "variational": 0.05,
+                         "training": 0.1} for n in (1000, 10000)], tmp_path / "s.png")
+    curves, speed = saved
+    assert curves._suptitle.get_text() == "BATHY"
+    assert [(ax.get_xlabel(), ax.get_ylabel()) for ax in curves.axes] == [
+        ("number of samples", "SMSE"), ("number of samples", "MSLL [nats]"),
+        ("number of samples", "update time [s]")]
+    [ax] = speed.axes
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("samples in the model",
+                                                  "median time per update [s]")
+    assert (tmp_path / "c.png").stat().st_size > 0 and (tmp_path / "s.png").stat().st_size > 0
