@@ -94,13 +94,13 @@ class Workspace:
 
     def __init__(self, polygon: Polygon | np.ndarray,
                  no_go: Sequence[Polygon | np.ndarray] = ()) -> None:
-        self._polygon = _valid_polygon(polygon, "workspace polygon")
+        outer = _valid_polygon(polygon, "workspace polygon")
         self._no_go = tuple(_valid_polygon(zone, f"no-go zone {i}")
                             for i, zone in enumerate(no_go))
-        free = self._polygon
+        free = outer
         if self._no_go:
             free = free.difference(shapely.union_all(self._no_go))
-        if free.is_empty or free.area <= 1e-12 * self._polygon.area:
+        if free.is_empty or free.area <= 1e-12 * outer.area:
             raise ValueError("the no-go zones cover the whole workspace polygon")
         shapely.prepare(free)
         self._free = free
@@ -129,15 +129,6 @@ class Workspace:
     @classmethod
     def from_config(cls, config: WorkspaceConfig) -> Workspace:
         return cls.from_vertices(config.vertices, config.no_go_zones())
-
-    @property
-    def polygon(self) -> Polygon:
-        """The outer polygon, before the no-go zones are removed."""
-        return self._polygon
-
-    @property
-    def no_go(self) -> tuple[Polygon, ...]:
-        return self._no_go
 
     @property
     def free_area(self):

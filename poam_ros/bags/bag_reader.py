@@ -73,13 +73,6 @@ class TopicInfo:
     offered_qos: list = field(default_factory=list)
     count: int | None = None
 
-    @property
-    def latched(self) -> bool:
-        """Whether every publisher offered transient-local durability."""
-        return bool(self.offered_qos) and all(
-            str(q.get("durability", "")).lower() in ("transient_local", "1")
-            for q in self.offered_qos)
-
 
 @dataclass
 class ReadReport:

@@ -49,14 +49,6 @@ class MessageTypes:
                             if p] + [sys.prefix]
         self.search_paths = [Path(p) for p in search_paths]
 
-    def known(self, msgtype: str) -> bool:
-        """Whether ``msgtype`` is defined (learning it from an installed file if needed)."""
-        try:
-            self._ensure(msgtype)
-        except UnknownMessageType:
-            return False
-        return True
-
     def definition(self, msgtype: str) -> tuple[str, str]:
         """(ros2msg definition text, RIHS01 hash) of ``msgtype`` (``pkg/msg/Name``).
 
@@ -70,21 +62,6 @@ class MessageTypes:
     def deserialize(self, data: bytes, msgtype: str):
         """A CDR message as the store's dataclass (fields as in ROS, arrays as numpy)."""
         return self.store.deserialize_cdr(data, msgtype)
-
-    def register_from_bag(self, msgtype: str, definition: str) -> None:
-        """Learn ``msgtype`` from a definition stored in a bag (ros2msg), if unknown."""
-        if msgtype in self.store.fielddefs or not definition:
-            return
-        types = {}
-        sections = definition.split("=" * 80 + "\n")
-        types.update(get_types_from_msg(sections[0], msgtype))
-        for section in sections[1:]:
-            head, _, body = section.partition("\n")
-            if head.startswith("MSG: "):
-                name = head[5:].strip()
-                name = name if "/msg/" in name else name.replace("/", "/msg/", 1)
-                types.update(get_types_from_msg(body, name))
-        self.store.register(types)
 
     def _ensure(self, msgtype: str, seen: frozenset = frozenset()) -> None:
         if msgtype in self.store.fielddefs:

@@ -1,10 +1,10 @@
 """Throughput of the sensor_ingest node on a multibeam stream, through DDS, nothing lost.
 
-The ingest runs as its own process (the ``sensor_ingest`` executable's code, on rclpy's
-EventsExecutor), on a private DDS domain limited to this host. This process plays the
-vehicle: it publishes odometry and one multibeam swath per ping at an offered rate, and
-counts the samples that come back on ``samples``. The swaths are synthetic (a fan of
-``--beams`` beams over a sloping seafloor, every beam a hit), built before the clock starts.
+The ingest runs as its own process (the ``sensor_ingest`` executable's code), on a private
+DDS domain limited to this host. This process plays the vehicle: it publishes odometry and
+one multibeam swath per ping at an offered rate, and counts the samples that come back on
+``samples``. The swaths are synthetic (a fan of ``--beams`` beams over a sloping seafloor,
+every beam a hit), built before the clock starts.
 
 A run offers ``--samples`` samples at ``rate`` samples/s; the ingest cuts a batch every
 ``--batch`` samples, so every sample must come back. Its throughput is the samples that
@@ -92,22 +92,20 @@ class Vehicle:
         import rclpy
         from diagnostic_msgs.msg import DiagnosticArray
         from nav_msgs.msg import Odometry
-        from rclpy.qos import QoSProfile, ReliabilityPolicy
         from sensor_msgs.msg import PointCloud2
 
-        reliable = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+        from poam_ros.ros import qos
+
         self.node = rclpy.create_node("ingest_benchmark", context=context)
-        self.odom = self.node.create_publisher(Odometry, "odom", reliable)
-        self.swath = self.node.create_publisher(PointCloud2, "sonar/swath", reliable)
+        self.odom = self.node.create_publisher(Odometry, "odom", qos.SENSORS)
+        self.swath = self.node.create_publisher(PointCloud2, "sonar/swath", qos.SENSORS)
         self.received = 0
         self.last_batch = 0.0
         self.counts: dict[str, int] = {}
         self._lock = threading.Lock()
-        self.node.create_subscription(
-            PointCloud2, "samples", self._on_samples,
-            QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
+        self.node.create_subscription(PointCloud2, "samples", self._on_samples, qos.SAMPLES)
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics,
-                                      10)
+                                      qos.DIAGNOSTICS)
 
     def _on_samples(self, message) -> None:
         with self._lock:
@@ -141,32 +139,17 @@ class Vehicle:
             time.sleep(0.05)
 
 
+FILTERED = ("dropped.voxel_merged", "dropped.statistical_outlier")  # filtered out, not lost
+
+
 def run_once(vehicle: Vehicle, swaths, t0: float, rate: float, total: int,
              timeout: float) -> tuple[RunResult, float]:
     """Offer ``total`` samples at ``rate`` samples/s from stamp ``t0``; returns the result
     and the next free stamp."""
-    from std_msgs.msg import Header
-
-    from poam_ros.ros import conversions as cv
-
     beams = len(swaths[0])
     pings = total // beams
     ping_period = beams / rate
-    stamp_period = 0.1  # s of stamp time per ping: the vehicle moves 0.1 m per ping
-    messages = []
-    for k in range(pings):
-        t = t0 + k * stamp_period
-        header = Header(frame_id="map", stamp=cv.seconds_to_time(t))
-        odom = cv.odometry_from_state(header, "base_link", (-HALF_EXTENT / 2 + SPEED * t, 0.0),
-                                      0.0, SPEED, z=PLANE_Z)
-        cloud = cv.points_to_cloud(Header(frame_id="sonar_link", stamp=header.stamp),
-                                   swaths[k % len(swaths)])
-        messages.append((odom, cloud))
-    # The pose after the last ping, so that the last swath lies between two poses.
-    t_end = t0 + pings * stamp_period
-    closing = cv.odometry_from_state(Header(frame_id="map", stamp=cv.seconds_to_time(t_end)),
-                                     "base_link", (-HALF_EXTENT / 2 + SPEED * t_end, 0.0),
-                                     0.0, SPEED, z=PLANE_Z)
+    messages, closing, t_end = _ping_messages(swaths, t0, pings)
     received_before, counts_before = vehicle.settled()
     start = time.perf_counter()
     for k, (odom, cloud) in enumerate(messages):
@@ -178,20 +161,16 @@ def run_once(vehicle: Vehicle, swaths, t0: float, rate: float, total: int,
     vehicle.odom.publish(closing)
     sent = pings * beams
     deadline = time.perf_counter() + timeout
-    accounted = 0
     while time.perf_counter() < deadline:
         received, counts = vehicle.snapshot()
-        accounted = sum(counts.get(key, 0) - counts_before.get(key, 0)
-                        for key in ("dropped.voxel_merged", "dropped.statistical_outlier"))
-        if received - received_before + accounted >= sent:
+        if received - received_before + _grown(counts, counts_before, FILTERED) >= sent:
             break
         time.sleep(0.01)
     elapsed = vehicle.last_batch - start
     received, counts = vehicle.settled()
-    filtered = ("dropped.voxel_merged", "dropped.statistical_outlier")
-    accounted = sum(counts.get(k, 0) - counts_before.get(k, 0) for k in filtered)
-    lost = sum(counts.get(k, 0) - counts_before.get(k, 0) for k in counts
-               if k.startswith("dropped.") and k not in filtered)
+    accounted = _grown(counts, counts_before, FILTERED)
+    lost = _grown(counts, counts_before,
+                  [k for k in counts if k.startswith("dropped.") and k not in FILTERED])
     got = received - received_before
     lost += max(0, sent - got - accounted)
     # Processed input: what came back plus what the filters merged or removed.
@@ -199,7 +178,54 @@ def run_once(vehicle: Vehicle, swaths, t0: float, rate: float, total: int,
     return RunResult(rate, achieved, sent, got, accounted, lost), t_end + 1.0
 
 
+def _ping_messages(swaths, t0: float, pings: int) -> tuple[list, object, float]:
+    """(odometry, swath cloud) per ping from stamp ``t0``, the closing odometry after the
+    last ping (so that the last swath lies between two poses), and its stamp."""
+    from std_msgs.msg import Header
+
+    from poam_ros.ros import conversions as cv
+
+    stamp_period = 0.1  # s of stamp time per ping: the vehicle moves 0.1 m per ping
+
+    def odometry(t: float):
+        header = Header(frame_id="map", stamp=cv.seconds_to_time(t))
+        return cv.odometry_from_state(header, "base_link", (-HALF_EXTENT / 2 + SPEED * t, 0.0),
+                                      0.0, SPEED, z=PLANE_Z)
+
+    messages = []
+    for k in range(pings):
+        odom = odometry(t0 + k * stamp_period)
+        cloud = cv.points_to_cloud(Header(frame_id="sonar_link", stamp=odom.header.stamp),
+                                   swaths[k % len(swaths)])
+        messages.append((odom, cloud))
+    t_end = t0 + pings * stamp_period
+    return messages, odometry(t_end), t_end
+
+
+def _grown(counts: dict[str, int], before: dict[str, int], keys) -> int:
+    """How much the ``keys`` of the ingest's counts grew since ``before``."""
+    return sum(counts.get(key, 0) - before.get(key, 0) for key in keys)
+
+
 def main(argv=None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.batch % args.beams or args.samples % args.batch:
+        parser.error("--batch must be a multiple of --beams and --samples of --batch, so that "
+                     "every sample is flushed by size")
+    domain = args.domain_id if args.domain_id is not None else 1 + os.getpid() % 100
+    env = {**os.environ, "ROS_DOMAIN_ID": str(domain),
+           "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
+    os.environ.update({k: env[k] for k in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE")})
+    with tempfile.TemporaryDirectory() as folder:
+        params = Path(folder) / "ingest.yaml"
+        _ingest_parameters(params, args.batch, args.filters)
+        results = _with_ingest(params, env, domain,
+                               lambda vehicle: _step_rates(args, vehicle, domain))
+    return _report(results, args.runs)
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--beams", type=int, default=256, help="beams per ping (256)")
     parser.add_argument("--samples", type=int, default=102_400,
@@ -216,75 +242,82 @@ def main(argv=None) -> int:
     parser.add_argument("--verbose", action="store_true", help="print every run's counts")
     parser.add_argument("--domain-id", type=int, default=None,
                         help="DDS domain (default: derived from the process id)")
-    args = parser.parse_args(argv)
-    if args.batch % args.beams or args.samples % args.batch:
-        parser.error("--batch must be a multiple of --beams and --samples of --batch, so that "
-                     "every sample is flushed by size")
+    return parser
 
+
+def _with_ingest(params: Path, env: dict, domain: int, measure):
+    """Start the ingest process with ``params`` and this process's :class:`Vehicle` on
+    ``domain``; once the ingest is up, ``measure(vehicle)``; then stop both."""
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
 
-    domain = args.domain_id if args.domain_id is not None else 1 + os.getpid() % 100
-    env = {**os.environ, "ROS_DOMAIN_ID": str(domain),
-           "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
-    os.environ.update({k: env[k] for k in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE")})
     root = Path(__file__).resolve().parents[2]
+    ingest = subprocess.Popen(
+        [sys.executable, "-c", "from poam_ros.ros.ingest_node import main; main()",
+         "--ros-args", "--params-file", str(params), "--log-level", "error"],
+        cwd=root, env={**env, "PYTHONPATH": f"{root}{os.pathsep}{env.get('PYTHONPATH', '')}"})
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=domain)
+    vehicle = Vehicle(context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(vehicle.node)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    spinner.start()
+    try:
+        deadline = time.monotonic() + 60.0
+        while vehicle.swath.get_subscription_count() == 0 or not vehicle.counts:
+            if time.monotonic() > deadline or ingest.poll() is not None:
+                raise SystemExit("the ingest node did not come up within 60 s")
+            time.sleep(0.1)
+        return measure(vehicle)
+    finally:
+        executor.shutdown()
+        vehicle.node.destroy_node()
+        rclpy.try_shutdown(context=context)
+        ingest.terminate()
+        wait_or_kill(ingest, 10)
+
+
+def _step_rates(args, vehicle: Vehicle, domain: int) -> list[tuple[float, list[RunResult]]]:
+    """Runs at rates doubling from ``--rate`` until one loses something or falls behind."""
     swaths = synthetic_swaths(args.beams, 64)
     results: list[tuple[float, list[RunResult]]] = []
-    with tempfile.TemporaryDirectory() as folder:
-        params = Path(folder) / "ingest.yaml"
-        _ingest_parameters(params, args.batch, args.filters)
-        ingest = subprocess.Popen(
-            [sys.executable, "-c", "from poam_ros.ros.ingest_node import main; main()",
-             "--ros-args", "--params-file", str(params), "--log-level", "error"],
-            cwd=root, env={**env, "PYTHONPATH": f"{root}{os.pathsep}{env.get('PYTHONPATH', '')}"})
-        context = rclpy.Context()
-        rclpy.init(context=context, domain_id=domain)
-        vehicle = Vehicle(context)
-        executor = SingleThreadedExecutor(context=context)
-        executor.add_node(vehicle.node)
-        spinner = threading.Thread(target=executor.spin, daemon=True)
-        spinner.start()
-        try:
-            deadline = time.monotonic() + 60.0
-            while vehicle.swath.get_subscription_count() == 0 or not vehicle.counts:
-                if time.monotonic() > deadline or ingest.poll() is not None:
-                    raise SystemExit("the ingest node did not come up within 60 s")
-                time.sleep(0.1)
-            t0, rate = 0.0, args.rate
-            print(f"ingest throughput, {args.beams} beams/ping, {args.samples} samples/run, "
-                  f"filters {'on' if args.filters else 'off'}, domain {domain}")
-            print(f"{'offered/s':>10} {'achieved/s (each run)':>40} {'lost':>6}")
-            while rate <= args.max_rate:
-                runs = []
-                for _ in range(args.runs):
-                    result, t0 = run_once(vehicle, swaths, t0, rate, args.samples,
-                                          timeout=max(30.0, 4 * args.samples / rate))
-                    runs.append(result)
-                    if args.verbose:
-                        print(f"    {result}", flush=True)
-                results.append((rate, runs))
-                print(f"{rate:>10.0f} {' '.join(f'{r.achieved:>12.0f}' for r in runs):>40} "
-                      f"{sum(r.lost for r in runs):>6}", flush=True)
-                if not all(r.clean for r in runs) or statistics.median(
-                        r.achieved for r in runs) < KEEP_UP * rate:
-                    break
-                rate *= 2
-        finally:
-            executor.shutdown()
-            vehicle.node.destroy_node()
-            rclpy.try_shutdown(context=context)
-            ingest.terminate()
-            wait_or_kill(ingest, 10)
+    t0, rate = 0.0, args.rate
+    print(f"ingest throughput, {args.beams} beams/ping, {args.samples} samples/run, "
+          f"filters {'on' if args.filters else 'off'}, domain {domain}")
+    print(f"{'offered/s':>10} {'achieved/s (each run)':>40} {'lost':>6}")
+    while rate <= args.max_rate:
+        runs = []
+        for _ in range(args.runs):
+            result, t0 = run_once(vehicle, swaths, t0, rate, args.samples,
+                                  timeout=max(30.0, 4 * args.samples / rate))
+            runs.append(result)
+            if args.verbose:
+                print(f"    {result}", flush=True)
+        results.append((rate, runs))
+        print(f"{rate:>10.0f} {' '.join(f'{r.achieved:>12.0f}' for r in runs):>40} "
+              f"{sum(r.lost for r in runs):>6}", flush=True)
+        if not _sustained(rate, runs):
+            break
+        rate *= 2
+    return results
+
+
+def _sustained(rate: float, runs: list[RunResult]) -> bool:
+    """Nothing lost in any run, and the median run kept up with the offered ``rate``."""
+    return (all(r.clean for r in runs)
+            and statistics.median(r.achieved for r in runs) >= KEEP_UP * rate)
+
+
+def _report(results: list[tuple[float, list[RunResult]]], runs_per_rate: int) -> int:
     sustained = [(rate, statistics.median(r.achieved for r in runs)) for rate, runs in results
-                 if all(r.clean for r in runs)
-                 and statistics.median(r.achieved for r in runs) >= KEEP_UP * rate]
+                 if _sustained(rate, runs)]
     if not sustained:
         print("no offered rate was sustained without loss")
         return 1
     rate, achieved = sustained[-1]
-    print(f"sustained: {achieved:.0f} samples/s with nothing lost (median of {args.runs} runs "
-          f"at an offered {rate:.0f} samples/s)")
+    print(f"sustained: {achieved:.0f} samples/s with nothing lost (median of {runs_per_rate} "
+          f"runs at an offered {rate:.0f} samples/s)")
     return 0
 
 

@@ -19,8 +19,9 @@ KERNELS = ("attentive", "rbf")
 def make_kernel(name: str, input_dim: int, config) -> ScaleKernel:
     """Build the named kernel inside a ScaleKernel from a MappingConfig-like object."""
     if name == "attentive":
-        base = AttentiveKernel(input_dim, config.attention_hidden_width, config.num_base_lengthscales,
-                               config.min_lengthscale, config.max_lengthscale)
+        base = AttentiveKernel(input_dim, config.attention_hidden_width,
+                               config.num_base_lengthscales, config.min_lengthscale,
+                               config.max_lengthscale)
     elif name == "rbf":
         base = RBFKernel()
         base.lengthscale = config.rbf_initial_lengthscale

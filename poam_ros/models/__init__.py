@@ -25,6 +25,7 @@ from poam_ros.models.ablations import (
 )
 from poam_ros.models.batch import PAM, SVGP, Full
 from poam_ros.models.config import MappingConfig
+from poam_ros.models.device import resolve_device
 from poam_ros.models.exact import ExactGP, ExactGPSizeError
 from poam_ros.models.linalg import NumericalError
 from poam_ros.models.ovc import OVC, OVCPlusPlus
@@ -41,7 +42,7 @@ __all__ = ["MappingConfig", "ModelNotReadyError", "NumericalError", "OnlineSpars
            "SSGP", "SSGPPlusPlus", "OVC", "OVCPlusPlus", "Full", "PAM", "SVGP", "ExactGP",
            "ExactGPSizeError", "PoamZOpt", "PoamZRand", "PoamZKmeans", "PoamVarOpt",
            "PoamVarSsgp", "PoamOnlineElbo", "StateFileError", "UpdateReport", "METHODS",
-           "make_model", "load_model"]
+           "make_model", "load_model", "resolve_device"]
 
 
 def make_model(config: MappingConfig | None = None, input_dim: int = 2) -> OnlineSparseGP:

@@ -92,11 +92,9 @@ class POAM(OnlineSparseGP):
                     data_chol=self.data_chol, data_inducing=self.data_inducing)
 
     def _load_method_state(self, state: dict[str, Tensor]) -> None:
-        terms = [state.get(name) for name in ("data_vector", "data_matrix", "data_chol")]
+        if not state:  # no terms yet: the state before the first update
+            self.data_vector = self.data_matrix = self.data_chol = self.data_inducing = None
+            return
         self.data_vector, self.data_matrix, self.data_chol = (
-            None if t is None else t.to(TERMS_DTYPE) for t in terms)
-        inducing = state.get("data_inducing", self.inducing)
-        self.data_inducing = None if inducing is None else inducing.to(self.dtype)
-        if bool(state.get("fixed_inducing", False)) and not self.fixed_inducing:
-            # files written before the fixed inputs were part of the shared state
-            self.fixed_inducing, self._fixed_z = True, self.inducing
+            state[name].to(TERMS_DTYPE) for name in ("data_vector", "data_matrix", "data_chol"))
+        self.data_inducing = state["data_inducing"].to(self.dtype)

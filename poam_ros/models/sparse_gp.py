@@ -43,6 +43,7 @@ from poam_ros.kernels import make_kernel
 from poam_ros.models import state_io
 from poam_ros.models.buffer import SampleBuffer
 from poam_ros.models.config import MappingConfig
+from poam_ros.models.device import resolve_device
 from poam_ros.models.linalg import NumericalError, robust_cholesky
 from poam_ros.models.objectives import FixedPosteriorElbo, TrainingObjective, clone_tree
 from poam_ros.models.posterior import PredictionCache, VariationalPosterior, prediction_cache
@@ -103,14 +104,6 @@ class InducingUpdate:
     k_old: Tensor | None
 
 
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("device 'cuda' requested but torch sees no CUDA device")
-    return torch.device(name)
-
-
 class OnlineSparseGP(ABC):
     """Online sparse variational GP over inputs of dimension ``input_dim`` (2 for a map)."""
 
@@ -125,7 +118,8 @@ class OnlineSparseGP(ABC):
         self.device = resolve_device(self.config.device)
         self.dtype = getattr(torch, self.config.dtype)
         torch.manual_seed(self.config.seed)  # the attention network's initial weights
-        self.kernel = make_kernel(self.config.kernel, input_dim, self.config).to(self.device, self.dtype)
+        self.kernel = make_kernel(self.config.kernel, input_dim, self.config).to(self.device,
+                                                                                 self.dtype)
         self.likelihood = gpytorch.likelihoods.GaussianLikelihood(
             noise_constraint=gpytorch.constraints.GreaterThan(self.config.min_noise_variance)
         ).to(self.device, self.dtype)
@@ -435,7 +429,8 @@ class OnlineSparseGP(ABC):
             means.append(mean)
             variances.append(var)
         mean = torch.cat(means) if means else x.new_empty(0)
-        var = (torch.cat(variances) if variances else x.new_empty(0)).clamp_min(1e-9 * self.amplitude)
+        var = (torch.cat(variances) if variances else x.new_empty(0)).clamp_min(
+            1e-9 * self.amplitude)
         if include_noise:
             var = var + self.noise
         mean, std = mean.cpu().double().numpy(), var.sqrt().cpu().double().numpy()
@@ -460,15 +455,11 @@ class OnlineSparseGP(ABC):
         self._require_ready()
         return self.x_scaler.inverse(self.inducing.cpu().double().numpy())
 
-    def hyperparameters(self) -> dict:
-        """Amplitude and noise in target units² (for diagnostics)."""
-        scale = self.y_scaler.std ** 2 if self.y_scaler.fitted else 1.0
-        return {"amplitude": float(self.amplitude) * scale, "noise_variance": float(self.noise) * scale}
-
     def _to_scaled_inputs(self, x) -> Tensor:
         x = np.asarray(x, dtype=float)
         if x.ndim != 2 or x.shape[1] != self.input_dim:
-            raise InvalidBatchError(f"query inputs must have shape (N, {self.input_dim}), got {x.shape}")
+            raise InvalidBatchError(f"query inputs must have shape (N, {self.input_dim}), "
+                                    f"got {x.shape}")
         if not np.isfinite(x).all():
             raise InvalidBatchError("query inputs contain NaN or inf")
         return torch.as_tensor(self.x_scaler.transform(x), dtype=self.dtype, device=self.device)
@@ -561,7 +552,7 @@ class OnlineSparseGP(ABC):
         post = state["posterior"]
         self.posterior = None if post is None else VariationalPosterior(
             post["mean"].to(**to), post["sqrt"].to(**to), post["logdet"].to(**to))
-        fixed = state.get("fixed_inducing")
+        fixed = state["fixed_inducing"]
         self.fixed_inducing = fixed is not None
         self._fixed_z = None if fixed is None else fixed.to(**to)
         # In the precision saved (data terms are float64 in any model); methods cast.

@@ -23,11 +23,12 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
-from rclpy.node import Node
 from rosgraph_msgs.msg import Clock as ClockMsg
 
 from poam_ros.bags import BagReader, ReadReport
+from poam_ros.ros import qos
 from poam_ros.ros.bag_qos import message_class, publisher_qos
+from poam_ros.ros.run import StartingNode
 
 CLOCK_TOPIC = "/clock"
 
@@ -60,7 +61,7 @@ class PlayReport:
         return out
 
 
-class BagPlayer(Node):
+class BagPlayer(StartingNode):
     """Publishers for a bag's topics; see the module docstring.
 
     Args:
@@ -73,11 +74,15 @@ class BagPlayer(Node):
 
     def __init__(self, bag, topics=None, remap: dict[str, str] | None = None,
                  clock_rate: float = 0.0, node_name: str = "player", **node_kwargs) -> None:
-        super().__init__(node_name, **node_kwargs)
-        self.reader = bag if isinstance(bag, BagReader) else BagReader(bag)
+        self._bag, self._requested = bag, topics  # for _start
         self.remap = dict(remap or {})
         self.clock_rate = float(clock_rate)
         self.report = PlayReport()
+        super().__init__(node_name, **node_kwargs)
+
+    def _start(self, node_name: str) -> None:
+        bag, topics = self._bag, self._requested
+        self.reader = bag if isinstance(bag, BagReader) else BagReader(bag)
         wanted = set(self.reader.topics) if topics is None else set(topics)
         missing = sorted(wanted - set(self.reader.topics))
         for name in missing:
@@ -94,7 +99,7 @@ class BagPlayer(Node):
                 continue
             self._outputs[name] = self.create_publisher(
                 cls, self.remap.get(name, name), publisher_qos(info.offered_qos))
-        self._clock_pub = (self.create_publisher(ClockMsg, CLOCK_TOPIC, 10)
+        self._clock_pub = (self.create_publisher(ClockMsg, CLOCK_TOPIC, qos.CLOCK)
                            if self.clock_rate > 0 else None)
 
     @property

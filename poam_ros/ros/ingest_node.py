@@ -36,38 +36,36 @@ from concurrent.futures import ThreadPoolExecutor
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from nav_msgs.msg import Odometry, Path
 from rclpy.clock import Clock, ClockType
-from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.qos_overriding_options import QoSOverridingOptions
 from sensor_msgs.msg import PointCloud2, Range
 from std_msgs.msg import Header
 
 from poam_ros import messages as msg
 from poam_ros.ingest import REASONS, Ingest, IngestConfig, SequenceGaps
+from poam_ros.ingest.core import NO_RETURN, OUTSIDE_WORKSPACE
 from poam_ros.params import ConfigError
 from poam_ros.ros import conversions as cv
+from poam_ros.ros import qos
 from poam_ros.ros.parameters import add_config_callback, declare_config
-from poam_ros.ros.run import run_node
+from poam_ros.ros.run import StartingNode, run_node
 from poam_ros.workspace import Workspace, WorkspaceConfig
 
-# Deep enough to absorb a backlog: rclpy's executor takes one message per subscription per
-# wait, so a fast simulation can run the odometry queue far behind the sonar's (the
-# publisher keeps its depth of 100; DDS hands samples over at once).
-SENSOR_QOS = QoSProfile(depth=2000, reliability=ReliabilityPolicy.RELIABLE)
-SAMPLES_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
-LATCHED_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
+# Drops that are the survey's nature, not a fault: logged as information.
+EXPECTED_DROPS = {OUTSIDE_WORKSPACE: "expected where a leg crosses the workspace boundary",
+                  NO_RETURN: "the sonar heard no seafloor (REP-117 +inf)"}
+
 POLL_PERIOD = 0.05  # s, wall: grace periods and pending timeouts are checked this often
 DIAGNOSTICS_PERIOD = 1.0  # s, wall
-WARN_INTERVAL = 5.0  # s, wall: a drop reason is warned about at most this often
 LOST_IN_TRANSPORT = "lost_in_transport"
 
 
-class IngestNode(Node):
+class IngestNode(StartingNode):
     """The sensor ingest; ``node_kwargs`` go to :class:`rclpy.node.Node`."""
 
     def __init__(self, node_name: str = "sensor_ingest", **node_kwargs) -> None:
         super().__init__(node_name, **node_kwargs)
+
+    def _start(self, node_name: str) -> None:
         config = declare_config(self, IngestConfig, read_only=["filter_backend"])
         workspace_config = declare_config(self, WorkspaceConfig, "workspace",
                                           read_only=["vertices", "no_go_vertices",
@@ -81,20 +79,19 @@ class IngestNode(Node):
         add_config_callback(self, IngestConfig, self._reconfigure)
 
         overridable = QoSOverridingOptions.with_default_policies()
-        self.create_subscription(Odometry, "odom", self._on_odom, SENSOR_QOS,
-                                 qos_overriding_options=overridable)
-        self.create_subscription(Range, "sonar/range", self._on_range, SENSOR_QOS,
-                                 qos_overriding_options=overridable)
-        self.create_subscription(PointCloud2, "sonar/swath", self._on_swath, SENSOR_QOS,
-                                 qos_overriding_options=overridable)
-        self.create_subscription(Path, "plan", self._on_plan, LATCHED_QOS)
-        self._samples_pub = self.create_publisher(PointCloud2, "samples", SAMPLES_QOS)
-        self._diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        for msg_type, topic, callback in ((Odometry, "odom", self._on_odom),
+                                          (Range, "sonar/range", self._on_range),
+                                          (PointCloud2, "sonar/swath", self._on_swath)):
+            self.create_subscription(msg_type, topic, callback, qos.SENSOR_BACKLOG,
+                                     qos_overriding_options=overridable)
+        self.create_subscription(Path, "plan", self._on_plan, qos.LATCHED)
+        self._samples_pub = self.create_publisher(PointCloud2, "samples", qos.SAMPLES)
+        self._diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics",
+                                                      qos.DIAGNOSTICS)
 
         self.lost_in_transport = 0  # messages, not samples
         self._gaps = SequenceGaps()
         self._seen_drops = dict(self.core.dropped)
-        self._warned: dict[str, float] = {}
         self._drops_at_last_report = 0
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(POLL_PERIOD, self._on_poll, clock=steady)
@@ -153,9 +150,10 @@ class IngestNode(Node):
                                  info.get("publication_sequence_number"))
         if skipped:
             self.lost_in_transport += skipped
-            self._warn(LOST_IN_TRANSPORT, f"{skipped} {topic} message(s) lost before the "
-                       f"ingest took them (subscription queue overflow or best-effort "
-                       f"transport) [{self.lost_in_transport} so far]")
+            self.warn_throttled(LOST_IN_TRANSPORT,
+                                f"{skipped} {topic} message(s) lost before the ingest took "
+                                f"them (subscription queue overflow or best-effort "
+                                f"transport) [{self.lost_in_transport} so far]")
 
 
     # --------------------------------------------------------------------- outputs
@@ -173,7 +171,12 @@ class IngestNode(Node):
         for raw in raw_batches:
             self._worker.submit(self._finish_and_publish, raw)
         for reason, count in grown.items():
-            self._warn(reason, f"dropped ({reason}): {details[reason]} [{count} so far]")
+            if reason in EXPECTED_DROPS:
+                self.warn_throttled(reason, f"not mapped ({reason}, {EXPECTED_DROPS[reason]}): "
+                                            f"{details[reason]} [{count} so far]", expected=True)
+            else:
+                self.warn_throttled(reason,
+                                    f"dropped ({reason}): {details[reason]} [{count} so far]")
 
     def _finish_and_publish(self, raw) -> None:
         """On the worker thread, one batch at a time, in the order they were cut."""
@@ -195,10 +198,11 @@ class IngestNode(Node):
 
     def _publish_diagnostics_locked(self) -> None:
         core = self.core
-        total = sum(core.dropped.values()) + self.lost_in_transport
+        total = self.lost_in_transport + sum(count for reason, count in core.dropped.items()
+                                             if reason not in EXPECTED_DROPS)
         level = DiagnosticStatus.OK
         message = "ok"
-        if total > self._drops_at_last_report:
+        if total > self._drops_at_last_report:  # the expected drops are no cause for a warning
             level = DiagnosticStatus.WARN
             message = f"{total - self._drops_at_last_report} input(s) dropped in the last period"
         self._drops_at_last_report = total
@@ -215,12 +219,6 @@ class IngestNode(Node):
         status = cv.diagnostic_status(f"{self.get_name()}: samples", level, message, values)
         self._diagnostics_pub.publish(cv.diagnostic_array(latest[0] if latest else 0.0,
                                                           [status]))
-
-    def _warn(self, key: str, message: str) -> None:
-        now = time.monotonic()
-        if now - self._warned.get(key, -WARN_INTERVAL) >= WARN_INTERVAL:
-            self._warned[key] = now
-            self.get_logger().warning(message)
 
 
 def main(args=None) -> None:

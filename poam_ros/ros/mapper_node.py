@@ -55,7 +55,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import torch
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from nav_msgs.msg import OccupancyGrid
 from rcl_interfaces.msg import SetParametersResult
@@ -70,7 +69,6 @@ from poam_ros.mapping.loop import MappingLoop
 from poam_ros.mapping.map_grid import MapGrid, MapGridConfig
 from poam_ros.mapping.metrics import TargetBaseline, evaluation_points
 from poam_ros.models import (
-    METHODS,
     MappingConfig,
     ModelNotReadyError,
     NumericalError,
@@ -78,6 +76,7 @@ from poam_ros.models import (
     UpdateReport,
     load_model,
     make_model,
+    resolve_device,
 )
 from poam_ros.params import ConfigError
 from poam_ros.params.node_settings import MapperSettings
@@ -149,7 +148,7 @@ class MapperNode(StartingNode):
                                         read_only=("state_file", "diagnostics_period",
                                                    "evaluation_grid", "torch_threads"))
         self._settings.use_torch_threads()
-        _check_mapping(self._mapping)
+        resolve_device(self._mapping.device)  # a device torch can use, or ConfigError
         self._grid = _make_grid(grid_config, workspace_config)
         self._evaluation = _evaluation_points(self._settings, workspace_config)
         self.add_on_set_parameters_callback(self._vet_parameters)
@@ -173,7 +172,8 @@ class MapperNode(StartingNode):
         # Maps are stamped with the newest samples stamp they include (the data time), so
         # that a planner can tell a map made after its goal was reached; 0: none yet.
         self._data_stamp = 0
-        self._status = _Status(device=_device_name(self._mapping), method=self._mapping.method)
+        self._status = _Status(device=str(resolve_device(self._mapping.device)),
+                               method=self._mapping.method)
         # The worker's own model. Built now rather than at the first batch: the first model
         # of a process costs seconds of one-off initialisation, which belongs to start-up.
         self._model: OnlineSparseGP | None = None
@@ -214,7 +214,8 @@ class MapperNode(StartingNode):
     def _vet_parameters(self, parameters) -> SetParametersResult:
         """Checks across configs and against the machine, beyond each dataclass's own."""
         try:
-            _check_mapping(proposed_config(self, MappingConfig, parameters, "mapping"))
+            resolve_device(proposed_config(self, MappingConfig, parameters,
+                                           "mapping").device)
             _make_grid(proposed_config(self, MapGridConfig, parameters, "grid"),
                        proposed_config(self, WorkspaceConfig, parameters, "workspace"))
         except (ConfigError, ValueError) as error:
@@ -263,7 +264,7 @@ class MapperNode(StartingNode):
     def _reject(self, reason: str, text: str) -> None:
         with self._lock:
             self._status.rejections[reason] += 1
-        self.get_logger().warning(text, throttle_duration_sec=5.0)
+        self.warn_throttled(reason, text)
 
     def _on_query(self, message: PointCloud2) -> None:
         """Predictive std of a new measurement at the query's points, from the served model;
@@ -274,8 +275,8 @@ class MapperNode(StartingNode):
             self._status.queries += 1
         xy, std = np.empty((0, 2)), np.empty(0)
         if message.header.frame_id != frame:
-            self.get_logger().warning(f"query in frame '{message.header.frame_id}', expected "
-                                      f"'{frame}': answered empty", throttle_duration_sec=5.0)
+            self.warn_throttled("query_frame", f"query in frame '{message.header.frame_id}', "
+                                               f"expected '{frame}': answered empty")
         elif model is not None:
             try:
                 points = msg.cloud_to_query(message)
@@ -283,8 +284,7 @@ class MapperNode(StartingNode):
                 std = model.predict(points, include_noise=True)[1]
                 xy = points
             except (ValueError, NumericalError, ModelNotReadyError) as error:
-                self.get_logger().warning(f"query answered empty: {error}",
-                                          throttle_duration_sec=5.0)
+                self.warn_throttled("query_failed", f"query answered empty: {error}")
         self._response_pub.publish(cv.response_to_cloud(
             Header(stamp=message.header.stamp, frame_id=frame), xy, std))
 
@@ -315,7 +315,7 @@ class MapperNode(StartingNode):
                 self._incoming.clear()
                 self._served, self._snapshot_due = None, False
                 self._reset_requested = True
-                self._status = _Status(device=_device_name(self._mapping),
+                self._status = _Status(device=str(resolve_device(self._mapping.device)),
                                        method=self._mapping.method,
                                        queries=self._status.queries)
                 self._lock.notify_all()
@@ -592,21 +592,6 @@ class MapperNode(StartingNode):
                                           f"{SHUTDOWN_WAIT:g} s; exiting anyway")
             self._worker = None
         super().destroy_node()
-
-
-def _check_mapping(config: MappingConfig) -> None:
-    """What MappingConfig cannot check itself: a known method, a device torch can use."""
-    if config.method not in METHODS:
-        raise ConfigError(f"MappingConfig.method {config.method!r} is unknown; available: "
-                          f"{', '.join(sorted(METHODS))}")
-    if config.device == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("MappingConfig.device 'cuda': torch sees no CUDA device here")
-
-
-def _device_name(config: MappingConfig) -> str:
-    if config.device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return config.device
 
 
 def _evaluation_points(settings: MapperSettings,

@@ -21,13 +21,13 @@ from typing import Callable
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped
-from rclpy.node import Node
 from sensor_msgs.msg import PointCloud2
 
 from poam_ros import messages as msg
 from poam_ros.mapping.epochs import EpochRecord
 from poam_ros.mapping.metrics import TargetBaseline, evaluate_map
 from poam_ros.ros import qos
+from poam_ros.ros.run import StartingNode
 from poam_ros.sim import Terrain
 
 #: what the monitor waits to hear before the clock source starts: topic -> the node behind it
@@ -35,15 +35,17 @@ SOURCES = {"samples": "sensor_ingest", "map/evaluation": "mapper", "goal": "plan
 KEPT_MAPS = 5  # maps (and inducing clouds) kept for the final figure
 
 
-class MissionMonitor(Node):
+class MissionMonitor(StartingNode):
     """Scores the graph's maps against ``terrain`` until one holds ``budget`` samples;
     ``on_epoch`` sees every record as it comes."""
 
     def __init__(self, terrain: Terrain, budget: int,
                  on_epoch: Callable[[EpochRecord], None] | None = None,
                  node_name: str = "poam_ros_sim_monitor", **kwargs) -> None:
-        super().__init__(node_name, **kwargs)
         self.terrain, self.budget, self.on_epoch = terrain, budget, on_epoch
+        super().__init__(node_name, **kwargs)
+
+    def _start(self, node_name: str) -> None:
         self.records: list[EpochRecord] = []
         self.record_stamps: list[int] = []  # ns, the map stamp of each record
         self.last_progress = time.monotonic()  # when the last record (or none yet) came

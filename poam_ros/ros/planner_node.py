@@ -174,8 +174,9 @@ class PlannerNode(StartingNode):
         with self._lock:
             frame = self._settings.map_frame
         if message.header.frame_id != frame:
-            self.get_logger().warning(f"odometry in frame '{message.header.frame_id}', "
-                                      f"expected '{frame}': ignored", throttle_duration_sec=5.0)
+            self.warn_throttled(
+                "odometry frame",
+                f"odometry in frame '{message.header.frame_id}', expected '{frame}': ignored")
             return
         x, y, _, _ = msg.odometry_to_state(message)
         with self._lock:
@@ -256,8 +257,7 @@ class PlannerNode(StartingNode):
                     self._state, self._not_before = WAITING, time.monotonic() + RETRY_PERIOD
                     self._failures += 1
                     self._failed, self._last_failure = True, str(error)
-                self.get_logger().warning(f"planning failed, retrying: {error}",
-                                          throttle_duration_sec=5.0)
+                self.warn_throttled("planning", f"planning failed, retrying: {error}")
                 continue
             with self._lock:
                 self._last_plan_time = time.perf_counter() - start

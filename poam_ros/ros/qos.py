@@ -1,16 +1,29 @@
 """QoS of every stream of the graph contract, in one place so that both ends agree.
 
-| profile     | streams                                 | policy                          |
-|-------------|-----------------------------------------|---------------------------------|
-| ODOMETRY    | odom                                    | reliable, volatile, depth 100   |
-| LATCHED     | plan, goal, map, map/std, map/inducing, | reliable, transient local, 1    |
-|             | map/evaluation                          |                                 |
-| SAMPLES     | samples                                 | reliable, volatile, depth 10    |
-| QUERY       | uncertainty/query, uncertainty/response | reliable, volatile, depth 10    |
-| DIAGNOSTICS | /diagnostics                            | reliable, volatile, depth 10    |
+| profile         | streams                                 | policy                          |
+|-----------------|-----------------------------------------|---------------------------------|
+| ODOMETRY        | odom (planner's subscription)           | reliable, volatile, depth 100   |
+| SENSORS         | odom, sonar/range, sonar/swath          | reliable, volatile, depth 100   |
+|                 | (the simulated AUV's publishers)        |                                 |
+| SENSOR_BACKLOG  | odom, sonar/range, sonar/swath          | reliable, volatile, depth 2000  |
+|                 | (the ingest's subscriptions)            |                                 |
+| LATCHED         | plan, goal, map, map/std, map/inducing, | reliable, transient local, 1    |
+|                 | map/evaluation                          |                                 |
+| LATCHED_HISTORY | map, map/inducing, map/evaluation, goal | reliable, transient local, 10   |
+|                 | (the mission monitor's subscriptions)   |                                 |
+| SAMPLES         | samples                                 | reliable, volatile, depth 10    |
+| QUERY           | uncertainty/query, uncertainty/response | reliable, volatile, depth 10    |
+| DIAGNOSTICS     | /diagnostics                            | reliable, volatile, depth 10    |
+| CLOCK           | /clock (simulated AUV, bag player)      | reliable, volatile, depth 10    |
 
 Latched streams hand their last message to subscribers that join later (RViz, a restarted
 planner); a subscriber must itself ask for transient-local durability to receive it.
+``LATCHED_HISTORY`` keeps 10 on the subscriber's side, so that no map is overwritten before
+it is read. ``SENSOR_BACKLOG`` is deep enough to absorb a backlog: rclpy's executor takes
+one message per subscription per wait, so a fast simulation can run the odometry queue far
+behind the sonar's (the publisher keeps its depth of 100; DDS hands samples over at once).
+The bag player's and the recorder's bag topics adapt theirs to a bag's or a graph's
+publishers instead (:mod:`poam_ros.ros.bag_qos`).
 """
 
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -22,7 +35,11 @@ def _reliable(depth: int, durability=DurabilityPolicy.VOLATILE) -> QoSProfile:
 
 
 ODOMETRY = _reliable(100)
+SENSORS = _reliable(100)
+SENSOR_BACKLOG = _reliable(2000)
 LATCHED = _reliable(1, DurabilityPolicy.TRANSIENT_LOCAL)
+LATCHED_HISTORY = _reliable(10, DurabilityPolicy.TRANSIENT_LOCAL)
 SAMPLES = _reliable(10)
 QUERY = _reliable(10)
 DIAGNOSTICS = _reliable(10)
+CLOCK = _reliable(10)

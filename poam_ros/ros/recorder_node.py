@@ -56,9 +56,10 @@ from poam_ros.bags import (
 from poam_ros.ingest import SequenceGaps
 from poam_ros.params import ConfigError
 from poam_ros.ros import conversions as cv
+from poam_ros.ros import qos
 from poam_ros.ros.bag_qos import message_class, qos_to_dict, subscription_qos
 from poam_ros.ros.parameters import declare_config
-from poam_ros.ros.run import run_node
+from poam_ros.ros.run import StartingNode, run_node
 
 DIAGNOSTICS_PERIOD = 1.0  # s, wall
 # After taking what is there, the intake pauses this long before it waits for messages
@@ -68,16 +69,19 @@ DIAGNOSTICS_PERIOD = 1.0  # s, wall
 INTAKE_PERIOD = 0.002  # s
 
 
-class RecorderNode(Node):
+class RecorderNode(StartingNode):
     """The recorder; see the module docstring. ``config`` (a :class:`RecorderConfig`)
     replaces the declared parameters' values when given (the CLI passes its options)."""
 
     def __init__(self, node_name: str = "recorder", config: RecorderConfig | None = None,
                  **node_kwargs) -> None:
+        self._given_config = config
         super().__init__(node_name, **node_kwargs)
+
+    def _start(self, node_name: str) -> None:
         declared = declare_config(self, RecorderConfig,
                                   read_only=[s.name for s in RecorderConfig.specs()])
-        self.config = config or declared
+        self.config = self._given_config or declared
         path = Path(self.config.output).expanduser() if self.config.output \
             else default_bag_path()
         try:
@@ -85,7 +89,6 @@ class RecorderNode(Node):
                                     self.config.max_bag_duration, self.config.compression,
                                     custom_data={"recorded_by": f"poam_ros {node_name}"})
         except (BagWriteError, ValueError) as error:
-            super().destroy_node()
             raise ConfigError(str(error)) from error
         self.types = MessageTypes()
         self.wanted = {self.resolve_topic_name(t) for t in self.config.topics}
@@ -110,7 +113,8 @@ class RecorderNode(Node):
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self._discover()
         self.create_timer(self.config.discovery_period, self._discover, clock=steady)
-        self._diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self._diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics",
+                                                      qos.DIAGNOSTICS)
         self.create_timer(DIAGNOSTICS_PERIOD, self._publish_diagnostics, clock=steady)
         what = "every topic" if self.config.all_topics else \
             f"{len(self.wanted)} topic(s): {', '.join(sorted(self.wanted))}"

@@ -31,6 +31,7 @@ from poam_ros.params import ConfigError
 
 STOP_CHECK_PERIOD = 0.1  # s: how long a stop request may wait for the spin loop to see it
 CALLBACK_GRACE = 5.0  # s callbacks in flight get to finish once a stop is requested
+WARN_INTERVAL = 5.0  # s, wall: the same kind of warning at most this often
 
 
 class StopSignals:
@@ -76,12 +77,17 @@ def spin_until_stopped(executor: Executor, stop: threading.Event,
 
 
 class StartingNode(Node):
-    """A node whose set-up, :meth:`_start`, may fail (a bad parameter, an unreadable file): the
-    node then leaves the graph at once, rather than when its context shuts down, and the error
-    propagates to :func:`run_node` or the caller."""
+    """The base of every node of the package: a node whose set-up, :meth:`_start`, may fail (a
+    bad parameter, an unreadable file): the node then leaves the graph at once, rather than
+    when its context shuts down, and the error propagates to :func:`run_node` or the caller.
+
+    A subclass with arguments of its own keeps them as attributes before it calls
+    ``super().__init__(node_name, **node_kwargs)``, which calls :meth:`_start`.
+    """
 
     def __init__(self, node_name: str, **kwargs) -> None:
         super().__init__(node_name, **kwargs)
+        self._warned: dict[str, float] = {}  # key -> time.monotonic() of its last warning
         try:
             self._start(node_name)
         except BaseException:
@@ -90,6 +96,21 @@ class StartingNode(Node):
 
     def _start(self, node_name: str) -> None:
         raise NotImplementedError
+
+    def warn_throttled(self, key: str, message: str, expected: bool = False) -> None:
+        """Log ``message`` as a warning (as information when ``expected``) unless one of the
+        same ``key`` (a kind of problem) was logged less than ``WARN_INTERVAL`` seconds ago:
+        the node keeps running, and its log stays readable when the problem repeats at every
+        message."""
+        now = time.monotonic()
+        if now - self._warned.get(key, -WARN_INTERVAL) < WARN_INTERVAL:
+            return
+        self._warned[key] = now
+        # One call site per severity: rclpy refuses a severity change at one call site.
+        if expected:
+            self.get_logger().info(message)
+        else:
+            self.get_logger().warning(message)
 
 
 def spin_node(node: Node, stop: threading.Event,

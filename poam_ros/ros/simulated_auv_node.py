@@ -22,8 +22,6 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from nav_msgs.msg import Odometry, Path
 from rclpy.clock import Clock, ClockType
-from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock as ClockMsg
 from sensor_msgs.msg import PointCloud2, Range
 from std_msgs.msg import Header
@@ -31,8 +29,9 @@ from std_msgs.msg import Header
 from poam_ros import messages as msg
 from poam_ros.params import ConfigError
 from poam_ros.ros import conversions as cv
+from poam_ros.ros import qos
 from poam_ros.ros.parameters import add_config_callback, declare_config
-from poam_ros.ros.run import run_node
+from poam_ros.ros.run import StartingNode, run_node
 from poam_ros.sim.multibeam import MultibeamSonar, MultibeamStreamConfig
 from poam_ros.sim.simulated_auv import Odom, Ping, SimulatedAuv, SimulatedAuvConfig, Sounding
 from poam_ros.sim.simulator import SurveySimulator
@@ -41,21 +40,19 @@ from poam_ros.sim.terrain import TerrainError
 from poam_ros.sim.terrain_config import TerrainConfig, terrain_from_config
 from poam_ros.sim.vehicle import VehicleConfig
 
-SENSOR_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
-LATCHED_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
 DIAGNOSTICS_PERIOD = 1.0  # s, wall
-WARN_INTERVAL = 5.0  # s, wall: the same warning at most this often
 # Parameters that cannot change once the simulator is built.
 _FIXED = ("seed", "start_pose", "world_frame", "base_frame", "sonar_frame", "publish_rate")
 
 
-class SimulatedAuvNode(Node):
+class SimulatedAuvNode(StartingNode):
     """The simulated AUV; ``node_kwargs`` go to :class:`rclpy.node.Node` (context,
     parameter_overrides, ...)."""
 
     def __init__(self, node_name: str = "simulated_auv", **node_kwargs) -> None:
         super().__init__(node_name, **node_kwargs)
+
+    def _start(self, node_name: str) -> None:
         self.config = declare_config(self, SimulatedAuvConfig, read_only=_FIXED)
         terrain_config = declare_config(self, TerrainConfig, "terrain",
                                         read_only=_all(TerrainConfig))
@@ -79,20 +76,20 @@ class SimulatedAuvNode(Node):
             raise ConfigError(str(error)) from error
         self.auv = SimulatedAuv(simulator, self.config.mode, multibeam, swath.rate)
 
-        self._clock_pub = self.create_publisher(ClockMsg, "/clock", 10)
-        self._odom_pub = self.create_publisher(Odometry, "odom", SENSOR_QOS)
-        self._range_pub = self.create_publisher(Range, "sonar/range", SENSOR_QOS)
-        self._swath_pub = (self.create_publisher(PointCloud2, "sonar/swath", SENSOR_QOS)
+        self._clock_pub = self.create_publisher(ClockMsg, "/clock", qos.CLOCK)
+        self._odom_pub = self.create_publisher(Odometry, "odom", qos.SENSORS)
+        self._range_pub = self.create_publisher(Range, "sonar/range", qos.SENSORS)
+        self._swath_pub = (self.create_publisher(PointCloud2, "sonar/swath", qos.SENSORS)
                            if multibeam else None)
-        self._diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        self.create_subscription(Path, "plan", self._on_plan, LATCHED_QOS)
+        self._diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics",
+                                                      qos.DIAGNOSTICS)
+        self.create_subscription(Path, "plan", self._on_plan, qos.LATCHED)
 
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self._last_tick = time.monotonic()
         self._target = self.auv.time
         self._published_clock: float | None = None
         self._last_clock_wall = -float("inf")
-        self._warned: dict[str, float] = {}
         self.plans_refused = 0
         self.waiting_for: list[str] = []
         self._complete: dict[str, int] = {}  # topic -> matched subscribers when found complete
@@ -125,7 +122,7 @@ class SimulatedAuvNode(Node):
 
     def _refuse(self, reason: str) -> None:
         self.plans_refused += 1
-        self._warn("plan", f"plan refused, the vehicle keeps its current one: {reason}")
+        self.warn_throttled("plan", f"plan refused, the vehicle keeps its current one: {reason}")
 
     def _subscribers_missing(self) -> list[str]:
         """Sensor topics that a node of ``hold_for`` does not subscribe to yet.
@@ -172,7 +169,7 @@ class SimulatedAuvNode(Node):
         for event in events:
             self._publish(event)
         if auv.last_failure:
-            self._warn("failure", f"plan abandoned: {auv.last_failure}")
+            self.warn_throttled("failure", f"plan abandoned: {auv.last_failure}")
             auv.last_failure = None
         # The clock once a tick, at the newest event's time (not once per event: every node
         # with use_sim_time takes each /clock message); while it stands, once a second for
@@ -220,13 +217,6 @@ class SimulatedAuvNode(Node):
              "plans_refused": self.plans_refused,
              "pings_off_terrain": auv.pings_off_terrain})
         self._diagnostics_pub.publish(cv.diagnostic_array(auv.time, [status]))
-
-    def _warn(self, key: str, message: str) -> None:
-        """A warning, at most once per WARN_INTERVAL per kind (the node keeps running)."""
-        now = time.monotonic()
-        if now - self._warned.get(key, -WARN_INTERVAL) >= WARN_INTERVAL:
-            self._warned[key] = now
-            self.get_logger().warning(message)
 
 
 def missing_nodes(required: list[str], subscribers: list[tuple[str, str]]) -> list[str]:

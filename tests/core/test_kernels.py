@@ -15,7 +15,8 @@ def kernel():
 
 
 def inputs(n, seed):
-    return torch.rand(n, 2, generator=torch.Generator().manual_seed(seed), dtype=torch.float64) * 2 - 1
+    generator = torch.Generator().manual_seed(seed)
+    return torch.rand(n, 2, generator=generator, dtype=torch.float64) * 2 - 1
 
 
 def direct_formula(kernel, x1, x2):
@@ -41,7 +42,8 @@ def test_matches_direct_formula(kernel):
 
 
 def test_base_lengthscales_linearly_spaced(kernel):
-    assert torch.allclose(kernel.base_lengthscales, torch.linspace(0.05, 0.5, 10, dtype=torch.float64))
+    assert torch.allclose(kernel.base_lengthscales,
+                          torch.linspace(0.05, 0.5, 10, dtype=torch.float64))
 
 
 def test_gram_matrix_is_symmetric_psd_with_unit_diagonal(kernel):

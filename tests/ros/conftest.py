@@ -48,40 +48,40 @@ def ros_context(ros_domain_id):
 
 
 @pytest.fixture
-def make_node(ros_context):
-    """``make_node(name, **node_kwargs)`` -> a Node in this module's context, destroyed
-    after the test."""
-    from rclpy.node import Node
-
+def nodes_to_destroy():
+    """A list whose nodes are destroyed after the test (those of :func:`make_node` and
+    :func:`start_node`)."""
     nodes = []
-
-    def make(name, **kwargs):
-        node = Node(name, context=ros_context, **kwargs)
-        nodes.append(node)
-        return node
-
-    yield make
+    yield nodes
     for node in nodes:
         node.destroy_node()
 
 
 @pytest.fixture
-def start_node(ros_context):
+def make_node(ros_context, nodes_to_destroy):
+    """``make_node(name, **node_kwargs)`` -> a Node in this module's context, destroyed
+    after the test."""
+    from rclpy.node import Node
+
+    def make(name, **kwargs):
+        nodes_to_destroy.append(Node(name, context=ros_context, **kwargs))
+        return nodes_to_destroy[-1]
+
+    return make
+
+
+@pytest.fixture
+def start_node(ros_context, nodes_to_destroy):
     """``start_node(cls, **parameters)`` -> a node of ``cls`` in this module's context with
     those parameter overrides, destroyed after the test."""
     from rclpy.parameter import Parameter
 
-    nodes = []
-
     def start(cls, **parameters):
-        node = cls(context=ros_context, parameter_overrides=[
-            Parameter(name, value=value) for name, value in parameters.items()])
-        nodes.append(node)
-        return node
+        nodes_to_destroy.append(cls(context=ros_context, parameter_overrides=[
+            Parameter(name, value=value) for name, value in parameters.items()]))
+        return nodes_to_destroy[-1]
 
-    yield start
-    for node in nodes:
-        node.destroy_node()
+    return start
 
 
 @pytest.fixture

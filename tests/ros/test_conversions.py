@@ -65,7 +65,10 @@ def _multiply(a, b):
 
 def test_yaw_of_a_rolled_and_pitched_quaternion_is_the_z_y_x_euler_yaw():
     yaw, pitch, roll = 1.1, 0.3, -0.4
-    about = lambda angle, axis: (math.cos(angle / 2), *(math.sin(angle / 2) * a for a in axis))
+
+    def about(angle, axis):
+        return (math.cos(angle / 2), *(math.sin(angle / 2) * a for a in axis))
+
     w, x, y, z = _multiply(_multiply(about(yaw, (0, 0, 1)), about(pitch, (0, 1, 0))),
                            about(roll, (1, 0, 0)))
     assert math.isclose(msg.quaternion_to_yaw(Quaternion(x=x, y=y, z=z, w=w)), yaw)

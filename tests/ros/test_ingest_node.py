@@ -12,7 +12,7 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy", exc_type=ModuleNotFoundError)
 
-from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
 from nav_msgs.msg import Odometry, Path  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
@@ -53,11 +53,13 @@ class Tester:
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics,
                                       10)
         self.counts: dict[str, str] = {}
+        self.levels: list[bytes] = []  # of every samples status received
 
     def _on_diagnostics(self, message):
         for status in message.status:
             if status.name.endswith(": samples"):
                 self.counts = {kv.key: kv.value for kv in status.values}
+                self.levels.append(status.level)
 
     def count(self, key):
         return int(self.counts.get(key, -1))
@@ -148,6 +150,29 @@ def test_bad_input_is_counted_and_never_published(start_node, make_node, spin_un
                       ingest, tester.node, timeout=5.0), tester.counts
     assert tester.count("samples_published") == 2 and tester.count("batches_published") == 1
     assert ingest.core.dropped == expected
+
+
+def test_soundings_outside_the_workspace_are_information_not_a_warning(start_node, make_node,
+                                                                      spin_until):
+    """Legs that cross the workspace boundary drop soundings by design: counted, but the
+    diagnostics stay OK (a fault, such as a NaN range, turns them WARN)."""
+    ingest = start_node(IngestNode, **{
+        "workspace.vertices": [-4.0, -30.0, 30.0, -30.0, 30.0, 30.0, -4.0, 30.0]})
+    tester = Tester(make_node)
+    assert spin_until(lambda: tester.odom.get_subscription_count() and
+                      tester.range.get_subscription_count(), ingest, tester.node)
+    for i in range(5):                                  # 0..2 s along x from -5 to -3 m
+        tester.send_pose(0.5 * i, -5.0 + 0.5 * i)
+    tester.send_range(0.5, 310.0)                       # at x = -4.5: outside
+    tester.send_range(1.5, 310.0)                       # at x = -3.5: inside
+    tester.send_plan([[-3.0, 0.0]])                     # reached at t = 2 s
+    assert spin_until(lambda: tester.count("dropped.outside_workspace") == 1, ingest,
+                      tester.node, timeout=10.0), tester.counts
+    assert set(tester.levels) == {DiagnosticStatus.OK}
+    tester.send_pose(2.5, -2.75)
+    tester.send_range(2.4, float("nan"))
+    assert spin_until(lambda: DiagnosticStatus.WARN in tester.levels, ingest, tester.node,
+                      timeout=10.0), tester.counts
 
 
 def test_best_effort_sensors_through_qos_overrides(start_node, make_node, spin_until):

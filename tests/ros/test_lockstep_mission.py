@@ -19,7 +19,7 @@ from sensor_msgs.msg import PointField  # noqa: E402
 
 from poam_ros import messages as msg  # noqa: E402
 from poam_ros.mission import Mission, mission_seeds  # noqa: E402
-from poam_ros.params.mission_setup import MissionSetup
+from poam_ros.params.mission_setup import MissionSetup  # noqa: E402
 from poam_ros.ros import qos  # noqa: E402
 from poam_ros.ros.mapper_node import MapperNode  # noqa: E402
 from poam_ros.ros.planner_node import PlannerNode  # noqa: E402

@@ -305,7 +305,7 @@ def test_samples_in_another_frame_are_refused_and_counted(graph, spin_until):
     ("grid.resolution", 0.001, "coarser resolution"),
     ("grid.extent", [1.0, 0.0, 0.0, 1.0], "xmin < xmax"),
     ("workspace.vertices", [0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0, 1.0], "Self-intersection"),
-    ("mapping.method", "kriging", "'kriging' is unknown; available:"),
+    ("mapping.method", "kriging", "MappingConfig.method must be one of"),
     ("state_file", "/tmp/other.pt", "read-only"),
 ])
 def test_invalid_parameter_changes_are_refused(start_mapper, name, value, reason):

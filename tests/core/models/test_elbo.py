@@ -48,13 +48,16 @@ def test_value_and_gradients_match_autograd():
     lengthscale = torch.tensor(0.4, dtype=torch.float64, requires_grad=True)
     prior_var = torch.tensor(1.3, dtype=torch.float64, requires_grad=True)
     noise = torch.tensor(0.2, dtype=torch.float64, requires_grad=True)
-    sqrt = torch.tril(torch.rand(m, m, generator=gen, dtype=torch.float64)) * 0.3 + 0.2 * torch.eye(m, dtype=torch.float64)
+    sqrt = (torch.tril(torch.rand(m, m, generator=gen, dtype=torch.float64)) * 0.3
+            + 0.2 * torch.eye(m, dtype=torch.float64))
     posterior = VariationalPosterior(torch.randn(m, generator=gen, dtype=torch.float64), sqrt,
                                      torch.logdet(sqrt @ sqrt.T))
     y = torch.randn(b, generator=gen, dtype=torch.float64)
 
     def kernels():
-        k = lambda a, c: prior_var * torch.exp(-0.5 * torch.cdist(a, c) ** 2 / lengthscale ** 2)
+        def k(a, c):
+            return prior_var * torch.exp(-0.5 * torch.cdist(a, c) ** 2 / lengthscale ** 2)
+
         return k(z, z) + 1e-3 * torch.eye(m, dtype=torch.float64), k(z, x)
 
     params = (lengthscale, prior_var, noise)

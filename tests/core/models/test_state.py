@@ -73,26 +73,31 @@ def test_foreign_files(tmp_path):
         POAM.load(other)
 
 
+def tampered(model, path, change) -> None:
+    """Save ``model`` to ``path``, then rewrite the file's payload with ``change(payload)``."""
+    model.save(path)
+    payload = torch.load(path, weights_only=True)
+    change(payload)
+    torch.save(payload, path)
+
+
 def test_version_and_method_mismatch(trained, tmp_path):
     path = tmp_path / "map.pt"
-    trained.save(path)
-    payload = torch.load(path, weights_only=True)
-    payload["version"] = state_io.VERSION + 1
-    torch.save(payload, path)
+    tampered(trained, path, lambda payload: payload.update(version=state_io.VERSION + 1))
     with pytest.raises(StateFileError, match="format version"):
         POAM.load(path)
-    payload["version"], payload["method"] = state_io.VERSION, "ovc"
-    torch.save(payload, path)
+    tampered(trained, path, lambda payload: payload.update(method="ovc"))
     with pytest.raises(StateFileError, match="holds a 'ovc' model"):
         POAM.load(path)
 
 
 def test_inconsistent_payload_is_refused_whole(trained, tmp_path):
     path = tmp_path / "map.pt"
-    trained.save(path)
-    payload = torch.load(path, weights_only=True)
-    payload["state"]["buffer_x"] = payload["state"]["buffer_x"][:5]
-    torch.save(payload, path)
+
+    def truncate_buffer(payload):
+        payload["state"]["buffer_x"] = payload["state"]["buffer_x"][:5]
+
+    tampered(trained, path, truncate_buffer)
     with pytest.raises(StateFileError, match="inconsistent contents"):
         POAM.load(path)
 

@@ -41,37 +41,36 @@ def test_paper_weight_still_heads_for_the_peak(workspace):
     assert np.linalg.norm(goal[0] - PEAK) < 2.0
 
 
-def test_flat_std_picks_the_nearest_candidate(workspace):
+def plan_seeing_candidates(workspace, seed, num_candidates, position, std):
+    """The goal a planner picks from ``position`` with ``std``, and the candidates it scored."""
     seen = []
 
-    def recording_flat_std(xy):
+    def recording_std(xy):
         seen.append(xy)
-        return flat_std(xy)
+        return std(xy)
 
-    planner = MaxEntropyPlanner(workspace, np.random.default_rng(5),
-                                MaxEntropyConfig(num_candidates=300))
+    planner = MaxEntropyPlanner(workspace, np.random.default_rng(seed),
+                                MaxEntropyConfig(num_candidates=num_candidates))
+    goal = planner.plan(position, recording_std)
+    return goal, seen[0]
+
+
+def test_flat_std_picks_the_nearest_candidate(workspace):
     position = np.array([2.0, 1.0])
-    goal = planner.plan(position, recording_flat_std)
-    candidates = seen[0]
+    goal, candidates = plan_seeing_candidates(workspace, 5, 300, position, flat_std)
     nearest = candidates[np.argmin(np.linalg.norm(candidates - position, axis=1))]
     np.testing.assert_array_equal(goal[0], nearest)
 
 
 def test_score_matches_the_formula_on_seen_candidates(workspace):
-    seen = []
-
-    def recording_std(xy):
-        seen.append(xy)
-        return peaked_std(xy)
-
-    planner = MaxEntropyPlanner(workspace, np.random.default_rng(2),
-                                MaxEntropyConfig(num_candidates=50))
     position = np.array([0.0, 0.0])
-    goal = planner.plan(position, recording_std)
-    candidates = seen[0]
+    goal, candidates = plan_seeing_candidates(workspace, 2, 50, position, peaked_std)
     entropy = 0.5 * np.log(2 * math.pi * math.e * peaked_std(candidates) ** 2)
     distance = np.linalg.norm(candidates - position, axis=1)
-    minmax = lambda v: (v - v.min()) / (v.max() - v.min())  # noqa: E731
+
+    def minmax(v):
+        return (v - v.min()) / (v.max() - v.min())
+
     score = minmax(entropy) - 0.5 * minmax(distance)
     np.testing.assert_array_equal(goal[0], candidates[np.argmax(score)])
 
