@@ -1,4 +1,5 @@
-"""ament_python packaging for poam_ros; the version is read from package.xml so the two never disagree."""
+"""ament_python packaging for poam_ros; the version is read from package.xml, so the two never
+disagree."""
 
 import re
 from glob import glob
@@ -41,8 +42,8 @@ setup(
     ],
     extras_require={
         # pytest 8.2 for importorskip(exc_type=...); the mcap ROS 2 decoder is the tests'
-        # independent reader of our bags.
-        "test": ["pytest>=8.2", "mcap-ros2-support>=0.5"],
+        # independent reader of our bags; ruff, pinned, lints the tree (pyproject.toml).
+        "test": ["pytest>=8.2", "mcap-ros2-support>=0.5", "ruff==0.17.6"],
         # Open3D's swath filters; without it the ingest uses equivalent numpy/scipy filters.
         "filters": ["open3d>=0.18"],
     },

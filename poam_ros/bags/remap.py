@@ -50,7 +50,6 @@ import math
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -58,7 +57,7 @@ import numpy as np
 from poam_ros import messages as msg
 from poam_ros.bags.bag_reader import BagError, BagReader, ReadReport
 from poam_ros.bags.message_types import MessageTypes
-from poam_ros.ingest import Ingest, IngestConfig, SampleBatch
+from poam_ros.ingest import Ingest, SampleBatch
 from poam_ros.mapping.epochs import EpochRecord
 from poam_ros.mapping.loop import MappingLoop, Scoring
 from poam_ros.mapping.map_grid import MapGrid, MapLayers
@@ -67,7 +66,7 @@ from poam_ros.mission import MissionResult
 from poam_ros.models import OnlineSparseGP, make_model
 from poam_ros.params import Params, param
 from poam_ros.params.mission_setup import MissionSetup, mission_seeds
-from poam_ros.workspace import Workspace, WorkspaceConfig
+from poam_ros.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -155,16 +154,15 @@ class RemapResult:
                              self.model.buffer.y.copy(), self.path, self.wall_time)
 
 
-def remap_bag(bag, setup: MissionSetup, ingest_config: IngestConfig,
-              ingest_workspace: WorkspaceConfig | None = None,
-              config: RemapConfig | None = None,
+def remap_bag(bag, setup: MissionSetup, config: RemapConfig | None = None,
               on_update: Callable[[EpochRecord], None] | None = None) -> RemapResult:
     """Re-map ``bag`` (a path or :class:`BagReader`); see the module docstring.
 
     ``setup`` gives the mapping method and parameters (``setup.mapping``; its seed is
     derived from ``setup.mission.seed`` as the mission launcher derives the mapper's),
-    the map grid and workspace, the mapper's settings and the terrain (for ground truth);
-    ``ingest_config`` and ``ingest_workspace`` the sensor ingest's.
+    the map grid and workspace, the mapper's settings, the sensor ingest's configuration
+    and workspace (``setup.ingest``, ``setup.ingest_workspace``) and the terrain (for
+    ground truth).
 
     Raises:
         BagError: the bag cannot be read, lacks the sensor topics, or holds them with
@@ -175,8 +173,7 @@ def remap_bag(bag, setup: MissionSetup, ingest_config: IngestConfig,
     reader = bag if isinstance(bag, BagReader) else BagReader(bag)
     check_topics(reader, config)
     types = MessageTypes()
-    ingest = Ingest(ingest_config, Workspace.from_config(ingest_workspace)
-                    if ingest_workspace is not None else None)
+    ingest = Ingest(setup.ingest, Workspace.from_config(setup.ingest_workspace))
     notes: list[str] = []
     batches, path, counts, live_maps, sim_bag, on_wire = _ingest(reader, types, ingest, config,
                                                                  notes)
@@ -550,30 +547,3 @@ def _compare(live: dict, stamp: int, layers: MapLayers, compared: int) -> MapCom
     return MapComparison(stamp, float(np.max(np.abs(mean_live - mean)[inside], initial=0.0)),
                          float(np.max(np.abs(std_live - std)[inside], initial=0.0)), same,
                          compared, len(live))
-
-
-def plot_map(result: RemapResult, path, title: str = "") -> Path:
-    """Mean and std of the final map with the vehicle's path and the inducing inputs (for
-    bags without ground truth; :func:`poam_ros.figures.plot_mission` otherwise)."""
-    import matplotlib.pyplot as plt
-
-    from poam_ros.figures import save_figure  # selects the file-only backend
-
-    grid, layers = result.grid, result.layers
-    x, y = grid.coordinates()
-    extent = (x.min() - grid.resolution / 2, x.max() + grid.resolution / 2,
-              y.min() - grid.resolution / 2, y.max() + grid.resolution / 2)
-    fig, axes = plt.subplots(1, 2, figsize=(10.5, 4.6), constrained_layout=True)
-    for ax, (name, values, cmap) in zip(axes, [("predicted mean", layers.mean, "terrain"),
-                                               ("standard deviation", layers.std, "viridis")]):
-        shown = ax.imshow(values, origin="lower", extent=extent, cmap=cmap)
-        fig.colorbar(shown, ax=ax, shrink=0.85)
-        ax.set_title(name)
-        ax.set_xlabel("x [m]")
-    axes[0].set_ylabel("y [m]")
-    if len(result.path):
-        axes[0].plot(result.path[:, 0], result.path[:, 1], color="k", lw=0.6, alpha=0.7)
-    axes[1].plot(*result.model.inducing_inputs.T, "+", color="r", ms=3)
-    if title:
-        fig.suptitle(title)
-    return save_figure(fig, path)

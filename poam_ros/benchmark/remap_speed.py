@@ -19,10 +19,7 @@ from pathlib import Path
 def main(argv=None) -> int:
     from poam_ros.bags.remap import RemapConfig, remap_bag
     from poam_ros.bags.sim_survey import write_survey
-    from poam_ros.ingest import IngestConfig
-    from poam_ros.params.files import load_configs
     from poam_ros.params.mission_setup import MissionSetup, default_parameter_file
-    from poam_ros.workspace import WorkspaceConfig
 
     parser = argparse.ArgumentParser(prog="poam-ros bench remap", description=__doc__)
     parser.add_argument("--samples", type=int, default=5000)
@@ -36,8 +33,6 @@ def main(argv=None) -> int:
     setup.mission = setup.mission.replace(seed=args.seed)
     if args.device:
         setup.mapping = setup.mapping.replace(device=args.device)
-    ingest = load_configs(params, "sensor_ingest", {"": IngestConfig,
-                                                     "workspace": WorkspaceConfig})
     with tempfile.TemporaryDirectory() as folder:
         bag = args.bag
         if bag is None:
@@ -46,8 +41,7 @@ def main(argv=None) -> int:
                                min_samples=args.samples)
             print(f"wrote a {args.samples}-sample survey bag in "
                   f"{time.perf_counter() - tic:.1f} s")
-        result = remap_bag(bag, setup, ingest[""], ingest["workspace"],
-                           RemapConfig(truth="none"))
+        result = remap_bag(bag, setup, RemapConfig(truth="none"))
     updates = [r.update_time for r in result.records]
     predicts = [r.predict_time for r in result.records]
     print(f"remap: {sum(result.messages.values())} sensor messages, {len(result.batches)} "

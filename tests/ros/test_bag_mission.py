@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -28,10 +29,7 @@ from sensor_msgs.msg import PointCloud2, Range  # noqa: E402
 from poam_ros.bags import BagReader, MessageTypes, RecorderConfig  # noqa: E402
 from poam_ros.bags.remap import RemapConfig, remap_bag  # noqa: E402
 from poam_ros.ingest import IngestConfig  # noqa: E402
-from poam_ros.params.mission_setup import (
-    MissionSetup,
-    mission_seeds,  # noqa: E402
-)
+from poam_ros.params.mission_setup import MissionSetup, mission_seeds  # noqa: E402
 from poam_ros.ros import qos  # noqa: E402
 from poam_ros.ros.ingest_node import IngestNode  # noqa: E402
 from poam_ros.ros.mapper_node import MapperNode  # noqa: E402
@@ -204,7 +202,7 @@ def test_offline_remap_equals_the_last_live_map(recorded, source):
     the live mission's method, parameters and seed: the live maps, to the bit."""
     setup, bag, counts, probe, facts = recorded
     assert facts["ingest_lost"] == facts["ingest_grace"] == 0, facts
-    result = remap_bag(bag, setup, INGEST, setup.workspace, RemapConfig(source=source))
+    result = remap_bag(bag, replace(setup, ingest=INGEST), RemapConfig(source=source))
     assert not [note for note in result.notes if "differ" in note], result.notes
     assert not result.ingest_drops and result.ingest_drops == Counter(facts["ingest_dropped"])
     comparison = result.comparison
@@ -221,6 +219,6 @@ def test_remap_with_other_parameters_runs_on_the_same_bag(recorded):
     setup, bag, counts, probe, facts = recorded
     other = small_setup()
     other.mapping = other.mapping.replace(kernel="rbf", num_inducing=30)
-    result = remap_bag(bag, other, INGEST, other.workspace, RemapConfig())
+    result = remap_bag(bag, replace(other, ingest=INGEST), RemapConfig())
     assert result.model.num_samples == sum(len(b) for b in result.batches)
     assert np.isfinite(result.records[-1].smse)  # scored: the bag came from the simulator

@@ -14,19 +14,18 @@ import pytest
 from poam_ros.bags import BagError, BagReader, BagWriter
 from poam_ros.bags.remap import RemapConfig, remap_bag
 from poam_ros.bags.sim_survey import add, odometry, sounding
-from poam_ros.ingest import IngestConfig
 
 
 def test_a_survey_is_remapped_at_its_decision_points(survey_bag):
     setup, bag = survey_bag
-    first = remap_bag(bag, setup, IngestConfig(), setup.workspace)
+    first = remap_bag(bag, setup)
     assert [b.reason for b in first.batches] == ["arrival"] * 3
     assert len(first.records) == 3  # pilot and two legs, one update each
     assert first.model.num_samples == sum(len(b) for b in first.batches) == \
         BagReader(bag).topics["/sonar/range"].count
     assert np.isfinite(first.records[-1].smse) and first.truth is not None
     assert first.comparison is None  # no live map in this bag
-    second = remap_bag(bag, setup, IngestConfig(), setup.workspace)
+    second = remap_bag(bag, setup)
     np.testing.assert_array_equal(first.layers.mean, second.layers.mean)
     np.testing.assert_array_equal(first.layers.std, second.layers.std)
 
@@ -35,7 +34,7 @@ def test_another_kernel_and_no_truth(survey_bag):
     setup, bag = survey_bag
     other = copy.deepcopy(setup)
     other.mapping = other.mapping.replace(kernel="rbf")
-    result = remap_bag(bag, other, IngestConfig(), other.workspace, RemapConfig(truth="none"))
+    result = remap_bag(bag, other, RemapConfig(truth="none"))
     assert result.truth is None and math.isnan(result.records[-1].smse)
     assert result.mission_result() is None and result.layers is not None
 
@@ -46,9 +45,9 @@ def test_a_bag_without_the_sensor_topics_is_one_clear_error(tmp_path, survey_bag
         writer.write(add(writer, "/sonar/range", "sensor_msgs/msg/Range"), 1, sounding(0, 5))
     with pytest.raises(BagError, match=r"has no /odom \(nav_msgs/msg/Odometry\).*holds: "
                                        r"/sonar/range"):
-        remap_bag(tmp_path / "ranges", setup, IngestConfig())
+        remap_bag(tmp_path / "ranges", setup)
     with pytest.raises(BagError, match="has no /samples"):
-        remap_bag(tmp_path / "ranges", setup, IngestConfig(), config=RemapConfig(
+        remap_bag(tmp_path / "ranges", setup, config=RemapConfig(
             source="samples"))
 
 
@@ -59,7 +58,7 @@ def test_a_topic_of_another_type_is_one_clear_error(tmp_path, survey_bag):
         writer.write(add(writer, "/sonar/range", "sensor_msgs/msg/Range"), 2, sounding(0, 5))
     with pytest.raises(BagError, match="/odom holds sensor_msgs/msg/Range, but the stack "
                                        "reads nav_msgs/msg/Odometry"):
-        remap_bag(tmp_path / "odd", setup, IngestConfig())
+        remap_bag(tmp_path / "odd", setup)
 
 
 def test_a_truncated_survey_replays_what_is_readable(tmp_path, survey_bag):
@@ -68,7 +67,7 @@ def test_a_truncated_survey_replays_what_is_readable(tmp_path, survey_bag):
     killed.mkdir()
     data = (bag / "survey_0.mcap").read_bytes()
     (killed / "killed_0.mcap").write_bytes(data[: len(data) * 2 // 3])
-    result = remap_bag(killed, setup, IngestConfig(), setup.workspace)
+    result = remap_bag(killed, setup)
     full = BagReader(bag).topics["/sonar/range"].count
     assert 0 < result.model.num_samples < full
     assert result.read_report.damaged and "truncated" in result.read_report.summary()
@@ -84,7 +83,7 @@ def test_stamps_going_backwards_are_counted_not_fatal(tmp_path, survey_bag):
             writer.write(odom, k * 10**8, odometry(t, 20.0 - 0.1 * k, -20.0, math.pi))
         for k, t in enumerate((0.05, 0.25, 0.12, 0.45)):
             writer.write(ranges, 2 * 10**9 + k, sounding(t, 1500.0))
-    result = remap_bag(tmp_path / "backwards", setup, IngestConfig(),
+    result = remap_bag(tmp_path / "backwards", setup,
                        config=RemapConfig(tail="map", truth="none"))
     assert result.ingest_drops["pose_out_of_order"] == 1
     assert result.ingest_drops["out_of_order"] == 1
