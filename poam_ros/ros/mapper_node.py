@@ -293,18 +293,15 @@ class MapperNode(StartingNode):
         with self._lock:
             path = Path(self._settings.save_path).expanduser()
         if model is None:
-            response.success, response.message = False, "no map to save yet"
-            return response
+            return self._answer(response, False, "no map to save yet")
         try:
             model.save(path)
         except OSError as error:
-            response.success, response.message = False, f"cannot save to {path}: {error}"
-            return response
-        response.success = True
-        response.message = (f"saved the model of the published map ({model.num_samples} "
-                            f"samples, {model.inducing.shape[0]} inducing inputs) to {path}")
-        self.get_logger().info(response.message)
-        return response
+            return self._answer(response, False, f"cannot save to {path}: {error}")
+        return self._answer(response, True, f"saved the model of the published map "
+                                            f"({model.num_samples} samples, "
+                                            f"{model.inducing.shape[0]} inducing inputs) to "
+                                            f"{path}")
 
     def _on_reset(self, _request, response):
         """Drop the model, the map and buffered batches; later samples start a new model."""
@@ -320,10 +317,15 @@ class MapperNode(StartingNode):
                                        queries=self._status.queries)
                 self._lock.notify_all()
             self._publish_empty_map()
-        response.success = True
-        response.message = (f"map reset ({dropped} buffered batches dropped); the next "
-                            f"samples start a new {self._mapping.method} model")
-        self.get_logger().info(response.message)
+        return self._answer(response, True, f"map reset ({dropped} buffered batches dropped); "
+                                            f"the next samples start a new "
+                                            f"{self._mapping.method} model")
+
+    def _answer(self, response, success: bool, message: str):
+        """A service's response, logged when it did something."""
+        response.success, response.message = success, message
+        if success:
+            self.get_logger().info(message)
         return response
 
     def _on_pause(self, request, response):
