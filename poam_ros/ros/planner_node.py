@@ -46,6 +46,7 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import Odometry, Path
+from rclpy.qos_overriding_options import QoSOverridingOptions
 from sensor_msgs.msg import PointCloud2
 from std_msgs.msg import Header
 
@@ -149,7 +150,11 @@ class PlannerNode(StartingNode):
         self._query_pub = self.create_publisher(PointCloud2, "uncertainty/query", qos.QUERY)
         self._diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics",
                                                       qos.DIAGNOSTICS)
-        self.create_subscription(Odometry, "odom", self._on_odom, qos.ODOMETRY)
+        # A robot's odometry may be best-effort: qos_overrides./<odom>.subscription.* (as the
+        # ingest's sensors).
+        self.create_subscription(Odometry, "odom", self._on_odom, qos.ODOMETRY,
+                                 qos_overriding_options=QoSOverridingOptions
+                                 .with_default_policies())
         self.create_subscription(PointCloud2, "map", self._on_map, qos.LATCHED)
         self.create_subscription(PointCloud2, "uncertainty/response", self._on_response,
                                  qos.QUERY)

@@ -8,8 +8,10 @@ import pytest
 rclpy = pytest.importorskip("rclpy", exc_type=ModuleNotFoundError)
 
 from graph_helpers import Probe, overrides  # noqa: E402
+from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from sensor_msgs.msg import PointCloud2  # noqa: E402
+from std_msgs.msg import Header  # noqa: E402
 
 from poam_ros import messages as msg  # noqa: E402
 from poam_ros.planners import MaxEntropyConfig, PilotSurveyConfig, make_planner, pilot_survey  # noqa: E402
@@ -175,3 +177,26 @@ def test_mission_parameters_are_read_only_and_the_mode_is_not(graph):
     assert not result.successful and "mode must be one of" in result.reason
     [result] = planner.set_parameters([Parameter("mode", value="realtime")])
     assert result.successful
+
+
+def test_best_effort_odometry_through_qos_overrides(ros_context, make_node, spin_until):
+    """A robot whose odometry is best-effort: the planner takes it once the parameter file
+    overrides its subscription, as the ingest's sensors."""
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+    planner = PlannerNode(context=ros_context, parameter_overrides=overrides(
+        {**SMALL, "qos_overrides./odom.subscription.reliability": "best_effort"}))
+    try:
+        node = make_node("best_effort_odometry")
+        odom = node.create_publisher(Odometry, "odom", QoSProfile(
+            depth=10, reliability=ReliabilityPolicy.BEST_EFFORT))
+        assert spin_until(lambda: odom.get_subscription_count(), planner, node)
+
+        def send():
+            header = Header(frame_id="map", stamp=cv.seconds_to_time(1.0))
+            odom.publish(cv.odometry_from_state(header, "base_link", (3.0, 4.0), 0.0))
+            return planner._position is not None and tuple(planner._position) == (3.0, 4.0)
+
+        assert spin_until(send, planner, node)
+    finally:
+        planner.destroy_node()
