@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from poam_ros.bags import RecorderConfig
 from poam_ros.ingest import IngestConfig
 from poam_ros.params import ConfigError
 from poam_ros.params.files import load_configs
@@ -27,6 +28,7 @@ def test_the_package_file_spells_out_the_defaults():
     assert MissionSetup.from_file(CONFIG) == MissionSetup()
     ingest = load_configs(CONFIG, "sensor_ingest", INGEST_CONFIGS)
     assert ingest == {"": IngestConfig(), "workspace": WorkspaceConfig()}
+    assert load_configs(CONFIG, "recorder", {"": RecorderConfig}) == {"": RecorderConfig()}
 
 
 def test_simulated_auv_keys_the_mission_does_not_use_are_still_checked(tmp_path):
