@@ -13,7 +13,7 @@ from poam_ros.params.files import load_configs
 from poam_ros.params.mission_setup import MissionSetup
 from poam_ros.workspace import WorkspaceConfig
 
-CONFIG = Path(__file__).resolve().parents[2] / "config" / "poam_ros.yaml"
+CONFIG = Path(__file__).resolve().parents[3] / "config" / "poam_ros.yaml"
 INGEST_CONFIGS = {"": IngestConfig, "workspace": WorkspaceConfig}
 
 
