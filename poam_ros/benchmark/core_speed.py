@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from poam_ros.cli.common import ArgumentParser
 from poam_ros.models import MappingConfig, make_model
 from poam_ros.models.linalg import NumericalError
 
@@ -113,13 +114,24 @@ def markdown_table(result: dict) -> str:
     return "\n".join(lines)
 
 
+def _sizes(text: str) -> tuple[int, ...]:
+    """``--sizes``: positive integers, comma-separated."""
+    try:
+        sizes = tuple(int(size) for size in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of integers such as 1000,5000")
+    if min(sizes) < 1:
+        raise argparse.ArgumentTypeError(f"sizes must be positive, got {text!r}")
+    return sizes
+
+
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="poam-ros bench core", description=__doc__)
+    parser = ArgumentParser(prog="poam-ros bench core", description=__doc__)
     parser.add_argument("--out", default="results/core_speed", help="output folder")
     parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     parser.add_argument("--dtype", default="float64", choices=("float64", "float32"))
-    parser.add_argument("--sizes", default=",".join(map(str, SIZES)),
-                        help="comma-separated data sizes")
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)), type=_sizes,
+                        help="comma-separated data sizes (default: %(default)s)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--num-inducing", type=int, default=500)
     parser.add_argument("--threads", type=int, default=0,
@@ -129,7 +141,7 @@ def main(argv=None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     config = MappingConfig(device=args.device, dtype=args.dtype, num_inducing=args.num_inducing)
-    result = measure(config, tuple(int(s) for s in args.sizes.split(",")), repeats=args.repeats)
+    result = measure(config, tuple(args.sizes), repeats=args.repeats)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "core_speed.json").write_text(json.dumps(result, indent=2))

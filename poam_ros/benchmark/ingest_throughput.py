@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from poam_ros.cli.common import ArgumentParser
 from poam_ros.processes import wait_or_kill
 
 PLANE_Z = 300.0
@@ -226,7 +227,7 @@ def main(argv=None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(prog="poam-ros bench ingest", description=__doc__.split("\n\n")[0])
     parser.add_argument("--beams", type=int, default=256, help="beams per ping (256)")
     parser.add_argument("--samples", type=int, default=102_400,
                         help="samples offered per run (102400)")

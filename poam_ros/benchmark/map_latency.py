@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from poam_ros.cli.common import ArgumentParser
 from poam_ros.params.mission_setup import MissionSetup, default_parameter_file, mission_seeds
 from poam_ros.planners import RandomPlanner, pilot_survey
 from poam_ros.processes import wait_or_kill
@@ -103,7 +104,7 @@ def _print_table(rows: list[dict[str, float]]) -> None:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = ArgumentParser(prog="poam-ros bench latency", description=__doc__.split("\n")[0])
     parser.add_argument("--params-file", type=Path, default=None,
                         help="ROS parameter file of the mission (default: the package's)")
     parser.add_argument("--legs", type=int, default=8, help="legs after the pilot survey")

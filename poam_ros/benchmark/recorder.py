@@ -31,6 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from poam_ros.cli.common import ArgumentParser
+
 ROOT = Path(__file__).resolve().parents[2]
 TOPIC = "/sonar/range"
 SETTLE = 2.0  # s after the last publish for the recorder to take what is in flight
@@ -135,8 +137,8 @@ def run_rate(rate: float, count: int, depth: int, bag: Path, env: dict) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="poam-ros bench recorder", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ArgumentParser(prog="poam-ros bench recorder", description=__doc__,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rates", type=float, nargs="+", default=[10000, 20000, 30000])
     parser.add_argument("--count", type=int, default=100000, help="messages per rate")
     parser.add_argument("--depth", type=int, default=1000, help="publisher queue depth")

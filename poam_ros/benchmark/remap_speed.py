@@ -9,11 +9,12 @@ each. Needs no ROS.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import tempfile
 import time
 from pathlib import Path
+
+from poam_ros.cli.common import ArgumentParser
 
 
 def main(argv=None) -> int:
@@ -21,7 +22,7 @@ def main(argv=None) -> int:
     from poam_ros.bags.sim_survey import write_survey
     from poam_ros.params.mission_setup import MissionSetup, default_parameter_file
 
-    parser = argparse.ArgumentParser(prog="poam-ros bench remap", description=__doc__)
+    parser = ArgumentParser(prog="poam-ros bench remap", description=__doc__)
     parser.add_argument("--samples", type=int, default=5000)
     parser.add_argument("--params", help="parameter file (default: the package's config)")
     parser.add_argument("--seed", type=int, default=0)

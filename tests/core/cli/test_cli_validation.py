@@ -43,6 +43,16 @@ def test_a_benchmark_config_error_is_one_line(capsys):
                                        "be >= 1, got 0\n")
 
 
+@pytest.mark.parametrize("argv", [["core", "--sizes", "abc"], ["core", "--sizes", "0,10"],
+                                  ["latency", "--legs", "x"], ["ingest", "--beams", "x"],
+                                  ["remap", "--samples", "x"], ["recorder", "--rates", "x"]])
+def test_a_benchmark_option_of_the_wrong_kind_is_one_line(argv, capsys):
+    assert exit_status(cli.main, ["bench", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"poam-ros bench {argv[0]}: argument {argv[1]}") and \
+        err.count("\n") == 1 and "Traceback" not in err
+
+
 def test_an_interrupted_command_says_so_and_exits_130(monkeypatch, capsys):
     def interrupted(argv):
         raise KeyboardInterrupt
