@@ -81,12 +81,15 @@ class MissionSetup:
     #: bag uses it; a simulated mission gives the ingest the planner's ``workspace``
     ingest_workspace: WorkspaceConfig = field(default_factory=WorkspaceConfig)
 
-    #: node name -> parameter prefixes, each the name of the attribute holding that config
+    #: node name -> {parameter prefix: attribute holding that config}; the prefix "" holds
+    #: the node's own, unprefixed parameters
     NODES = {
-        "simulated_auv": ("terrain", "vehicle", "sonar"),
-        "mapper": ("mapping", "grid"),
-        "planner": ("planning", "workspace", "pilot", "max_entropy", "lawnmower"),
-        "mission": ("mission",),
+        "simulated_auv": {"terrain": "terrain", "vehicle": "vehicle", "sonar": "sonar"},
+        "sensor_ingest": {"": "ingest", "workspace": "ingest_workspace"},
+        "mapper": {"": "mapper_node", "mapping": "mapping", "grid": "grid"},
+        "planner": {"": "planner_node", "planning": "planning", "workspace": "workspace",
+                    "pilot": "pilot", "max_entropy": "max_entropy", "lawnmower": "lawnmower"},
+        "mission": {"mission": "mission"},
     }
     #: node name -> {parameter prefix: config class} of the parameters the ROS nodes declare
     #: besides those above; the ROS-free mission does not use them, but a file naming them
@@ -94,8 +97,6 @@ class MissionSetup:
     ROS_ONLY = {
         "simulated_auv": {"": SimulatedAuvConfig, "multibeam": MultibeamStreamConfig},
     }
-    #: node name -> attribute holding the node's own, unprefixed parameters
-    NODE_SETTINGS = {"mapper": "mapper_node", "planner": "planner_node"}
 
     @classmethod
     def from_file(cls, path) -> "MissionSetup":
@@ -111,18 +112,11 @@ class MissionSetup:
     @classmethod
     def _from_file(cls, path) -> "MissionSetup":
         values, defaults = {}, cls()
-        for node, prefixes in cls.NODES.items():
-            classes = {prefix: type(getattr(defaults, prefix)) for prefix in prefixes}
-            own = cls.NODE_SETTINGS.get(node)
-            if own:
-                classes[""] = type(getattr(defaults, own))
+        for node, attributes in cls.NODES.items():
+            classes = {prefix: type(getattr(defaults, attribute))
+                       for prefix, attribute in attributes.items()}
             loaded = load_configs(path, node, {**cls.ROS_ONLY.get(node, {}), **classes})
-            if own:
-                values[own] = loaded[""]
-            values.update({prefix: loaded[prefix] for prefix in prefixes})
-        ingest = load_configs(path, "sensor_ingest",
-                              {"": IngestConfig, "workspace": WorkspaceConfig})
-        values["ingest"], values["ingest_workspace"] = ingest[""], ingest["workspace"]
+            values.update({attribute: loaded[prefix] for prefix, attribute in attributes.items()})
         return cls(**values)
 
     def node_parameters(self, node: str) -> dict[str, Any]:
@@ -135,29 +129,17 @@ class MissionSetup:
         ingest (it drops samples outside). Empty lists are left out: ROS cannot tell their
         element type, and each such field's default is empty.
         """
-        if node == "sensor_ingest":
-            return self._parameters({"": self.ingest, "workspace": self.workspace})
         if node not in self.NODES:
             raise ConfigError(f"unknown node {node!r}; known: {', '.join(self.NODES)}")
         seeds = mission_seeds(self.mission.seed)
-        configs = {prefix: getattr(self, prefix) for prefix in self.NODES[node]}
-        if node in self.NODE_SETTINGS:
-            configs[""] = getattr(self, self.NODE_SETTINGS[node])
+        configs = {prefix: getattr(self, attribute)
+                   for prefix, attribute in self.NODES[node].items()}
+        if node in ("mapper", "sensor_ingest"):
+            configs["workspace"] = self.workspace
         if node == "mapper":
             configs["mapping"] = self.mapping.replace(seed=seeds["model"])
-            configs["workspace"] = self.workspace
         if node == "planner":
             configs[""] = self.planner_node.replace(seed=seeds["planner"])
-        parameters = self._parameters(configs)
-        if node == "simulated_auv":
-            parameters["seed"] = seeds["simulator"]
-            start = lower_right_start(Workspace.from_config(self.workspace).bounds)
-            parameters["start_pose"] = [float(v) for v in start]
-        return parameters
-
-    @staticmethod
-    def _parameters(configs: dict[str, Params]) -> dict[str, Any]:
-        """``{dotted name: value}`` of every field of ``configs`` (prefix -> config)."""
         parameters = {}
         for prefix, config in configs.items():
             for spec in config.specs():
@@ -168,6 +150,10 @@ class MissionSetup:
                                       f"parameter override")
                 if value != []:
                     parameters[name] = value
+        if node == "simulated_auv":
+            parameters["seed"] = seeds["simulator"]
+            start = lower_right_start(Workspace.from_config(self.workspace).bounds)
+            parameters["start_pose"] = [float(v) for v in start]
         return parameters
 
     def over_map(self, path) -> "MissionSetup":
