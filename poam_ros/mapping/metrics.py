@@ -39,13 +39,9 @@ class TargetBaseline:
 
     @classmethod
     def of(cls, train_targets: np.ndarray) -> TargetBaseline:
-        """The baseline of the targets (M,); ``ValueError`` when they are all equal."""
+        """The baseline of the targets (M,), which must be finite and not empty."""
         train_targets = _finite_vector("train_targets", train_targets)
-        baseline = cls(float(train_targets.mean()), float(train_targets.std()))
-        if baseline.std == 0.0:
-            raise ValueError(f"the {train_targets.size} training target(s) are all equal, so "
-                             "the MSLL baseline is undefined")
-        return baseline
+        return cls(float(train_targets.mean()), float(train_targets.std()))
 
 
 def evaluate_map(truth: np.ndarray, mean: np.ndarray, std: np.ndarray,
@@ -70,6 +66,9 @@ def evaluate_map(truth: np.ndarray, mean: np.ndarray, std: np.ndarray,
     truth_variance = truth.var()
     if truth_variance == 0.0:
         raise ValueError("the ground truth is constant on the grid, so SMSE is undefined")
+    if baseline.std == 0.0:
+        raise ValueError("the training targets are all equal, so the MSLL baseline is "
+                         "undefined")
     error = truth - mean
     nlpd = _gaussian_nll(error, std)
     baseline_nlpd = _gaussian_nll(truth - baseline.mean, baseline.std)

@@ -487,8 +487,7 @@ class MapperNode(StartingNode):
             status.map_time = map_time
             status.num_samples, status.num_inducing = model.num_samples, report.num_inducing
             if model.num_samples:
-                status.targets = TargetBaseline(float(model.buffer.y.mean()),
-                                                float(model.buffer.y.std()))
+                status.targets = TargetBaseline.of(model.buffer.y)
             status.device, status.method = str(model.device), model.method
             status.model_rejections = Counter(model.rejections)
 

@@ -3,7 +3,13 @@ import math
 import numpy as np
 import pytest
 
-from poam_ros.mapping.metrics import MapMetrics, evaluate_map, evaluation_grid, evaluation_points
+from poam_ros.mapping.metrics import (
+    MapMetrics,
+    TargetBaseline,
+    evaluate_map,
+    evaluation_grid,
+    evaluation_points,
+)
 from poam_ros.workspace import Workspace, WorkspaceConfig
 
 HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
@@ -57,6 +63,17 @@ def test_as_dict_has_the_five_names():
 def test_invalid_inputs_raise(truth, mean, std, train, message):
     with pytest.raises(ValueError, match=message):
         evaluate_map(*(np.array(v) for v in (truth, mean, std, train)))
+
+
+def test_a_reported_baseline_is_held_to_the_same_rules_as_the_targets():
+    """A mapper's reported baseline (what poam-ros sim's monitor scores with) scores as
+    the targets it stands for, and constant targets are refused either way."""
+    truth, mean, std = np.array([1.0, 3.0]), np.array([1.5, 2.0]), np.array([0.5, 2.0])
+    train = np.array([0.0, 4.0, 1.0])
+    assert evaluate_map(truth, mean, std, TargetBaseline.of(train)) == \
+        evaluate_map(truth, mean, std, train)
+    with pytest.raises(ValueError, match="all equal"):
+        evaluate_map(truth, mean, std, TargetBaseline(3.0, 0.0))  # as a mapper reports
 
 
 def test_evaluation_grid_is_inclusive_with_x_fastest():
