@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections import Counter
 from dataclasses import dataclass
 from typing import Callable
 
@@ -68,7 +67,6 @@ class MissionResult:
         return epoch_averages(self.records)
 
 
-
 class Mission:
     """One simulated mission of Algorithm 1, on the route every sounding takes.
 
@@ -107,17 +105,13 @@ class Mission:
         self._path: list[tuple[float, float, float]] = []
 
     @property
-    def dropped(self) -> Counter:
-        """Soundings the ingest dropped, by reason (``outside_workspace``: legs that cross
-        the workspace's boundary; ``no_return``: the vehicle swung beyond the terrain)."""
-        return self.ingest.dropped
-
-    @property
     def outside_workspace(self) -> int:
+        """Soundings the ingest dropped outside the workspace (legs that cross its boundary)."""
         return self.ingest.dropped[OUTSIDE_WORKSPACE]
 
     @property
     def no_return(self) -> int:
+        """Soundings without a return (the vehicle swung beyond the terrain)."""
         return self.ingest.dropped[NO_RETURN]
 
     def _check_workspace(self) -> None:

@@ -348,7 +348,7 @@ def _read(reader: BagReader, types: MessageTypes, ingest: Ingest, config: RemapC
             continue
         topic, sent = message.topic, message.publish_time or message.log_time
         if topic in (config.odom_topic, config.range_topic, config.swath_topic):
-            _read_sensor(recording, config, sequence, message, decoded)
+            _read_sensor(recording, config, sequence, message, sent, decoded)
         elif topic == config.plan_topic:
             recording.plans.append((sent, sequence, decoded, message.log_time))
         elif topic == config.map_topic:
@@ -361,7 +361,7 @@ def _read(reader: BagReader, types: MessageTypes, ingest: Ingest, config: RemapC
 
 
 def _read_sensor(recording: _Recording, config: RemapConfig, sequence: int, message,
-                 decoded) -> None:
+                 sent: int, decoded) -> None:
     topic = message.topic
     stamp = msg.time_to_nanoseconds(decoded.header.stamp)
     newest = recording.newest
@@ -372,7 +372,7 @@ def _read_sensor(recording: _Recording, config: RemapConfig, sequence: int, mess
     key = max(stamp, newest.get(topic, stamp))
     newest[topic] = key
     if topic == config.odom_topic:
-        recording.acted.append((message.publish_time or message.log_time, key))
+        recording.acted.append((sent, key))
     recording.sensors.append((key, 0 if topic == config.odom_topic else 1, sequence, topic,
                               decoded, message.log_time))
 

@@ -14,6 +14,7 @@ import math
 import numpy as np
 from rosbags.typesys import Stores, get_typestore
 
+from poam_ros import messages as msg
 from poam_ros.bags.bag_writer import BagWriter
 from poam_ros.bags.message_types import MessageTypes
 from poam_ros.params.mission_setup import MissionSetup, mission_seeds
@@ -28,11 +29,9 @@ T = STORE.types
 
 
 def stamp(seconds: float):
-    whole = math.floor(seconds)
-    nanoseconds = round((seconds - whole) * 1e9)
-    if nanoseconds == 10**9:
-        whole, nanoseconds = whole + 1, 0
-    return T["builtin_interfaces/msg/Time"](sec=int(whole), nanosec=int(nanoseconds))
+    """The ``Time`` a node stamps ``seconds`` with (:func:`messages.seconds_to_nanoseconds`)."""
+    sec, nanosec = divmod(msg.seconds_to_nanoseconds(seconds), msg.NANOSECONDS_PER_SECOND)
+    return T["builtin_interfaces/msg/Time"](sec=sec, nanosec=nanosec)
 
 
 def header(seconds: float, frame: str):

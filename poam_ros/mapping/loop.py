@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Iterable
 
 import numpy as np
@@ -28,7 +28,7 @@ from poam_ros.mapping.metrics import MapMetrics, evaluate_map
 from poam_ros.models import NumericalError, OnlineSparseGP, UpdateReport
 from poam_ros.models.samples import InvalidBatchError
 
-METRICS = ("smse", "msll", "nlpd", "rmse", "mae")
+METRICS = tuple(field.name for field in fields(MapMetrics))
 
 
 @dataclass
@@ -39,11 +39,6 @@ class MapStep:
     report: UpdateReport
     failure: str | None = None
     refused: list[str] = field(default_factory=list)
-
-    @property
-    def changed(self) -> bool:
-        """Whether the model changed: an update with new samples went through."""
-        return self.failure is None and not self.report.skipped
 
 
 @dataclass

@@ -6,8 +6,8 @@ scored as :class:`~poam_ros.mission.Mission` scores an epoch: ``map/evaluation``
 map's model at the mission's evaluation points (mean and std of a new measurement,
 float64), the ground truth comes from the simulator's terrain, and the MSLL baseline from
 the samples the mapper holds (the mean and std of their targets, which the mapper reports
-in its diagnostics of that map). Update times and counts come from the mapper's diagnostics of that
-map (``map_stamp``).
+in its diagnostics of that map). Update times and counts come from the same diagnostics
+(``map_stamp``).
 
 A map is scored once its evaluation, the mapper's diagnostics and the samples batch it is
 stamped with have all arrived, in stamp order, whatever order DDS delivers them in.

@@ -21,7 +21,6 @@ from std_msgs.msg import Header  # noqa: E402
 
 from poam_ros import messages as msg  # noqa: E402
 from poam_ros.ingest import core as ig  # noqa: E402
-from poam_ros.models.samples import DUPLICATE  # noqa: E402
 from poam_ros.params.files import load_node_parameters  # noqa: E402
 from poam_ros.ros import conversions as cv  # noqa: E402
 from poam_ros.ros.ingest_node import IngestNode  # noqa: E402
@@ -144,7 +143,7 @@ def test_bad_input_is_counted_and_never_published(start_node, make_node, spin_un
     expected = {ig.STALE_STAMP: 1, ig.POSE_JUMP: 1, ig.POSE_WRONG_FRAME: 1,
                 ig.POSE_OUT_OF_ORDER: 1, ig.OUTSIDE_WORKSPACE: 1, ig.NONFINITE_RANGE: 1,
                 ig.NO_RETURN: 1, ig.NEGATIVE_RANGE: 1, ig.RANGE_OUT_OF_LIMITS: 1, ig.WRONG_FRAME: 4,
-                DUPLICATE: 1, ig.OUT_OF_ORDER: 1, ig.NO_POSE: 1, ig.MALFORMED: 1}
+                ig.DUPLICATE: 1, ig.OUT_OF_ORDER: 1, ig.NO_POSE: 1, ig.MALFORMED: 1}
     assert spin_until(lambda: all(tester.count(f"dropped.{reason}") == count
                                   for reason, count in expected.items()),
                       ingest, tester.node, timeout=5.0), tester.counts

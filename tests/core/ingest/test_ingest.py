@@ -10,7 +10,6 @@ import pytest
 
 from poam_ros.ingest import Ingest, IngestConfig, SequenceGaps
 from poam_ros.ingest import core as ig
-from poam_ros.models.samples import DUPLICATE
 from poam_ros.params import ConfigError
 from poam_ros.sim.default_terrain import default_terrain
 from poam_ros.sim.simulated_auv import Odom, SimulatedAuv, Sounding
@@ -216,7 +215,7 @@ def test_out_of_order_and_duplicated_readings(placed):
     assert placed.add_range(5.0, 300.0, *LIMITS, now=0.0)
     assert not placed.add_range(5.0, 300.0, *LIMITS, now=0.0)
     assert not placed.add_range(4.0, 300.0, *LIMITS, now=0.0)
-    assert placed.dropped == {DUPLICATE: 1, ig.OUT_OF_ORDER: 1}
+    assert placed.dropped == {ig.DUPLICATE: 1, ig.OUT_OF_ORDER: 1}
     assert len(flush(placed)) == 1
 
 
@@ -303,7 +302,7 @@ def test_swath_filters_drop_outliers_and_merge_voxels_but_not_ranges():
     batch, = ingest.take_batches()
     assert batch.dropped[ig.STATISTICAL_OUTLIER] == 1
     assert batch.dropped[ig.VOXEL_MERGED] == 80 - 21
-    assert DUPLICATE not in batch.dropped  # refuse (it knows every sample it holds)
+    assert ig.DUPLICATE not in batch.dropped  # refuse (it knows every sample it holds)
     assert len(batch) == 2 + 21 and np.all(batch.points[:, 2] == 10.0)
 
 
