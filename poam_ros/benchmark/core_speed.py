@@ -1,9 +1,14 @@
-"""Speed of the mapping core: per-update cost as the data grow, and prediction cost.
+"""Speed and memory of the mapping core: per-update cost as the data grow, the cost of one
+batch against its size, prediction cost, and the map's accuracy beside them.
 
-The model is filled with samples of a synthetic field up to each size N (not timed), then a
-few updates with a decision epoch's worth of new samples are timed; each update is PCD +
-variational update + the training steps. The core's claim is that this cost does not grow with
-N. Prediction is timed at 2,000 and 10,000 query points.
+* **Data size.** The model is filled with samples of a synthetic field up to each size N (not
+  timed), then a few updates with a decision epoch's worth of new samples are timed; each
+  update is PCD + variational update + the training steps. The core's claim is that this cost
+  does not grow with N. Prediction is timed at 2,000 and 10,000 query points, and the map
+  scored against the true field (RMSE, mean negative log-likelihood of a new measurement).
+* **Batch size.** One first update of B samples, each B in a fresh process: its time and the
+  peak resident memory it adds to the built model with its data (``ru_maxrss``). The claims:
+  time linear in B, memory O(B·M).
 """
 
 from __future__ import annotations
@@ -12,7 +17,10 @@ import argparse
 import json
 import math
 import platform
+import resource
 import time
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +31,9 @@ from poam_ros.models import MappingConfig, make_model
 from poam_ros.models.linalg import NumericalError
 
 SIZES = (1_000, 2_000, 5_000, 10_000, 20_000, 50_000)
+BATCH_SIZES = (1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000)
+#: Measurement noise (standard deviation) of the synthetic samples, in field units.
+NOISE = 1.0
 
 
 def synthetic_field(xy: np.ndarray) -> np.ndarray:
@@ -38,8 +49,7 @@ def measure(config: MappingConfig, sizes=SIZES, batch: int = 60, repeats: int = 
     rng = np.random.default_rng(seed)
 
     def samples(n):
-        x = rng.uniform(-30, 30, (n, 2))
-        return x, synthetic_field(x) + rng.normal(0, 1.0, n)
+        return noisy_samples(rng, n)
 
     model = make_model(config)
     rows = []
@@ -91,7 +101,64 @@ def measure(config: MappingConfig, sizes=SIZES, batch: int = 60, repeats: int = 
     return {"config": config.to_dict(), "device": str(model.device), "batch": batch,
             "repeats": repeats, "torch": torch.__version__, "threads": torch.get_num_threads(),
             "machine": platform.processor() or platform.machine(), "updates": rows,
-            "predict": predict, "largest_over_smallest": flat, "failed_updates": failures}
+            "predict": predict, "accuracy": accuracy(model, rng),
+            "largest_over_smallest": flat, "failed_updates": failures}
+
+
+def noisy_samples(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """n samples of :func:`synthetic_field` at uniform positions, with noise ``NOISE``."""
+    x = rng.uniform(-30, 30, (n, 2))
+    return x, synthetic_field(x) + rng.normal(0, NOISE, n)
+
+
+def accuracy(model, rng: np.random.Generator, count: int = 2_000) -> dict:
+    """RMSE of the mean against the true field and the mean negative log-likelihood of a new
+    measurement (noise included), at ``count`` uniform points."""
+    x = rng.uniform(-30, 30, (count, 2))
+    truth = synthetic_field(x)
+    mean, std = model.predict(x, include_noise=True)
+    y = truth + rng.normal(0, NOISE, count)
+    nll = 0.5 * np.log(2 * np.pi * std ** 2) + 0.5 * ((y - mean) / std) ** 2
+    return {"rmse": float(np.sqrt(np.mean((mean - truth) ** 2))), "nll": float(nll.mean())}
+
+
+def first_update(config: MappingConfig, size: int, threads: int, seed: int = 0) -> dict:
+    """One first update of ``size`` samples, in the calling process (run it in a fresh one):
+    its report's times, the map's accuracy, and the growth of the peak resident memory over
+    the built model with its data added."""
+    if threads:
+        torch.set_num_threads(threads)
+    rng = np.random.default_rng(seed)
+    model = make_model(config)
+    model.add_data(*noisy_samples(rng, size))
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    row = {"batch": size}
+    try:
+        report = model.update()
+    except NumericalError as error:  # e.g. a batch the method refuses
+        return {**row, "failure": str(error)}
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {**row, "update": report.total_time, "inducing": report.inducing_time,
+            "variational": report.variational_time, "training": report.training_time,
+            "num_inducing": report.num_inducing, "peak_growth_bytes": (peak - before) * 1024,
+            **accuracy(model, rng)}
+
+
+def measure_batches(config: MappingConfig, sizes=BATCH_SIZES, threads: int = 0,
+                    log=print) -> list[dict]:
+    """:func:`first_update` for each batch size, each in a fresh process."""
+    rows = []
+    for size in sizes:
+        with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as pool:
+            row = pool.submit(first_update, config, size, threads).result()
+        rows.append(row)
+        if "failure" in row:
+            log(f"batch {size:>7}  failed: {row['failure']}")
+        else:
+            log(f"batch {size:>7}  update {row['update']:.2f} s  (PCD {row['inducing']:.2f}, "
+                f"variational {row['variational']:.2f}, training {row['training']:.2f})  "
+                f"peak +{row['peak_growth_bytes'] / 1e9:.2f} GB  RMSE {row['rmse']:.2f}")
+    return rows
 
 
 def _median(times: list[float]) -> float:
@@ -106,11 +173,25 @@ def markdown_table(result: dict) -> str:
         lines.append(f"| {r['num_samples']:,} | {r['update']:.3f} | {r['inducing']:.3f} | "
                      f"{r['variational']:.3f} | {r['training']:.3f} |")
     lines.append("")
+    accuracy = result["accuracy"]
     lines.append(f"Largest N over smallest N: {result['largest_over_smallest']:.2f}×. Predict "
                  f"2,000 points: {result['predict']['2000'] * 1e3:.1f} ms; 10,000 points: "
                  f"{result['predict']['10000'] * 1e3:.1f} ms ({result['device']}, "
-                 f"{result['threads']} threads). Failed updates (NumericalError): "
-                 f"{result.get('failed_updates', 0)}.")
+                 f"{result['threads']} threads). Map at the largest N: RMSE "
+                 f"{accuracy['rmse']:.3f}, NLL {accuracy['nll']:.3f}. Failed updates "
+                 f"(NumericalError): {result.get('failed_updates', 0)}.")
+    if result.get("batches"):
+        lines += ["", "| first batch B | update (s) | PCD (s) | variational (s) | training (s) "
+                      "| peak memory added (GB) | RMSE | NLL |",
+                  "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in result["batches"]:
+            if "failure" in r:
+                lines.append(f"| {r['batch']:,} | failed: {r['failure']} |||||||")
+                continue
+            lines.append(f"| {r['batch']:,} | {r['update']:.2f} | {r['inducing']:.2f} | "
+                         f"{r['variational']:.2f} | {r['training']:.2f} | "
+                         f"{r['peak_growth_bytes'] / 1e9:.2f} | {r['rmse']:.3f} | "
+                         f"{r['nll']:.3f} |")
     return "\n".join(lines)
 
 
@@ -132,6 +213,11 @@ def main(argv=None) -> int:
     parser.add_argument("--dtype", default="float64", choices=("float64", "float32"))
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), type=_sizes,
                         help="comma-separated data sizes (default: %(default)s)")
+    parser.add_argument("--batch-sizes", default=",".join(map(str, BATCH_SIZES)), type=_sizes,
+                        help="comma-separated sizes of a first batch, each updated in a fresh "
+                             "process (default: %(default)s)")
+    parser.add_argument("--no-batches", action="store_true",
+                        help="skip the batch-size measurement")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--num-inducing", type=int, default=500)
     parser.add_argument("--threads", type=int, default=0,
@@ -142,6 +228,8 @@ def main(argv=None) -> int:
         torch.set_num_threads(args.threads)
     config = MappingConfig(device=args.device, dtype=args.dtype, num_inducing=args.num_inducing)
     result = measure(config, tuple(args.sizes), repeats=args.repeats)
+    if not args.no_batches:
+        result["batches"] = measure_batches(config, tuple(args.batch_sizes), args.threads)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "core_speed.json").write_text(json.dumps(result, indent=2))

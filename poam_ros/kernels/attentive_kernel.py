@@ -35,8 +35,9 @@ class AttentiveKernel(Kernel):
         num_base: K, the number of base RBF kernels (and softmax outputs).
         min_lengthscale, max_lengthscale: the base lengthscales, linearly spaced, in scaled
             input units (inputs scaled to [-1, 1]).
-        block_rows: rows of x1 evaluated at a time, so that the K × rows × N2 stack of base
-            kernels stays cache-sized and large predictions need bounded memory.
+        block_rows: on the CPU, rows of x1 evaluated at a time, so that the K × rows × N2 stack
+            of base kernels stays cache-sized and large predictions need bounded memory; None
+            for whole matrices, which is what other devices always use (see :meth:`rows_for`).
     """
 
     is_stationary = False
@@ -44,7 +45,7 @@ class AttentiveKernel(Kernel):
 
     def __init__(self, input_dim: int = 2, hidden_width: int = 10, num_base: int = 10,
                  min_lengthscale: float = 0.05, max_lengthscale: float = 0.5,
-                 block_rows: int = 64, **kwargs):
+                 block_rows: int | None = 64, **kwargs):
         super().__init__(**kwargs)
         self.input_dim = input_dim
         self.block_rows = block_rows
@@ -65,16 +66,38 @@ class AttentiveKernel(Kernel):
         """Learned lengthscale at each input (N,): softmax weights · base lengthscales."""
         return self.attention(x) @ self.base_lengthscales.to(x)
 
+    def features(self, x: Tensor) -> Tensor:
+        """The per-input factor of the kernel, w̄(x) (N × K), for :meth:`columns`."""
+        return self.attention_weights(x)
+
+    def rows_for(self, x: Tensor) -> int | None:
+        """Rows per block for inputs on x's device: ``block_rows`` on the CPU, whole matrices
+        (None) elsewhere, where launches cost more than cache misses."""
+        return self.block_rows if x.device.type == "cpu" else None
+
+    def columns(self, x1: Tensor, f1: Tensor, x2: Tensor, f2: Tensor) -> Tensor:
+        """k(x1, x2) (N1 × N2) from the inputs' :meth:`features`, for a few columns x2.
+
+        One whole-matrix pass with N1 × N2 × K temporaries and no attention network: the
+        kernel columns that pivoted Cholesky asks for one at a time over many candidates.
+        """
+        stack = base_kernel_stack(x1, x2, self.base_lengthscales.to(x1))  # K × N1 × N2
+        mix = (f1.transpose(0, 1).unsqueeze(-1) * f2.transpose(0, 1).unsqueeze(1) * stack).sum(0)
+        return mix * (f1 @ f2.transpose(0, 1))
+
     def precompute(self, x1: Tensor, x2: Tensor) -> Tensor:
         """The parameter-free part: the K × N1 × N2 stack of base kernels."""
         return base_kernel_stack(x1, x2, self.base_lengthscales.to(x1))
 
-    def from_precomputed(self, x1: Tensor, x2: Tensor, stack: Tensor) -> Tensor:
-        """k(x1, x2) from a stack made by :meth:`precompute`; differentiable in the MLP."""
-        w1 = self.attention_weights(x1)
-        w2 = w1 if x2 is x1 else self.attention_weights(x2)
+    def from_precomputed(self, x1: Tensor, x2: Tensor, stack: Tensor | None,
+                         f1: Tensor | None = None, f2: Tensor | None = None) -> Tensor:
+        """k(x1, x2) from a stack made by :meth:`precompute` (None: evaluated on the fly);
+        differentiable in the MLP. ``f1``, ``f2`` are the inputs' :meth:`features` where the
+        caller has them already (K_uu and K_uf share w̄(Z): the network runs once on Z)."""
+        w1 = self.attention_weights(x1) if f1 is None else f1
+        w2 = (w1 if x2 is x1 else self.attention_weights(x2)) if f2 is None else f2
         mix = MixBaseKernels.apply(w1, w2, x1, x2, self.base_lengthscales.to(x1), stack,
-                                   self.block_rows)
+                                   self.rows_for(x1))
         return mix * (w1 @ w2.transpose(-1, -2))
 
     def forward(self, x1: Tensor, x2: Tensor, diag: bool = False,
@@ -83,7 +106,4 @@ class AttentiveKernel(Kernel):
             raise ValueError("AttentiveKernel takes inputs of shape N × D without batch dims")
         if diag:
             return torch.ones(x1.shape[0], dtype=x1.dtype, device=x1.device)
-        w1, w2 = self.attention_weights(x1), self.attention_weights(x2)
-        mix = MixBaseKernels.apply(w1, w2, x1, x2, self.base_lengthscales.to(x1), None,
-                                   self.block_rows)
-        return mix * (w1 @ w2.transpose(-1, -2))
+        return self.from_precomputed(x1, x2, None)  # a Gram matrix when x2 is x1

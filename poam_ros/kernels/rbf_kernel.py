@@ -11,7 +11,7 @@ import gpytorch
 import torch
 from torch import Tensor
 
-from poam_ros.kernels.base_stack import squared_distances
+from poam_ros.kernels.base_stack import exp_floor, squared_distances
 
 
 class RBFKernel(gpytorch.kernels.RBFKernel):
@@ -20,8 +20,20 @@ class RBFKernel(gpytorch.kernels.RBFKernel):
     def precompute(self, x1: Tensor, x2: Tensor) -> Tensor:
         return squared_distances(x1, x2)
 
-    def from_precomputed(self, x1: Tensor, x2: Tensor, sq_dist: Tensor) -> Tensor:
-        return torch.exp(-0.5 * sq_dist / self.lengthscale.reshape(()).square())
+    def from_precomputed(self, x1: Tensor, x2: Tensor, sq_dist: Tensor,
+                         f1: Tensor | None = None, f2: Tensor | None = None) -> Tensor:
+        """k(x1, x2) from squared distances (features unused: there are none); the argument
+        of ``exp`` is clamped as in the attentive kernel's base stack (:func:`exp_floor`)."""
+        arg = sq_dist * (-0.5 / self.lengthscale.reshape(()).square())
+        return arg.clamp_min(exp_floor(arg.dtype)).exp()
+
+    def features(self, x: Tensor) -> Tensor:
+        """No per-input factor (N × 0): the interface of :meth:`AttentiveKernel.features`."""
+        return x.new_empty(x.shape[0], 0)
+
+    def columns(self, x1: Tensor, f1: Tensor, x2: Tensor, f2: Tensor) -> Tensor:
+        """k(x1, x2); the features are empty."""
+        return self.from_precomputed(x1, x2, squared_distances(x1, x2))
 
     def lengthscale_map(self, x: Tensor) -> Tensor:
         return self.lengthscale.reshape(()).expand(x.shape[0])

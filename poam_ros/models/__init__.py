@@ -27,7 +27,7 @@ from poam_ros.models.batch import PAM, SVGP, Full
 from poam_ros.models.config import MappingConfig
 from poam_ros.models.device import resolve_device
 from poam_ros.models.exact import ExactGP, ExactGPSizeError
-from poam_ros.models.linalg import NumericalError
+from poam_ros.models.linalg import BatchTooLargeError, NumericalError
 from poam_ros.models.ovc import OVC, OVCPlusPlus
 from poam_ros.models.poam import POAM
 from poam_ros.models.sparse_gp import ModelNotReadyError, OnlineSparseGP, UpdateReport
@@ -38,7 +38,7 @@ METHODS: dict[str, type[OnlineSparseGP]] = {cls.method: cls for cls in (
     POAM, SSGP, SSGPPlusPlus, OVC, OVCPlusPlus, Full, PAM, SVGP, ExactGP, PoamZOpt, PoamZRand,
     PoamZKmeans, PoamVarOpt, PoamVarSsgp, PoamOnlineElbo)}
 
-__all__ = ["MappingConfig", "ModelNotReadyError", "NumericalError", "OnlineSparseGP", "POAM",
+__all__ = ["BatchTooLargeError", "MappingConfig", "ModelNotReadyError", "NumericalError", "OnlineSparseGP", "POAM",
            "SSGP", "SSGPPlusPlus", "OVC", "OVCPlusPlus", "Full", "PAM", "SVGP", "ExactGP",
            "ExactGPSizeError", "PoamZOpt", "PoamZRand", "PoamZKmeans", "PoamVarOpt",
            "PoamVarSsgp", "PoamOnlineElbo", "StateFileError", "UpdateReport", "METHODS",

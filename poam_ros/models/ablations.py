@@ -113,6 +113,7 @@ class PoamVarSsgp(StreamingUpdate, OnlineSparseGP):
 
 class PoamOnlineElbo(POAM):
     method = "poam-online-elbo"
+    trains_on_whole_batch = True
 
     def __init__(self, config=None, input_dim: int = 2):
         super().__init__(config, input_dim)

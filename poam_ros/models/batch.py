@@ -5,8 +5,8 @@
   S = K_uu Σ⁻¹ K_uu, m = σ⁻² K_uu Σ⁻¹ K_uf y, Σ = K_uu + σ⁻² K_uf K_fu (POAM Eqs. 7-8), instead
   of carrying stored terms. Costs O(N M²) per update.
 * **PAM** (Sec. IV-A, batch variational EM): inducing inputs by pivoted Cholesky on the kernel
-  matrix of all data, q(u) from all data as FULL, then the hyper-parameter steps. Costs O(N²)
-  memory for the candidates' kernel matrix.
+  matrix of all data, q(u) from all data as FULL, then the hyper-parameter steps. Costs
+  O(N M²) time per update and O(N M) memory: the selection reads the chosen columns only.
 * **SVGP** (Hensman et al. 2013; the failure case of the POAM paper's Fig. 2): inducing inputs,
   whitened variational parameters and hyper-parameters all trained jointly by Adam on the
   mini-batch SVGP ELBO; no closed-form step. Z starts at a random subset of the first data, q(v)
@@ -19,6 +19,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from poam_ros.models.batch_terms import KernelCross
 from poam_ros.models.linalg import robust_cholesky
 from poam_ros.models.objectives import TrainingObjective, WhitenedElbo
 from poam_ros.models.posterior import optimal_posterior, posterior_from_whitened
@@ -56,11 +57,12 @@ class PAM(Full):
     method = "pam"
 
     def _choose_inducing(self, x_new: Tensor, report: UpdateReport) -> InducingUpdate:
+        """Pivots among all data: the selection reads the M chosen columns of their kernel
+        matrix, never the N × N matrix (memory O(N M) once N > 4 M)."""
         x_all, _ = self._scaled(np.arange(self.num_samples))
-        k_all = self.covariance(x_all, x_all)
-        pivots = self._pivots(k_all, report)
-        first_new = self.num_samples - len(x_new)
-        return InducingUpdate(x_all[pivots], k_all[pivots][:, pivots], k_all[pivots, first_new:],
+        pcd, _ = self._pivoted_selection(x_all, report)
+        z = x_all[pcd.pivots.to(self.device)]
+        return InducingUpdate(z, self.covariance(z, z), KernelCross(self.covariance, z, x_new),
                               None)
 
 

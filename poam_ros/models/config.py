@@ -52,6 +52,11 @@ class MappingConfig(Params):
         low=0.0, high=1.0)
     kmeans_iterations: int = param(
         100, "poam-z-kmeans: most Lloyd iterations after k-means++ seeding", low=0, high=10000)
+    max_whole_batch: int = param(
+        20000, "ssgp, ssgp++, poam-online-elbo: the most new samples one update takes (their "
+        "hyper-parameter steps evaluate the collapsed bound on the whole batch, M × N_new "
+        "kernel blocks with gradients in every step); a larger batch fails the update",
+        low=1, high=10000000)
     exact_max_samples: int = param(
         2000, "exact: the most samples the exact GP accepts (O(N³) per update)", low=1,
         high=1000000)

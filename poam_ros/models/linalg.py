@@ -11,7 +11,12 @@ log = logging.getLogger(__name__)
 
 
 class NumericalError(RuntimeError):
-    """A factorisation failed even after escalating the jitter; the model state is unchanged."""
+    """An update could not be computed (a factorisation failed even after escalating the
+    jitter, or the batch is beyond what the method takes); the model state is unchanged."""
+
+
+class BatchTooLargeError(NumericalError):
+    """The pending batch is larger than the method can take in one update in bounded memory."""
 
 
 def robust_cholesky(matrix: Tensor, jitter: float, max_tries: int, what: str) -> Tensor:

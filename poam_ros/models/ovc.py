@@ -31,7 +31,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from poam_ros.models.batch_terms import CrossCovariance
 from poam_ros.models.poam import POAM
+from poam_ros.models.sparse_gp import TERMS_DTYPE
 
 
 class OVC(POAM):
@@ -40,10 +42,11 @@ class OVC(POAM):
     method = "ovc"
     optimizes_inducing = True
 
-    def _batch_terms(self, k_data: Tensor, y_new: Tensor) -> tuple[Tensor, Tensor]:
+    def _batch_terms(self, cross: CrossCovariance, y_new: Tensor) -> tuple[Tensor, Tensor]:
         """K_uf σ⁻² y and K_uf σ⁻² K_fu with the noise variance of now, kept as it is."""
-        noise = self.noise
-        return k_data @ y_new / noise, k_data @ k_data.transpose(0, 1) / noise
+        noise = self.noise.to(TERMS_DTYPE)
+        vector, matrix = cross.terms(y_new)
+        return vector / noise, matrix / noise
 
     def _terms_noise(self) -> Tensor:
         return torch.ones((), dtype=self.dtype, device=self.device)  # terms carry Σ⁻¹ already

@@ -17,9 +17,9 @@ Per update, with the newest batch (X_new, y_new) and the previous inducing input
 3. **Variational parameters** in closed form (Eqs. 7-8): the optimal q(u) given b' and C'.
 4. **Hyper-parameters**: Adam steps on the ELBO (shared M-step of :class:`OnlineSparseGP`).
 
-No step reads old data: an update costs O((M + N_new)² M) whatever the number of samples.
-The candidates' kernel matrix holds every block the update needs (K_uu, K_uu', K_u'u',
-K_u'f_new), so the kernel is evaluated once per update.
+No step reads old data: an update costs O((M + N_new) M²) whatever the number of samples,
+and memory O((M + N_new) M): the selection reads only the chosen columns of the candidates'
+kernel matrix and the batch's terms are summed in blocks (:mod:`.batch_terms`).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from poam_ros.models.batch_terms import CrossCovariance
 from poam_ros.models.linalg import robust_cholesky, solve_lower
 from poam_ros.models.posterior import optimal_posterior
 from poam_ros.models.sparse_gp import TERMS_DTYPE, InducingUpdate, OnlineSparseGP
@@ -44,7 +45,7 @@ class POAM(OnlineSparseGP):
 
     def _update_variational(self, selection: InducingUpdate, x_new: Tensor, y_new: Tensor) -> None:
         """The terms and q(u) in TERMS_DTYPE; q(u) is then kept in the model's dtype."""
-        vector, matrix = self._batch_terms(selection.k_data.to(TERMS_DTYPE), y_new.to(TERMS_DTYPE))
+        vector, matrix = self._batch_terms(selection.cross, y_new)
         if self.data_vector is not None:
             old_vector, old_matrix = self._carried_terms(selection)
             vector, matrix = old_vector + vector, old_matrix + matrix
@@ -56,9 +57,9 @@ class POAM(OnlineSparseGP):
         self.inducing = self.data_inducing = selection.inducing
         self.data_vector, self.data_matrix, self.data_chol = vector, matrix, k_chol
 
-    def _batch_terms(self, k_data: Tensor, y_new: Tensor) -> tuple[Tensor, Tensor]:
-        """The new batch's own terms K_u'f y and K_u'f K_fu'."""
-        return k_data @ y_new, k_data @ k_data.transpose(0, 1)
+    def _batch_terms(self, cross: CrossCovariance, y_new: Tensor) -> tuple[Tensor, Tensor]:
+        """The new batch's own terms K_u'f y and K_u'f K_fu', in chunks (TERMS_DTYPE)."""
+        return cross.terms(y_new)
 
     def _terms_noise(self) -> Tensor:
         """The noise variance q(u) divides the stored terms by: the current one (POAM weighs

@@ -87,7 +87,7 @@ class StreamingPrior:
         return shift.squeeze(-1), 0.5 * (precision + precision.transpose(-1, -2))
 
 
-def streaming_posterior(k_chol: Tensor, k_bf: Tensor, y: Tensor, noise: Tensor,
+def streaming_posterior(k_chol: Tensor, terms: tuple[Tensor, Tensor], noise: Tensor,
                         prior: StreamingPrior | None, k_ab: Tensor | None,
                         max_tries: int) -> VariationalPosterior:
     """Bui et al.'s optimal q(b) given the new batch and q_old(a) (the collapsed online bound).
@@ -99,10 +99,10 @@ def streaming_posterior(k_chol: Tensor, k_bf: Tensor, y: Tensor, noise: Tensor,
         Σ = K_bb + σ⁻² K_bf K_fb + K_ba (S_a⁻¹ − K'_aa⁻¹) K_ab
         m = K_bb Σ⁻¹ (σ⁻² K_bf y + K_ba S_a⁻¹ m_a),   S = K_bb Σ⁻¹ K_bb
 
-    Without ``prior`` (the first batch) this is Titsias' optimal q(u).
+    ``terms`` are the batch's K_bf y and K_bf K_fb (:mod:`.batch_terms`). Without ``prior``
+    (the first batch) this is Titsias' optimal q(u).
     """
-    b = k_bf @ y / noise
-    c = k_bf @ k_bf.transpose(-1, -2) / noise
+    b, c = (term.to(k_chol.dtype) / noise for term in terms)
     if prior is not None:
         shift, precision = prior.site_terms(k_ab)
         b, c = b + shift, c + precision

@@ -32,19 +32,27 @@ import time
 from abc import ABC
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Callable
 
 import gpytorch
 import numpy as np
 import torch
 from torch import Tensor
 
-from poam_ros.inducing import pivoted_cholesky
+from poam_ros.inducing import (
+    BLOCKED_RATIO,
+    PivotedCholesky,
+    PivotStep,
+    greedy_pivots,
+    pivoted_cholesky,
+)
 from poam_ros.kernels import make_kernel
 from poam_ros.models import state_io
+from poam_ros.models.batch_terms import CrossCovariance, DenseCross, FactorCross, KernelCross
 from poam_ros.models.buffer import SampleBuffer
 from poam_ros.models.config import MappingConfig
 from poam_ros.models.device import resolve_device
-from poam_ros.models.linalg import NumericalError, robust_cholesky
+from poam_ros.models.linalg import BatchTooLargeError, NumericalError, robust_cholesky
 from poam_ros.models.objectives import FixedPosteriorElbo, TrainingObjective, clone_tree
 from poam_ros.models.posterior import PredictionCache, VariationalPosterior, prediction_cache
 from poam_ros.models.samples import (
@@ -64,6 +72,9 @@ log = logging.getLogger(__name__)
 #: over thousands of samples makes C = K_uf K_fu indefinite by about 1e-7 of its norm, which
 #: K_uu⁻¹ (condition 1e4 and more) amplifies past I + σ⁻² L⁻¹CL⁻ᵀ ≥ I.
 TERMS_DTYPE = torch.float64
+
+#: The largest candidates' kernel matrix the selection forms (beyond, it asks for columns).
+DENSE_SELECTION_BYTES = 256 << 20
 
 
 class ModelNotReadyError(RuntimeError):
@@ -95,12 +106,13 @@ class InducingUpdate:
     """New inducing inputs Z' with the kernel blocks an E-step needs (current hyper-parameters).
 
     ``k_old`` is K(Z, Z') for the inducing inputs Z before the update, with the jitter of K_uu
-    as a white-noise term where Z and Z' share a point (None at the first update).
+    as a white-noise term where Z and Z' share a point (None at the first update). ``cross``
+    gives K(Z', X_new) in blocks of bounded memory (:mod:`.batch_terms`).
     """
 
     inducing: Tensor  # Z' (M' × D)
     k_new: Tensor  # K(Z', Z') without jitter
-    k_data: Tensor  # K(Z', X_new)
+    cross: CrossCovariance  # K(Z', X_new), M' × N_new, never formed whole
     k_old: Tensor | None
 
 
@@ -111,6 +123,9 @@ class OnlineSparseGP(ABC):
     method: str = ""
     #: Whether the M-step also trains the inducing inputs (by Adam, rate ``lr_inducing``).
     optimizes_inducing: bool = False
+    #: Whether the M-step evaluates the whole new batch in every step (a collapsed bound):
+    #: such a method refuses batches beyond ``max_whole_batch`` (:class:`BatchTooLargeError`).
+    trains_on_whole_batch: bool = False
 
     def __init__(self, config: MappingConfig | None = None, input_dim: int = 2):
         self.config = config or MappingConfig()
@@ -173,13 +188,21 @@ class OnlineSparseGP(ABC):
         """E-step on the samples added since the last update, then the M-step.
 
         Raises :class:`NumericalError` if the posterior cannot be computed even with escalated
-        jitter; the previous model then stays in place and the new samples stay pending. A
+        jitter, :class:`BatchTooLargeError` (one) if the method cannot take so many new
+        samples at once; the previous model then stays in place and the new samples stay
+        pending. A
         failure during the hyper-parameter steps restores the hyper-parameters of before the
         M-step and is reported in ``UpdateReport.training_failure``.
         """
         report = UpdateReport(num_samples=self.num_samples)
         if self.num_pending == 0:
             return report
+        limit = self.config.max_whole_batch
+        if self.trains_on_whole_batch and self.num_pending > limit:
+            raise BatchTooLargeError(
+                f"{self.method} takes at most {limit} new samples per update (max_whole_batch: "
+                f"its training evaluates the whole batch in every step), {self.num_pending} "
+                f"are pending")
         start = time.perf_counter()
         if not self.x_scaler.fitted:
             self.x_scaler.fit(self.buffer.x)
@@ -242,37 +265,82 @@ class OnlineSparseGP(ABC):
         self.fixed_inducing = True
 
     def _choose_inducing(self, x_new: Tensor, report: UpdateReport) -> InducingUpdate:
-        """Default selection (POAM, Sec. IV-B): greedy pivoted Cholesky on the kernel matrix of
-        the candidates [Z; X_new], at most M pivots. That one matrix holds every block the
-        E-step needs, so the kernel is evaluated once."""
+        """Default selection (POAM, Sec. IV-B): greedy pivoted Cholesky on [Z; X_new], at most
+        M pivots. A small candidate set's kernel matrix is evaluated once and holds every block
+        the E-step needs; a larger one's is never formed (:meth:`_pivoted_selection`), and
+        K(Z', X_new) then comes from the factor."""
         old = self.inducing
         num_old = 0 if old is None else old.shape[0]
         candidates = x_new if old is None else torch.cat([old, x_new])
-        k_cc = self.covariance(candidates, candidates)
-        pivots = self._pivots(k_cc, report)
+        pcd, k_cc = self._pivoted_selection(candidates, report)
+        pivots = pcd.pivots.to(self.device)
+        z = candidates[pivots]
+        if k_cc is None:
+            k_old = None if old is None else self.inducing_cross_covariance(old, z)
+            factor = pcd.factor.to(self.device)
+            return InducingUpdate(z, self.covariance(z, z),
+                                  FactorCross(factor[pivots], factor[num_old:]), k_old)
         k_old = None
         if old is not None:
             k_old = k_cc[:num_old][:, pivots].clone()
             survivors = torch.nonzero(pivots < num_old).squeeze(-1)
             k_old[pivots[survivors], survivors] += self.config.jitter * self.amplitude
-        return InducingUpdate(candidates[pivots], k_cc[pivots][:, pivots], k_cc[pivots, num_old:],
+        return InducingUpdate(z, k_cc[pivots][:, pivots], DenseCross(k_cc[pivots, num_old:]),
                               k_old)
 
-    def _pivots(self, k_cc: Tensor, report: UpdateReport) -> Tensor:
-        """Greedy PCD pivots (at most M) of a candidates' kernel matrix, on the model's device."""
-        if not torch.isfinite(k_cc).all():
-            raise NumericalError("the kernel matrix of the inducing candidates is not finite")
-        pcd = pivoted_cholesky(k_cc.cpu().double().numpy(), self.config.num_inducing,
-                               self.config.pcd_tolerance)
+    def _pivoted_selection(self, candidates: Tensor, report: UpdateReport, forced: int = 0,
+                           on_pivot: Callable[[PivotStep], bool] | None = None
+                           ) -> tuple[PivotedCholesky, Tensor | None]:
+        """Greedy PCD pivots (at most M) of the candidates, and their kernel matrix when it was
+        formed (None otherwise).
+
+        The n × n matrix is formed only while n ≤ ``BLOCKED_RATIO`` · M and it takes at most
+        ``DENSE_SELECTION_BYTES`` (the steady state, where LAPACK's blocked factorisation is
+        fastest); beyond, :func:`~poam_ros.inducing.greedy_pivots` asks the kernel for the M
+        chosen columns only, each one pass over the candidates with their attention weights
+        computed once: memory O(n M). ``forced`` and ``on_pivot`` are those of
+        :func:`~poam_ros.inducing.greedy_pivots` (and force that route).
+        """
+        config, n = self.config, candidates.shape[0]
+        rank = min(config.num_inducing, n)
+        dense = (n <= BLOCKED_RATIO * rank and n * n * 8 <= DENSE_SELECTION_BYTES
+                 and not forced and on_pivot is None)
+        k_cc = None
+        if dense:
+            k_cc = self.covariance(candidates, candidates)
+            if not torch.isfinite(k_cc).all():
+                raise NumericalError("the kernel matrix of the inducing candidates is not finite")
+            # The unit diagonal exactly, as the column route takes it: its round-off would
+            # otherwise pick the first pivot among candidates that all tie.
+            k_cc.diagonal().copy_(self.amplitude.detach())
+            pcd = pivoted_cholesky(k_cc.double(), rank, config.pcd_tolerance)
+        else:
+            base, amplitude = self.kernel.base_kernel, self.amplitude
+            features = base.features(candidates)
+            if not torch.isfinite(features).all():
+                raise NumericalError("the kernel features of the inducing candidates are not "
+                                     "finite")
+
+            def column(i: int) -> Tensor:
+                return amplitude * base.columns(candidates, features, candidates[i:i + 1],
+                                                features[i:i + 1])[:, 0]
+
+            diagonal = amplitude.expand(n)  # both kernels have unit diagonal
+            pcd = greedy_pivots(diagonal, column, rank, config.pcd_tolerance, forced=forced,
+                                on_pivot=on_pivot)
+            if not math.isfinite(pcd.trace_error):  # a non-finite column reaches the residuals
+                raise NumericalError("the kernel columns of the inducing candidates are not "
+                                     "finite")
         if len(pcd.pivots) == 0:
             raise NumericalError("pivoted Cholesky found no inducing input")
         report.extra["pcd_trace_error"] = pcd.trace_error / pcd.trace
-        return torch.as_tensor(pcd.pivots, device=self.device)
+        return pcd, k_cc
 
     def _inducing_blocks(self, z: Tensor, x_new: Tensor) -> InducingUpdate:
         """The blocks of :class:`InducingUpdate` for inducing inputs chosen otherwise."""
         k_old = None if self.inducing is None else self.inducing_cross_covariance(self.inducing, z)
-        return InducingUpdate(z, self.covariance(z, z), self.covariance(z, x_new), k_old)
+        return InducingUpdate(z, self.covariance(z, z), KernelCross(self.covariance, z, x_new),
+                              k_old)
 
     def _random_rows(self, count: int, k: int) -> Tensor:
         """min(k, count) distinct indices below ``count``, from the model's seeded generator."""

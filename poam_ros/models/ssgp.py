@@ -34,6 +34,7 @@ import math
 import torch
 from torch import Tensor
 
+from poam_ros.models.batch_terms import KernelCross
 from poam_ros.models.linalg import robust_cholesky
 from poam_ros.models.objectives import OnlineElbo, TrainingObjective
 from poam_ros.models.posterior import StreamingPrior, streaming_posterior
@@ -69,8 +70,8 @@ class StreamingUpdate:
             same = selection.k_old is not None and torch.equal(prior.inducing, self.inducing)
             k_ab = (selection.k_old if same
                     else self.inducing_cross_covariance(prior.inducing, selection.inducing))
-        posterior = streaming_posterior(k_chol, selection.k_data, y_new, self.noise, prior, k_ab,
-                                        config.max_jitter_tries)
+        posterior = streaming_posterior(k_chol, selection.cross.terms(y_new), self.noise, prior,
+                                        k_ab, config.max_jitter_tries)
         following = StreamingPrior.from_posterior(selection.inducing, posterior, k_chol,
                                                   config.jitter, config.max_jitter_tries)
         return posterior, following
@@ -92,6 +93,7 @@ class SSGP(StreamingUpdate, OnlineSparseGP):
 
     method = "ssgp"
     optimizes_inducing = True
+    trains_on_whole_batch = True
 
     def _choose_inducing(self, x_new: Tensor, report: UpdateReport) -> InducingUpdate:
         limit, old = self.config.num_inducing, self.inducing
@@ -111,7 +113,7 @@ class SSGP(StreamingUpdate, OnlineSparseGP):
     def _after_training(self, x_new: Tensor, y_new: Tensor) -> None:
         """Step 4: the collapsed bound's optimal q(b) at the trained θ and b."""
         selection = InducingUpdate(self.inducing, self.covariance(self.inducing, self.inducing),
-                                   self.covariance(self.inducing, x_new), None)
+                                   KernelCross(self.covariance, self.inducing, x_new), None)
         posterior, prior = self._streaming_step(selection, y_new, self.streamed_from)
         self.posterior, self.prior = posterior, prior
 

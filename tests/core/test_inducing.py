@@ -2,8 +2,10 @@
 
 import numpy as np
 import pytest
+import torch
 
-from poam_ros.inducing import kmeans, pivoted_cholesky
+from poam_ros import inducing
+from poam_ros.inducing import greedy_pivots, kmeans, pivoted_cholesky
 
 
 def rbf_matrix(n, lengthscale, seed=0):
@@ -15,7 +17,7 @@ def rbf_matrix(n, lengthscale, seed=0):
 def test_factor_is_a_pivoted_cholesky_with_greedy_pivots():
     k = rbf_matrix(60, 0.3)
     result = pivoted_cholesky(k, max_rank=25)
-    p, factor = result.pivots, result.factor
+    p, factor = result.pivots.numpy(), result.factor.numpy()
     assert len(p) == 25 and len(set(p)) == 25
     # The pivot rows form the lower-triangular Cholesky factor of K[P, P].
     assert np.allclose(np.triu(factor[p], 1), 0.0)
@@ -36,8 +38,8 @@ def test_factor_is_a_pivoted_cholesky_with_greedy_pivots():
 def test_full_rank_reproduces_matrix():
     a = np.random.default_rng(1).normal(size=(12, 12))
     k = a @ a.T + 0.1 * np.eye(12)
-    result = pivoted_cholesky(k, max_rank=12)
-    assert np.allclose(result.factor @ result.factor.T, k, atol=1e-10)
+    factor = pivoted_cholesky(k, max_rank=12).factor.numpy()
+    assert np.allclose(factor @ factor.T, k, atol=1e-10)
 
 
 @pytest.mark.parametrize("rel_tol", [1e-2, 1e-4, 1e-6])
@@ -48,7 +50,7 @@ def test_stops_at_trace_tolerance(rel_tol):
     assert rank < 300
     assert result.trace_error <= rel_tol * result.trace
     # One pivot fewer would not have met the tolerance.
-    partial = result.factor[:, :rank - 1]
+    partial = result.factor[:, :rank - 1].numpy()
     assert np.trace(k) - (partial ** 2).sum() > rel_tol * result.trace
 
 
@@ -56,7 +58,7 @@ def test_duplicates_are_never_chosen_twice():
     k = rbf_matrix(20, 0.4)
     doubled = np.block([[k, k], [k, k]])
     result = pivoted_cholesky(doubled, max_rank=40)
-    assert len(set(result.pivots % 20)) == len(result.pivots)
+    assert len(set((result.pivots % 20).tolist())) == len(result.pivots)
 
 
 def test_rejects_non_square():
@@ -64,14 +66,79 @@ def test_rejects_non_square():
         pivoted_cholesky(np.ones((3, 4)), 2)
 
 
-def test_blocked_and_truncated_algorithms_agree():
-    from poam_ros.inducing import _blocked, _truncated
-    k = rbf_matrix(150, 0.2, seed=3)
-    for rank, tol in [(40, 0.0), (150, 1e-5)]:
-        a, b = _blocked(k, rank, tol), _truncated(k, rank, tol)
-        assert np.array_equal(a.pivots, b.pivots)
-        assert np.allclose(a.factor, b.factor, atol=1e-9)
-        assert np.isclose(a.trace_error, b.trace_error, atol=1e-8)
+def columns_of(k):
+    k = torch.as_tensor(k)
+    return k.diagonal(), lambda i: k[:, i]
+
+
+@pytest.mark.parametrize("n, rank, tol", [(150, 40, 0.0), (150, 150, 1e-5), (90, 60, 1e-3)])
+def test_column_algorithm_returns_the_dense_pivots(n, rank, tol):
+    """greedy_pivots, which reads only the chosen columns, against LAPACK's factorisation of
+    the whole matrix (the dense selection), on random continuous inputs."""
+    k = rbf_matrix(n, 0.2, seed=3)
+    dense = pivoted_cholesky(k, rank, tol)
+    assert n <= inducing.BLOCKED_RATIO * rank  # the dense call took the LAPACK route
+    chunked = greedy_pivots(*columns_of(k), rank, tol)
+    assert torch.equal(dense.pivots, chunked.pivots)
+    assert torch.allclose(dense.factor, chunked.factor, atol=1e-9)
+    assert np.isclose(dense.trace_error, chunked.trace_error, atol=1e-8)
+
+
+def test_ties_go_to_the_lowest_index():
+    k = rbf_matrix(30, 0.3)  # unit diagonal: every candidate ties for the first pivot
+    assert int(greedy_pivots(*columns_of(k), 5).pivots[0]) == 0
+    assert int(pivoted_cholesky(k, 10).pivots[0]) == 0
+
+
+def test_forced_prefix_comes_first_then_greedy():
+    k = rbf_matrix(80, 0.25, seed=4)
+    result = greedy_pivots(*columns_of(k), 20, forced=6)
+    p, factor = result.pivots.numpy(), result.factor.numpy()
+    assert list(p[:6]) == list(range(6))
+    for step in range(6, 20):  # each later pivot had the largest residual when chosen
+        remaining = np.diag(k) - (factor[:, :step] ** 2).sum(1)
+        remaining[p[:step]] = -np.inf
+        assert p[step] == np.argmax(remaining)
+    assert np.allclose(factor @ factor[p].T, k[:, p], atol=1e-10)
+
+
+def test_forced_candidate_without_residual_variance_is_skipped():
+    k = rbf_matrix(10, 0.4)
+    doubled = np.block([[k, k], [k, k]])  # candidate i + 10 repeats candidate i
+    order = np.r_[0, 10, 1:10, 11:20]  # the duplicate of 0 forced second
+    result = greedy_pivots(*columns_of(doubled[np.ix_(order, order)]), 5, forced=3)
+    assert result.pivots.tolist()[:2] == [0, 2]
+
+
+def test_absolute_tolerance_stops_at_the_first_pivot_meeting_it():
+    k = rbf_matrix(200, 0.5)
+    result = greedy_pivots(*columns_of(k), 200, abs_tol=1e-3)
+    assert result.trace_error <= 1e-3
+    partial = result.factor[:, :-1].numpy()
+    assert np.trace(k) - (partial ** 2).sum() > 1e-3
+    assert torch.equal(pivoted_cholesky(k, 200, abs_tol=1e-3).pivots, result.pivots)
+
+
+def test_callback_sees_each_pivot_and_may_stop():
+    k = rbf_matrix(100, 0.3)
+    seen = []
+
+    def on_pivot(step):
+        seen.append((step.rank, step.pivot, step.trace_error))
+        assert np.isclose(step.trace_error, float(step.residual.sum()))
+        return step.trace_error < 0.5 * step.trace
+
+    result = greedy_pivots(*columns_of(k), 100, on_pivot=on_pivot)
+    assert [s[1] for s in seen] == result.pivots.tolist()
+    assert [s[0] for s in seen] == list(range(1, len(seen) + 1))
+    assert seen[-1][2] < 0.5 * np.trace(k) <= seen[-2][2]  # stopped at the first that met it
+
+
+def test_kmeans_assignment_in_chunks_changes_nothing(monkeypatch):
+    points = np.random.default_rng(2).uniform(-1, 1, (500, 2))
+    whole = kmeans(points, 12, 50, np.random.default_rng(0))
+    monkeypatch.setattr(inducing, "ASSIGN_ELEMENTS", 48)  # two points a chunk
+    assert np.array_equal(whole, kmeans(points, 12, 50, np.random.default_rng(0)))
 
 
 def test_kmeans_finds_separated_clusters_and_repeats_with_the_seed():

@@ -6,6 +6,7 @@ import torch
 from gp_reference import fit_stream, posterior_moments, sgpr_posterior
 
 from poam_ros.models import MappingConfig, NumericalError, make_model
+from poam_ros.models.batch_terms import DenseCross
 from poam_ros.models.posterior import StreamingPrior, VariationalPosterior, streaming_posterior
 
 pytestmark = pytest.mark.usefixtures("single_thread")
@@ -76,7 +77,8 @@ def test_trained_update_ends_at_the_collapsed_optimum(stream):
     with torch.no_grad():
         z, prior = model.inducing, model.streamed_from
         chol = model.k_uu_cholesky(z)
-        expected = streaming_posterior(chol, model.covariance(z, x), y, model.noise, prior,
+        expected = streaming_posterior(chol, DenseCross(model.covariance(z, x)).terms(y),
+                                       model.noise, prior,
                                        model.inducing_cross_covariance(prior.inducing, z), 4)
     assert torch.allclose(model.posterior.mean, expected.mean, rtol=1e-9, atol=1e-12)
     assert torch.equal(model.prior.inducing, z) and torch.allclose(model.prior.prior_chol, chol)
