@@ -38,8 +38,9 @@ METHODS: dict[str, type[OnlineSparseGP]] = {cls.method: cls for cls in (
     POAM, SSGP, SSGPPlusPlus, OVC, OVCPlusPlus, Full, PAM, SVGP, ExactGP, PoamZOpt, PoamZRand,
     PoamZKmeans, PoamVarOpt, PoamVarSsgp, PoamOnlineElbo)}
 
-__all__ = ["BatchTooLargeError", "MappingConfig", "ModelNotReadyError", "NumericalError", "OnlineSparseGP", "POAM",
-           "SSGP", "SSGPPlusPlus", "OVC", "OVCPlusPlus", "Full", "PAM", "SVGP", "ExactGP",
+__all__ = ["BatchTooLargeError", "MappingConfig", "ModelNotReadyError", "NumericalError",
+           "OnlineSparseGP", "POAM", "SSGP", "SSGPPlusPlus", "OVC", "OVCPlusPlus", "Full", "PAM",
+           "SVGP", "ExactGP",
            "ExactGPSizeError", "PoamZOpt", "PoamZRand", "PoamZKmeans", "PoamVarOpt",
            "PoamVarSsgp", "PoamOnlineElbo", "StateFileError", "UpdateReport", "METHODS",
            "make_model", "load_model", "resolve_device"]
