@@ -71,6 +71,13 @@ def odometry_to_pose(odometry) -> tuple[float, float, float, float, float]:
             quaternion_to_yaw(odometry.pose.pose.orientation))
 
 
+def odometry_to_orientation(odometry) -> tuple[float, float, float, float]:
+    """``(x, y, z, w)`` of a ``nav_msgs/Odometry``'s orientation quaternion, as sent (not
+    normalised: whether it is a rotation at all is the ingest's to judge)."""
+    q = odometry.pose.pose.orientation
+    return q.x, q.y, q.z, q.w
+
+
 def path_to_waypoints(path) -> np.ndarray:
     """(K, 2) [m] positions of a ``nav_msgs/Path``'s poses, in the path's frame."""
     points = np.empty((len(path.poses), 2))

@@ -453,7 +453,7 @@ def _feed(recording: _Recording, ingest: Ingest, config: RemapConfig, from_sampl
             path.append((x, y, yaw))
             if not from_samples:
                 ingest.add_pose(t, x, y, z, yaw, now, decoded.header.frame_id,
-                                decoded.child_frame_id)
+                                decoded.child_frame_id, msg.odometry_to_orientation(decoded))
         elif not from_samples:
             _feed_reading(ingest, config, topic, decoded, now)
         batches.extend(ingest.take_batches())

@@ -1,8 +1,9 @@
 """Sensor ingest without ROS: odometry and sonar readings in, georeferenced sample batches out.
 
 :mod:`.core` pairs readings with poses and cuts batches (:class:`Ingest`), with
-:mod:`.pose_history` (interpolated poses) and :mod:`.cloud_filters` (swath filters);
-:mod:`.sequence_gaps` counts messages lost before they reached a node.
+:mod:`.pose_history` (interpolated poses), :mod:`.clock_jumps` (glitched stamps told from
+clock changes) and :mod:`.cloud_filters` (swath filters); :mod:`.sequence_gaps` counts
+messages lost before they reached a node.
 """
 
 from poam_ros.ingest.core import REASONS, Ingest, IngestConfig, RawBatch, SampleBatch

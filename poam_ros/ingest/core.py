@@ -30,10 +30,26 @@ goes out anyway and the late reading is dropped as ``late`` rather than put in t
 batch. ``now`` arguments are wall-clock seconds (``time.monotonic()``); only the grace and
 pending timeouts use them, so tests drive the clock.
 
+Clocks. Each stream (odometry, ranges, swaths) keeps its own clock, the newest stamp it
+accepted, and a stamp more than ``stamp_jump_threshold`` seconds from it is held as a suspect
+(:class:`~poam_ros.ingest.clock_jumps.ClockJumps`): a glitch if a stamp near the clock comes
+next (dropped: ``pose_stamp_outlier``, ``stamp_outlier``), a clock change if
+``stamp_reset_count`` suspects in a row agree with each other. Such a reset is counted in
+:attr:`Ingest.clock_resets`, described in :attr:`Ingest.reset_details` and logged, and the
+run of suspects is then used as the new clock's first messages. The odometry's reset
+restarts everything tied to the old clock: what was placed goes out as batches (a pending
+arrival's, then the rest with reason ``reset``: it was placed correctly), the pose history is
+cleared, and readings waiting for a pose are dropped (``clock_reset``) unless their stamps
+agree with the new clock (within the threshold of the run). A range or swath stream's reset
+restarts that stream's order and drops its readings still waiting (all of the old clock).
+Ordinary reordering, within the threshold, is dropped as before (``out_of_order``).
+
 Bad input never reaches a batch. Each drop is counted under its reason in
 :attr:`Ingest.dropped` (samples: one per range, one per swath point; ``pose_*`` reasons
 and ``malformed_message`` count messages) and the latest case's detail is in
-:attr:`Ingest.details`.
+:attr:`Ingest.details`. A pose whose orientation quaternion is not a rotation (a zero
+quaternion, a norm off 1 by more than ``orientation_tolerance``) is refused rather than
+placed with the heading atan2 makes up for it.
 
 A node cuts batches in its callbacks (cheap) and checks them (:meth:`Ingest.finish`: swath
 filters, workspace, duplicates; the heavy part) on a worker thread; :meth:`take_batches`
@@ -50,6 +66,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from poam_ros.ingest.clock_jumps import ClockJumps, Verdict
 from poam_ros.ingest.cloud_filters import (
     BACKENDS,
     resolve_backend,
@@ -84,13 +101,19 @@ POSE_NONFINITE = "pose_nonfinite"
 POSE_DUPLICATE = "pose_duplicate"
 POSE_OUT_OF_ORDER = "pose_out_of_order"
 POSE_JUMP = "pose_jump"
+POSE_INVALID_ORIENTATION = "pose_invalid_orientation"  # the quaternion is not a rotation
+POSE_STAMP_OUTLIER = "pose_stamp_outlier"  # a glitched stamp, far from the odometry's clock
+STAMP_OUTLIER = "stamp_outlier"            # the same for a range or swath
+CLOCK_RESET = "clock_reset"  # a reading waiting for a pose of a clock that a reset abandoned
 DUPLICATE = "duplicate"  # a second message of a stream with the same stamp
 REASONS = (WRONG_FRAME, NO_RETURN, NONFINITE_RANGE, NEGATIVE_RANGE, RANGE_OUT_OF_LIMITS,
-           NONFINITE_POINT, MALFORMED, DUPLICATE, OUT_OF_ORDER, STALE_STAMP, POSE_GAP, NO_POSE,
-           QUEUE_OVERFLOW, LATE, OUTSIDE_WORKSPACE, VOXEL_MERGED, STATISTICAL_OUTLIER,
-           POSE_WRONG_FRAME, POSE_NONFINITE, POSE_DUPLICATE, POSE_OUT_OF_ORDER, POSE_JUMP)
+           NONFINITE_POINT, MALFORMED, DUPLICATE, OUT_OF_ORDER, STALE_STAMP, STAMP_OUTLIER,
+           CLOCK_RESET, POSE_GAP, NO_POSE, QUEUE_OVERFLOW, LATE, OUTSIDE_WORKSPACE,
+           VOXEL_MERGED, STATISTICAL_OUTLIER, POSE_WRONG_FRAME, POSE_NONFINITE,
+           POSE_INVALID_ORIENTATION, POSE_DUPLICATE, POSE_OUT_OF_ORDER, POSE_STAMP_OUTLIER,
+           POSE_JUMP)
 
-RANGE, SWATH = "range", "swath"
+ODOM, RANGE, SWATH = "odom", "range", "swath"  # streams; RANGE and SWATH are reading kinds
 
 
 @dataclass
@@ -112,6 +135,19 @@ class IngestConfig(Params):
                                   "dropped (pose_jump)", unit="m/s", low=0.0)
     jump_tolerance: float = param(1.0, "position slack added to max_speed * dt in the jump "
                                        "test", unit="m", low=0.0)
+    orientation_tolerance: float = param(1e-3, "odometry whose orientation quaternion's norm "
+                                               "is off 1 by more than this is not a rotation "
+                                               "and is refused (pose_invalid_orientation)",
+                                         low=0.0, high=0.5)
+    stamp_jump_threshold: float = param(10.0, "a stamp further than this from its stream's "
+                                              "clock (newest stamp accepted), either way, is "
+                                              "held as suspect: a glitch (stamp_outlier) unless "
+                                              "stamp_reset_count suspects agree; at least "
+                                              "max_pose_gap", unit="s", low=1e-3)
+    stamp_reset_count: int = param(5, "suspect stamps in a row, each within "
+                                      "stamp_jump_threshold of the one before, that mean the "
+                                      "stream's clock changed: a reset (fewer in a row are "
+                                      "outliers)", low=2, high=1000)
     goal_radius: float = param(0.1, "a plan's waypoint counts as reached within this; keep "
                                     "it equal to the vehicle's (vehicle.goal_radius)",
                                unit="m", low=0.001)
@@ -157,6 +193,10 @@ class IngestConfig(Params):
         if self.outlier_neighbors == 1:
             raise ConfigError("IngestConfig.outlier_neighbors must be 0 (off) or >= 2: with "
                               "one neighbour (the point itself) every point is an outlier")
+        if self.stamp_jump_threshold < self.max_pose_gap:
+            raise ConfigError(f"IngestConfig.stamp_jump_threshold ({self.stamp_jump_threshold:g}"
+                              f") must be at least max_pose_gap ({self.max_pose_gap:g}): a pause "
+                              f"the pose history may bridge is no clock jump")
 
 
 @dataclass
@@ -233,6 +273,9 @@ class Ingest:
         self._last_pose_wall = -math.inf  # wall time of the newest pose kept
         self._flushed_until = -math.inf  # stamp of the last decision-point batch
         self._cut = 0  # raw batches cut so far
+        self.clock_resets: Counter = Counter()  # per stream: odom, range, swath
+        self.reset_details: dict[str, str] = {}  # per stream, its latest reset
+        self._clocks = {ODOM: ClockJumps(), RANGE: ClockJumps(), SWATH: ClockJumps()}
         self.configure(config)
 
     # ------------------------------------------------------------------ configuration
@@ -254,6 +297,11 @@ class Ingest:
     def pending(self) -> int:
         """Readings waiting for a pose."""
         return len(self._pending)
+
+    @property
+    def held(self) -> int:
+        """Messages held as suspect stamps, every stream together."""
+        return sum(clock.held for clock in self._clocks.values())
 
     @property
     def batch_size(self) -> int:
@@ -284,8 +332,15 @@ class Ingest:
     # ------------------------------------------------------------------------ inputs
 
     def add_pose(self, t: float, x: float, y: float, z: float, yaw: float, now: float,
-                 frame_id: str | None = None, child_frame_id: str | None = None) -> bool:
-        """Odometry at ``t`` s; frames are checked when given. True when it is kept."""
+                 frame_id: str | None = None, child_frame_id: str | None = None,
+                 orientation: tuple[float, float, float, float] | None = None) -> bool:
+        """Odometry at ``t`` s; frames are checked when given. True when it is kept (False
+        also while its stamp is held as a suspect: see the module docstring).
+
+        ``orientation``: the quaternion (x, y, z, w) ``yaw`` was read from, when the pose
+        came as one (odometry): unless it is a rotation (finite, norm within
+        ``orientation_tolerance`` of 1) the pose is refused (``pose_invalid_orientation``);
+        the atan2 of a zero quaternion's yaw is a made-up heading of 0."""
         config = self.config
         if frame_id is not None and (frame_id != config.world_frame
                                      or child_frame_id != config.base_frame):
@@ -294,6 +349,18 @@ class Ingest:
                               f"{config.base_frame!r}")
         if not all(math.isfinite(v) for v in (t, x, y, z, yaw)):
             return self._drop(POSE_NONFINITE, 1, f"odometry at t={t} has non-finite values")
+        if orientation is not None:
+            norm = math.hypot(*orientation)
+            if not abs(norm - 1.0) <= config.orientation_tolerance:  # NaN: refused too
+                return self._drop(POSE_INVALID_ORIENTATION, 1, f"odometry at t={t:.6f} s with "
+                                  f"orientation {tuple(orientation)} (norm {norm:.6g}): not a "
+                                  f"rotation")
+        return self._judge(ODOM, t, 1, lambda: self._add_pose(t, x, y, z, yaw, now))
+
+    def _add_pose(self, t: float, x: float, y: float, z: float, yaw: float, now: float
+                  ) -> bool:
+        """Order, duplicates and jumps of a pose past the clock rule; then it is kept."""
+        config = self.config
         latest = self.poses.latest
         if latest is not None:
             t_last, x_last, y_last = latest[:3]
@@ -316,8 +383,15 @@ class Ingest:
     def add_range(self, t: float, distance: float, min_range: float, max_range: float,
                   now: float, frame_id: str | None = None) -> bool:
         """A down-looking range [m] at ``t`` s with the message's limits. True when placed
-        or waiting for a pose."""
-        if not self._check_stream(RANGE, t, frame_id, 1):
+        or waiting for a pose (False also while its stamp is held as a suspect)."""
+        if not self._admit(RANGE, t, frame_id, 1):
+            return False
+        return self._judge(RANGE, t, 1,
+                           lambda: self._add_range(t, distance, min_range, max_range, now))
+
+    def _add_range(self, t: float, distance: float, min_range: float, max_range: float,
+                   now: float) -> bool:
+        if not self._in_order(RANGE, t, 1):
             return False
         if distance == math.inf:
             return self._drop(NO_RETURN, 1, f"no return at t={t:.6f} s")
@@ -335,7 +409,12 @@ class Ingest:
         points = np.asarray(points, dtype=float)
         if points.ndim != 2 or points.shape[1] != 3:
             return self._drop(MALFORMED, 1, f"swath points of shape {points.shape}")
-        if not self._check_stream(SWATH, t, frame_id, len(points)):
+        if not self._admit(SWATH, t, frame_id, len(points)):
+            return False
+        return self._judge(SWATH, t, len(points), lambda: self._add_swath(t, points, now))
+
+    def _add_swath(self, t: float, points: np.ndarray, now: float) -> bool:
+        if not self._in_order(SWATH, t, len(points)):
             return False
         finite = np.isfinite(points).all(axis=1)
         if not finite.all():
@@ -406,13 +485,69 @@ class Ingest:
         self.details[reason] = detail
         return False
 
-    def _check_stream(self, kind: str, t: float, frame_id: str | None, samples: int) -> bool:
-        """Frame, stamp order, duplicates and lateness of a reading."""
+    def _admit(self, kind: str, t: float, frame_id: str | None, samples: int) -> bool:
+        """Frame and a finite stamp of a reading, before the clock rule."""
         if frame_id is not None and frame_id != self.config.sonar_frame:
             return self._drop(WRONG_FRAME, samples, f"{kind} in frame {frame_id!r}, expected "
                               f"{self.config.sonar_frame!r}")
         if not math.isfinite(t):
             return self._drop(STALE_STAMP, samples, f"{kind} with stamp {t}")
+        return True
+
+    def _judge(self, stream: str, t: float, samples: int, accept) -> bool:
+        """The clock rule on a message of ``samples`` that passed its own checks: ``accept()``
+        (the rest of its checks and its use) runs now, at a reset (with the rest of its
+        run, in order), or never (an outlier, dropped)."""
+        config = self.config
+        clock = self._clocks[stream]
+        old = clock.clock
+        verdict, outliers, confirmed = clock.judge(t, (samples, accept),
+                                                   config.stamp_jump_threshold,
+                                                   config.stamp_reset_count)
+        for stamp, (count, _) in outliers:
+            self._drop(POSE_STAMP_OUTLIER if stream == ODOM else STAMP_OUTLIER, count,
+                       f"{stream} stamped {stamp:.6f} s, {stamp - old:+.6g} s from its clock: "
+                       f"a glitch, fewer than {config.stamp_reset_count} in a row agreed")
+        if verdict is Verdict.ACCEPT:
+            return accept()
+        if verdict is Verdict.HELD:
+            return False
+        self._reset(stream, old, [stamp for stamp, _ in confirmed])
+        for _, (_, use) in confirmed:  # the run in order, this message last
+            kept = use()
+        return kept
+
+    def _reset(self, stream: str, old: float, stamps: list[float]) -> None:
+        """``stream``'s clock moved from ``old`` to ``stamps`` (the confirmed run, in order
+        [s]): restart what belongs to the old clock (see the module docstring)."""
+        if stream == ODOM:
+            if self._arrival is not None:
+                self._flush(self._arrival[0], "arrival")
+            if self._chunks:
+                self._flush(math.inf, "reset")
+            self.poses.clear()
+            self._flushed_until = self._last_arrival = -math.inf
+            low = stamps[0] - self.config.stamp_jump_threshold
+            high = stamps[-1] + self.config.stamp_jump_threshold
+            keep = [low <= entry[0] <= high for entry in self._pending]
+        else:
+            self._streams[stream].last = -math.inf
+            keep = [entry[1] != stream for entry in self._pending]
+        abandoned = sum(_samples(e) for e, kept in zip(self._pending, keep) if not kept)
+        self._pending = deque(e for e, kept in zip(self._pending, keep) if kept)
+        if abandoned:
+            self._drop(CLOCK_RESET, abandoned, f"{abandoned} samples waiting for a pose of the "
+                       f"{stream} clock before its reset at {stamps[0]:.6f} s")
+        self.clock_resets[stream] += 1
+        restarted = "pose history and batch" if stream == ODOM else "order"
+        self.reset_details[stream] = detail = (
+            f"{stream} clock reset: {len(stamps)} stamps in a row {stamps[0] - old:+.6g} s from "
+            f"its clock at {old:.6f} s, from {stamps[0]:.6f} s on; {restarted} restarted, "
+            f"{abandoned} waiting samples of the old clock dropped")
+        log.warning(detail)
+
+    def _in_order(self, kind: str, t: float, samples: int) -> bool:
+        """Stamp order, duplicates and lateness of a reading past the clock rule."""
         stream = self._streams[kind]
         if abs(t - stream.last) <= STAMP_TOLERANCE:
             return self._drop(DUPLICATE, samples, f"second {kind} stamped {t:.9f} s")

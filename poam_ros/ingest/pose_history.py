@@ -96,6 +96,12 @@ class PoseHistory:
             del self._poses[:first]
             self._first = 0
 
+    def clear(self) -> None:
+        """Forget every pose: after a clock reset they belong to another clock."""
+        self._times.clear()
+        self._poses.clear()
+        self._first = 0
+
     def lookup(self, t: float) -> tuple[Lookup, PlacedPose | None]:
         """The pose at ``t`` s, interpolated between the poses around it."""
         if not len(self):

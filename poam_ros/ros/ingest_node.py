@@ -6,7 +6,8 @@ each plan, or on the size/age limits) are checked (swath filters, workspace, dup
 on a worker thread, so that filtering a large batch never stalls the subscriptions, and go
 out on ``samples`` in order. A lock keeps the core's state consistent between the two
 threads. Drops are counted per reason in ``/diagnostics`` and warned about at most every
-few seconds per reason.
+few seconds per reason; so are clock resets (a stream's stamps jumped and stayed: sim time
+restarted, a bag looped), per stream.
 
 Topics (names relative, remappable):
 
@@ -24,7 +25,10 @@ Topics (names relative, remappable):
   samples accepted and published, batches, readings waiting, and ``dropped.<reason>`` for
   every reason of :mod:`poam_ros.ingest`, plus ``dropped.lost_in_transport``: sensor
   messages that never reached the callbacks (a subscription queue that overflowed, or
-  best-effort transport), seen as gaps in each publisher's DDS sequence numbers.
+  best-effort transport), seen as gaps in each publisher's DDS sequence numbers; and
+  ``clock_resets.<stream>`` (odom, range, swath) with ``stamps_held``, the messages whose
+  stamps are suspect until the next ones tell a glitch from a clock change. A drop or a
+  reset in the last period makes the status WARN.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from std_msgs.msg import Header
 
 from poam_ros import messages as msg
 from poam_ros.ingest import REASONS, Ingest, IngestConfig, SequenceGaps
-from poam_ros.ingest.core import NO_RETURN, OUTSIDE_WORKSPACE
+from poam_ros.ingest.core import NO_RETURN, ODOM, OUTSIDE_WORKSPACE, RANGE, SWATH
 from poam_ros.params import ConfigError
 from poam_ros.ros import conversions as cv
 from poam_ros.ros import qos
@@ -92,7 +96,9 @@ class IngestNode(StartingNode):
         self.lost_in_transport = 0  # messages, not samples
         self._gaps = SequenceGaps()
         self._seen_drops = dict(self.core.dropped)
+        self._seen_resets = dict(self.core.clock_resets)
         self._drops_at_last_report = 0
+        self._resets_at_last_report = 0
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(POLL_PERIOD, self._on_poll, clock=steady)
         self.create_timer(DIAGNOSTICS_PERIOD, self._publish_diagnostics, clock=steady)
@@ -108,7 +114,7 @@ class IngestNode(StartingNode):
         t, x, y, z, yaw = msg.odometry_to_pose(message)
         with self._lock:
             self.core.add_pose(t, x, y, z, yaw, time.monotonic(), message.header.frame_id,
-                               message.child_frame_id)
+                               message.child_frame_id, msg.odometry_to_orientation(message))
         self._after()
 
     def _on_range(self, message: Range, info) -> None:
@@ -159,7 +165,8 @@ class IngestNode(StartingNode):
     # --------------------------------------------------------------------- outputs
 
     def _after(self) -> None:
-        """Hand cut batches to the worker; warn (throttled) about reasons whose count grew."""
+        """Hand cut batches to the worker; warn (throttled) about reasons whose count grew
+        and about clock resets."""
         with self._lock:
             raw_batches = self.core.take_raw_batches()
             dropped = self.core.dropped
@@ -168,6 +175,14 @@ class IngestNode(StartingNode):
             if grown:
                 self._seen_drops = dict(dropped)
             details = {reason: self.core.details.get(reason, "") for reason in grown}
+            resets = self.core.clock_resets
+            reset = {stream: (count, self.core.reset_details[stream])
+                     for stream, count in resets.items()
+                     if count > self._seen_resets.get(stream, 0)}
+            if reset:
+                self._seen_resets = dict(resets)
+        for stream, (count, detail) in reset.items():
+            self.warn_throttled(f"clock_reset.{stream}", f"{detail} [{count} so far]")
         for raw in raw_batches:
             self._worker.submit(self._finish_and_publish, raw)
         for reason, count in grown.items():
@@ -200,12 +215,16 @@ class IngestNode(StartingNode):
         core = self.core
         total = self.lost_in_transport + sum(count for reason, count in core.dropped.items()
                                              if reason not in EXPECTED_DROPS)
-        level = DiagnosticStatus.OK
-        message = "ok"
+        resets = sum(core.clock_resets.values())
+        news = []
         if total > self._drops_at_last_report:  # the expected drops are no cause for a warning
-            level = DiagnosticStatus.WARN
-            message = f"{total - self._drops_at_last_report} input(s) dropped in the last period"
+            news.append(f"{total - self._drops_at_last_report} input(s) dropped")
+        if resets > self._resets_at_last_report:
+            news.append(f"{resets - self._resets_at_last_report} clock reset(s)")
+        level = DiagnosticStatus.WARN if news else DiagnosticStatus.OK
+        message = f"{' and '.join(news)} in the last period" if news else "ok"
         self._drops_at_last_report = total
+        self._resets_at_last_report = resets
         reached, waypoints = core.plan_progress
         latest = core.poses.latest
         values = {"samples_accepted": core.accepted, "samples_published": core.published,
@@ -213,9 +232,11 @@ class IngestNode(StartingNode):
                   "pending_readings": core.pending, "poses_kept": len(core.poses),
                   "latest_pose_time": f"{latest[0]:.6f}" if latest else "none",
                   "plan_waypoints_reached": reached, "plan_waypoints": waypoints,
-                  "flushes_on_grace": core.flushes_on_grace,
+                  "flushes_on_grace": core.flushes_on_grace, "stamps_held": core.held,
                   f"dropped.{LOST_IN_TRANSPORT}": self.lost_in_transport}
         values.update({f"dropped.{reason}": core.dropped.get(reason, 0) for reason in REASONS})
+        values.update({f"clock_resets.{stream}": core.clock_resets.get(stream, 0)
+                       for stream in (ODOM, RANGE, SWATH)})
         status = cv.diagnostic_status(f"{self.get_name()}: samples", level, message, values)
         self._diagnostics_pub.publish(cv.diagnostic_array(latest[0] if latest else 0.0,
                                                           [status]))

@@ -130,7 +130,7 @@ def test_bad_input_is_counted_and_never_published(start_node, make_node, spin_un
     tester.send_range(4.0, 320.0)                       # good: (-1.0, 0, -20)
     tester.send_range(4.0, 320.0)                       # duplicate
     tester.send_range(3.9, 320.0)                       # out of order
-    tester.send_range(1000.0, 320.0)                    # future: no pose will come
+    tester.send_range(12.0, 320.0)                      # ahead of every pose: none will come
     broken = cv.points_to_cloud(Header(frame_id="sonar_link", stamp=cv.seconds_to_time(5.0)),
                                 np.zeros((4, 3)))
     broken.row_step = 7
@@ -149,6 +149,30 @@ def test_bad_input_is_counted_and_never_published(start_node, make_node, spin_un
                       ingest, tester.node, timeout=5.0), tester.counts
     assert tester.count("samples_published") == 2 and tester.count("batches_published") == 1
     assert ingest.core.dropped == expected
+
+
+def test_a_single_future_stamped_pose_does_not_stop_the_samples(start_node, make_node,
+                                                                spin_until):
+    """One odometry message stamped far ahead (a GPS time glitch) among good ones is dropped
+    as an outlier: the poses after it are kept and the plan's batch holds every sounding."""
+    ingest = start_node(IngestNode, flush_grace=0.2)
+    tester = Tester(make_node)
+    assert spin_until(lambda: tester.odom.get_subscription_count() and
+                      tester.range.get_subscription_count(), ingest, tester.node)
+    tester.send_plan([[5.0, 0.0]])                      # reached at t = 10 s
+    for i in range(21):                                 # 0..10 s along x from -5 to 5 m
+        tester.send_pose(0.5 * i, -5.0 + 0.5 * i)
+        if i == 10:
+            tester.send_pose(5.0 + 1e6, 0.0)            # the same place, 11.6 days ahead
+        if i < 20:
+            tester.send_range(0.5 * i + 0.25, 310.0)
+    assert spin_until(lambda: tester.batches, ingest, tester.node, timeout=10.0)
+    points = msg.cloud_to_points(tester.batches[0])
+    np.testing.assert_allclose(points[:, 0], np.arange(20) * 0.5 - 4.75, atol=1e-5)
+    assert spin_until(lambda: tester.count(f"dropped.{ig.POSE_STAMP_OUTLIER}") == 1,
+                      ingest, tester.node, timeout=5.0), tester.counts
+    assert tester.count("clock_resets.odom") == 0 and tester.count("stamps_held") == 0
+    assert ingest.core.dropped == {ig.POSE_STAMP_OUTLIER: 1}
 
 
 def test_soundings_outside_the_workspace_are_information_not_a_warning(start_node, make_node,

@@ -195,7 +195,7 @@ def test_stamps_without_a_pose_within_tolerance(placed):
     placed.poses.max_gap = 0.05                                 # poses 0.1 s apart: too far
     placed.add_range(2.05, 300.0, *LIMITS, now=0.0)
     placed.poses.max_gap = 1.0
-    placed.add_range(50.0, 300.0, *LIMITS, now=0.0)            # future: waits for a pose ...
+    placed.add_range(11.0, 300.0, *LIMITS, now=0.0)            # future: waits for a pose ...
     assert placed.pending == 1
     placed.poll(now=1.0)
     assert placed.pending == 1
@@ -234,6 +234,25 @@ def test_bad_poses_are_dropped(placed):
     np.testing.assert_allclose(placed._chunks[-1][2], [[5.05, 0.0, 0.0]])
 
 
+NORTH = (0.0, 0.0, math.sin(math.pi / 4), math.cos(math.pi / 4))  # (x, y, z, w): yaw pi/2
+
+
+@pytest.mark.parametrize("orientation", [(0.0, 0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.01),
+                                         (float("nan"), 0.0, 0.0, 1.0),
+                                         (0.0, 0.0, float("inf"), 1.0)])
+def test_a_pose_whose_orientation_is_not_a_rotation_is_refused(orientation):
+    ingest = Ingest(IngestConfig(voxel_size=0.0, outlier_neighbors=0))
+    ingest.add_pose(0.0, 10.0, 5.0, PLANE_Z, math.pi / 2, 0.0, orientation=NORTH)
+    # The yaw read from such a quaternion is made up (atan2(0, 1) = 0 for the zero one).
+    assert not ingest.add_pose(0.5, 10.0, 5.5, PLANE_Z, 0.0, 0.0, orientation=orientation)
+    ingest.add_pose(1.0, 10.0, 6.0, PLANE_Z, math.pi / 2, 0.0, orientation=NORTH)
+    ingest.add_swath(0.5, [[1.0, 2.0, -290.0]], now=0.0)
+    assert ingest.dropped == {ig.POSE_INVALID_ORIENTATION: 1}
+    ingest.flush_tail()
+    batch, = ingest.take_batches()  # placed between the two rotations, facing north
+    np.testing.assert_allclose(batch.points, [[8.0, 6.5, 10.0]], atol=1e-12)
+
+
 def test_wrong_frames_are_dropped(placed):
     assert not placed.add_range(5.0, 300.0, *LIMITS, now=0.0, frame_id="base_link")
     assert not placed.add_swath(5.0, np.zeros((4, 3)) + [0, 0, -300], now=0.0,
@@ -256,10 +275,10 @@ def test_samples_outside_the_workspace_are_dropped():
 def test_a_flood_overflows_the_pending_queue_not_the_memory():
     ingest = Ingest(IngestConfig(max_pending=50))
     for i in range(5000):  # no pose at all: everything waits
-        ingest.add_range(i * 0.01, 300.0, *LIMITS, now=0.0)
+        ingest.add_range(i * 0.001, 300.0, *LIMITS, now=0.0)
     assert ingest.pending == 50 and ingest.dropped == {ig.QUEUE_OVERFLOW: 4950}
     ingest.add_pose(0.0, 0.0, 0.0, PLANE_Z, 0.0, 0.0)
-    ingest.add_pose(50.0, 0.0, 0.0, PLANE_Z, 0.0, 0.0)  # 0 m in 50 s, but a 50 s gap
+    ingest.add_pose(5.0, 0.0, 0.0, PLANE_Z, 0.0, 0.0)  # 0 m in 5 s, but a 5 s gap
     assert ingest.pending == 0 and ingest.dropped[ig.POSE_GAP] == 50
 
 
