@@ -21,7 +21,7 @@ from poam_ros.models import MappingConfig
 from poam_ros.params import ConfigError, Params, param
 from poam_ros.params.files import load_configs
 from poam_ros.params.node_settings import MapperSettings, PlannerSettings
-from poam_ros.planners import PilotSurveyConfig
+from poam_ros.planners import InputCheckConfig, PilotSurveyConfig
 from poam_ros.planners.factory import PLANNERS
 from poam_ros.planners.lawnmower import LawnmowerConfig
 from poam_ros.planners.max_entropy import MaxEntropyConfig
@@ -96,6 +96,7 @@ class MissionSetup:
     #: is still checked against them.
     ROS_ONLY = {
         "simulated_auv": {"": SimulatedAuvConfig, "multibeam": MultibeamStreamConfig},
+        "planner": {"odometry": InputCheckConfig},
     }
 
     @classmethod

@@ -6,6 +6,7 @@ callable to the next waypoints (K, 2) in metres, in the ``map`` frame.
 
 from poam_ros.planners.base import Planner, PredictStd
 from poam_ros.planners.factory import PLANNERS, make_planner
+from poam_ros.planners.input_check import InputCheck, InputCheckConfig
 from poam_ros.planners.lawnmower import LawnmowerConfig, LawnmowerPlanner
 from poam_ros.planners.max_entropy import MaxEntropyConfig, MaxEntropyPlanner
 from poam_ros.planners.pilot import (
@@ -19,8 +20,8 @@ from poam_ros.planners.progress import PlanProgress
 from poam_ros.planners.random_planner import RandomPlanner
 
 __all__ = [
-    "PLANNERS", "LawnmowerConfig", "LawnmowerPlanner", "MaxEntropyConfig",
-    "MaxEntropyPlanner", "PilotSurveyConfig", "PlanProgress", "Planner", "PredictStd",
-    "RandomPlanner", "bernstein_basis", "bezier_curve", "make_planner", "pilot_control_points",
-    "pilot_survey",
+    "PLANNERS", "InputCheck", "InputCheckConfig", "LawnmowerConfig", "LawnmowerPlanner",
+    "MaxEntropyConfig", "MaxEntropyPlanner", "PilotSurveyConfig", "PlanProgress", "Planner",
+    "PredictStd", "RandomPlanner", "bernstein_basis", "bezier_curve", "make_planner",
+    "pilot_control_points", "pilot_survey",
 ]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from poam_ros.planners.base import checked_position
+
 
 class PlanProgress:
     """Tracks a vehicle along a plan of waypoints (K, 2) [m] until it reaches the last one.
@@ -39,8 +41,9 @@ class PlanProgress:
 
     def update(self, position: np.ndarray) -> bool:
         """Account for a new position (2,) [m]; True once the plan's end has been reached
-        (and from then on)."""
-        position = np.asarray(position, dtype=float)
+        (and from then on). A non-finite position raises ``ValueError`` and changes nothing:
+        summed into the distance travelled, it would keep the end from counting as reached."""
+        position = checked_position(position)
         if self._last is not None:
             self.travelled += float(np.linalg.norm(position - self._last))
         self._last = position

@@ -29,7 +29,9 @@ Topics (names relative, remappable):
 | uncertainty/response   | sensor_msgs/PointCloud2         | out       | reliable, depth 10   |
 | /diagnostics           | diagnostic_msgs/DiagnosticArray | out       | reliable, depth 10   |
 
-Services: ``~/save`` (std_srvs/Trigger), ``~/reset`` (Trigger), ``~/pause`` (SetBool).
+Services: ``~/save`` (std_srvs/Trigger), ``~/reset`` (Trigger), ``~/pause`` (SetBool). At
+start the node deletes the temporaries that saves to ``save_path`` killed mid-write left beside
+it; a ``state_file`` it cannot load stops the start with one line naming the file.
 
 Parameters: ``mapping.*`` (:class:`MappingConfig`) take effect when a model is created: at
 start and on ``~/reset`` (a model resumed from ``state_file`` keeps the settings saved with
@@ -73,10 +75,12 @@ from poam_ros.models import (
     ModelNotReadyError,
     NumericalError,
     OnlineSparseGP,
+    StateFileError,
     UpdateReport,
     load_model,
     make_model,
     resolve_device,
+    state_io,
 )
 from poam_ros.params import ConfigError
 from poam_ros.params.node_settings import MapperSettings
@@ -177,6 +181,7 @@ class MapperNode(StartingNode):
         # The worker's own model. Built now rather than at the first batch: the first model
         # of a process costs seconds of one-off initialisation, which belongs to start-up.
         self._model: OnlineSparseGP | None = None
+        self._remove_stale_temporaries()
         if self._settings.state_file:
             self._resume(self._settings.state_file)
         else:
@@ -565,6 +570,17 @@ class MapperNode(StartingNode):
                                     hardware_id=status.device)
 
     # ---------------------------------------------------------------- start and stop
+    def _remove_stale_temporaries(self) -> None:
+        """Delete what saves to ``save_path`` killed mid-write left beside it."""
+        path = Path(self._settings.save_path).expanduser()
+        try:
+            removed = state_io.remove_stale_temporaries(path)
+        except OSError as error:
+            self.get_logger().warning(f"cannot remove stale temporaries of {path}: {error}")
+            return
+        for stale in removed:
+            self.get_logger().info(f"removed {stale.name}, left by a save killed mid-write")
+
     def _resume(self, state_file: str) -> None:
         path = Path(state_file).expanduser()
         model = load_model(path, device=self._mapping.device)
@@ -611,7 +627,8 @@ def _make_grid(grid: MapGridConfig, workspace: WorkspaceConfig) -> MapGrid:
 
 def main(args=None) -> None:
     # Threads for a query's prediction beside incoming samples and service calls.
-    run_node(MapperNode, "mapper", args, lambda: MultiThreadedExecutor(num_threads=3))
+    run_node(MapperNode, "mapper", args, lambda: MultiThreadedExecutor(num_threads=3),
+             start_errors=(StateFileError,))
 
 
 if __name__ == "__main__":

@@ -30,10 +30,16 @@ Topics (names relative, remappable):
 | uncertainty/query      | sensor_msgs/PointCloud2         | out       | reliable, depth 10    |
 | /diagnostics           | diagnostic_msgs/DiagnosticArray | out       | reliable, depth 10    |
 
+Every input is checked before it changes anything (:mod:`poam_ros.planners.input_check`):
+odometry in another frame than ``map_frame``, with a non-finite position or orientation or an
+orientation that is not a rotation (``odometry.orientation_tolerance``), a map in another
+frame and an unreadable uncertainty answer are dropped and counted by reason in /diagnostics
+(``dropped.<reason>``); a bad pose among good ones costs only itself.
+
 Parameters: ``planning.*``, ``workspace.*``, ``pilot.*``, ``max_entropy.*``,
 ``lawnmower.*``, ``seed``, ``map_frame`` and ``diagnostics_period`` are read-only (they fix
-the mission and its random stream); ``mode``, ``goal_radius`` (from the next plan) and
-``query_timeout`` can change while it runs.
+the mission and its random stream); ``mode``, ``goal_radius`` (from the next plan),
+``query_timeout`` and ``odometry.orientation_tolerance`` can change while it runs.
 """
 
 from __future__ import annotations
@@ -61,6 +67,12 @@ from poam_ros.planners import (
     PlanProgress,
     make_planner,
     pilot_survey,
+)
+from poam_ros.planners.input_check import (
+    REASONS,
+    RESPONSE_MALFORMED,
+    InputCheck,
+    InputCheckConfig,
 )
 from poam_ros.ros import conversions as cv
 from poam_ros.ros import qos
@@ -108,6 +120,9 @@ class PlannerNode(StartingNode):
         self._settings = declare_config(self, PlannerSettings,
                                         read_only=("seed", "map_frame", "diagnostics_period"))
         add_config_callback(self, PlannerSettings, self._apply_settings)
+        self._inputs = InputCheck(self._settings.map_frame,
+                                  declare_config(self, InputCheckConfig, "odometry"))
+        add_config_callback(self, InputCheckConfig, self._apply_input_check, "odometry")
         setup = MissionSetup(**configs)
         # As Mission.__init__ and Mission.run: one generator, the planner built on it, then
         # the pilot survey drawn from it.
@@ -144,6 +159,7 @@ class PlannerNode(StartingNode):
         self._last_failure = ""
         self._failed = False
         self._last_plan_time = float("nan")
+        self._drops_at_last_report = 0
 
         self._plan_pub = self.create_publisher(Path, "plan", qos.LATCHED)
         self._goal_pub = self.create_publisher(PoseStamped, "goal", qos.LATCHED)
@@ -174,18 +190,20 @@ class PlannerNode(StartingNode):
             self._settings = settings
             self._lock.notify_all()
 
+    def _apply_input_check(self, config: InputCheckConfig) -> None:
+        with self._lock:
+            self._inputs.config = config
+
     # ---------------------------------------------------------------- callbacks
     def _on_odom(self, message: Odometry) -> None:
+        _, x, y, z, _ = msg.odometry_to_pose(message)
         with self._lock:
-            frame = self._settings.map_frame
-        if message.header.frame_id != frame:
-            self.warn_throttled(
-                "odometry frame",
-                f"odometry in frame '{message.header.frame_id}', expected '{frame}': ignored")
-            return
-        x, y, _, _ = msg.odometry_to_state(message)
-        with self._lock:
-            self._position = np.array([x, y])
+            position = self._inputs.position(message.header.frame_id, (x, y, z),
+                                             msg.odometry_to_orientation(message))
+            if position is None:
+                self._warn_dropped()
+                return
+            self._position = position
             if self._state in (PILOT, DRIVING) and self._progress.update(self._position):
                 self._events += 1
                 self._state, self._reached_event = WAITING, self._events
@@ -197,6 +215,9 @@ class PlannerNode(StartingNode):
             return
         stamp = msg.time_to_nanoseconds(message.header.stamp)
         with self._lock:
+            if not self._inputs.map_frame(message.header.frame_id):
+                self._warn_dropped()
+                return
             self._events += 1
             self._map_event = self._events
             self._maps += 1
@@ -213,6 +234,9 @@ class PlannerNode(StartingNode):
             points, std = msg.cloud_to_response(message)
         except ValueError as error:
             query.error = f"unreadable answer: {error}"
+            with self._lock:
+                self._inputs.refuse(RESPONSE_MALFORMED, query.error)
+                self._warn_dropped()
         else:
             if len(std) == 0:
                 query.error = "the mapper has no map to answer from"
@@ -221,6 +245,12 @@ class PlannerNode(StartingNode):
             else:
                 query.std = std
         query.done.set()
+
+    def _warn_dropped(self) -> None:
+        """Warn (throttled per reason) about the input just refused; call with the lock."""
+        reason = self._inputs.last
+        self.warn_throttled(reason, f"dropped ({reason}): {self._inputs.details[reason]} "
+                                    f"[{self._inputs.dropped[reason]} so far]")
 
     # ---------------------------------------------------------------- planning
     def _ready(self) -> bool:
@@ -323,9 +353,15 @@ class PlannerNode(StartingNode):
                              f"{self._position[0]:.3f}, {self._position[1]:.3f}"),
                 "maps_received": self._maps, "failures": self._failures,
                 "last_failure": self._last_failure, "last_plan_time": self._last_plan_time,
+                **{f"dropped.{reason}": self._inputs.dropped[reason] for reason in REASONS},
             }
+            new_drops = self._inputs.total - self._drops_at_last_report
+            self._drops_at_last_report = self._inputs.total
             if self._failed:
                 level, text = DiagnosticStatus.WARN, f"planning failed: {self._last_failure}"
+            elif new_drops:
+                level, text = DiagnosticStatus.WARN, (f"{self._state}; {new_drops} input(s) "
+                                                      f"dropped since the last report")
             elif self._position is None:
                 level, text = DiagnosticStatus.OK, f"{self._state} (no odometry yet)"
             else:

@@ -132,10 +132,13 @@ def spin_node(node: Node, stop: threading.Event,
 
 
 def run_node(make_node: Callable[[], Node], name: str, args=None,
-             make_executor: Callable[[], Executor] = SingleThreadedExecutor) -> None:
+             make_executor: Callable[[], Executor] = SingleThreadedExecutor,
+             start_errors: tuple[type[Exception], ...] = ()) -> None:
     """Initialise rclpy with ``args``, build the node and :func:`spin_node` it until SIGINT
     or SIGTERM, also one that came while it was being built. A :class:`ConfigError` while
-    building (a bad parameter) is logged and exits with status 1, without a traceback."""
+    building (a bad parameter), or one of the node's ``start_errors`` (a file it needs that
+    cannot be used, with a message that names it), is logged as one line and exits with
+    status 1, without a traceback."""
     with StopSignals() as stop:
         init_rclpy(args)
         node = None
@@ -143,6 +146,9 @@ def run_node(make_node: Callable[[], Node], name: str, args=None,
             node = make_node()
         except ConfigError as error:
             rclpy.logging.get_logger(name).fatal(f"bad configuration: {error}")
+            raise SystemExit(1) from error
+        except start_errors as error:
+            rclpy.logging.get_logger(name).fatal(f"cannot start: {error}")
             raise SystemExit(1) from error
         finally:
             if node is None:

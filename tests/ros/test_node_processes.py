@@ -10,7 +10,10 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy", exc_type=ModuleNotFoundError)
 
+import torch  # noqa: E402
 from graph_helpers import Probe  # noqa: E402
+
+from poam_ros.models import state_io  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -48,3 +51,29 @@ def test_both_nodes_start_publish_and_stop_cleanly(ros_domain_id, make_node, spi
     assert up, f"nodes not heard from within 60 s: {errors}"
     assert len(probe.plans[0].poses) == 5
     assert codes == {"planner": 0, "mapper": 0}, errors
+
+
+def corrupt_state(path: Path) -> None:
+    """A state file with one byte of its payload flipped."""
+    state_io.write_state(path, "poam", {"values": torch.arange(64.0)})
+    data = bytearray(path.read_bytes())
+    data[-100] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("damage", ["empty", "corrupt"])
+def test_a_mapper_that_cannot_load_its_state_file_says_one_line(ros_domain_id, tmp_path,
+                                                               damage):
+    path = tmp_path / f"{damage}.pt"
+    if damage == "empty":
+        path.write_bytes(b"")
+    else:
+        corrupt_state(path)
+    process = subprocess.run(
+        [sys.executable, "-m", "poam_ros.ros.mapper_node", "--ros-args",
+         "-p", f"state_file:={path}", "-p", f"save_path:={tmp_path / 'saved.pt'}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120)
+    lines = process.stderr.strip().splitlines()
+    assert process.returncode != 0
+    assert "Traceback" not in process.stderr and len(lines) == 1, process.stderr
+    assert str(path) in lines[0] and "cannot start" in lines[0]

@@ -7,6 +7,8 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy", exc_type=ModuleNotFoundError)
 
+from diagnostic_msgs.msg import DiagnosticStatus  # noqa: E402
+from geometry_msgs.msg import Quaternion  # noqa: E402
 from graph_helpers import Probe, overrides  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
@@ -147,6 +149,39 @@ def test_realtime_plans_at_once_with_the_map_at_hand(graph, spin_until):
     assert spin_until(lambda: len(probe.plans) == 3, planner, probe.node, timeout=10.0)
     np.testing.assert_array_equal(msg.path_to_waypoints(probe.plans[2]),
                                   [expected_run(2, [pilot[-1], goal[0]])[1][1]])
+
+
+def test_one_bad_pose_during_a_leg_costs_only_itself(graph, spin_until):
+    """A NaN position and a zero quaternion while the vehicle drives to a goal are dropped
+    and counted; the goal is still reached and the next one planned."""
+    planner, probe = graph(mode="realtime")
+    probe.send_map(stamp_ns=1)
+    pilot, _ = expected_run(0, [])
+    drive(probe, pilot, 10_000_000_000)
+    assert spin_until(lambda: len(probe.plans) == 2, planner, probe.node, timeout=10.0)
+    goal = msg.path_to_waypoints(probe.plans[1])
+    on_the_way = goal[0] - 3.0  # well beyond the goal radius
+    probe.send_odom(on_the_way, 200_000_000_000)
+    probe.send_odom([np.nan, on_the_way[1]], 201_000_000_000)
+    not_a_rotation = cv.odometry_from_state(
+        Header(frame_id="map", stamp=cv.nanoseconds_to_time(202_000_000_000)), "base_link",
+        on_the_way, 0.0)
+    not_a_rotation.pose.pose.orientation = Quaternion(x=0.0, y=0.0, z=0.0, w=0.0)
+    probe.odom_pub.publish(not_a_rotation)
+    drive(probe, goal, 203_000_000_000)
+
+    assert spin_until(lambda: len(probe.plans) == 3, planner, probe.node, timeout=10.0)
+    np.testing.assert_array_equal(msg.path_to_waypoints(probe.plans[2]),
+                                  [expected_run(2, [pilot[-1], goal[0]])[1][1]])
+
+    def counted():
+        values = probe.last_status(STATUS)[2]
+        return [values.get(key) for key in ("dropped.pose_nonfinite",
+                                            "dropped.pose_invalid_orientation", "goals_issued")]
+
+    assert spin_until(lambda: counted() == ["1", "1", "2"], planner, probe.node), counted()
+    assert any(status.level == DiagnosticStatus.WARN and "dropped since" in status.message
+               for status in probe.diagnostics[STATUS])
 
 
 def test_an_unanswered_query_is_asked_again_with_the_same_candidates(graph, spin_until):

@@ -41,3 +41,12 @@ def test_sparse_positions_along_the_path_suffice():
 def test_bad_arguments(waypoints, radius):
     with pytest.raises(ValueError):
         PlanProgress(waypoints, radius)
+
+
+def test_a_non_finite_position_is_refused_and_changes_nothing():
+    progress = PlanProgress(np.array([[10.0, 0.0]]), goal_radius=0.5)
+    assert not progress.update([5.0, 0.0])
+    with pytest.raises(ValueError, match="finite"):
+        progress.update([np.nan, 0.0])
+    assert progress.travelled == 0.0
+    assert progress.update([10.0, 0.0])
