@@ -31,12 +31,13 @@ def sim(argv) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     from poam_ros.bags import BagWriteError
+    from poam_ros.models import StateFileError
 
     try:  # all of it before any node starts
         setup, params = setup_from_args(args)
         build_mission(setup)
         _check_graph_options(args, setup, params)
-    except (*setup_errors(), BagWriteError) as error:
+    except (*setup_errors(), BagWriteError, StateFileError) as error:
         return fail("sim", error)
     try:
         from poam_ros.ros.graph import CLOCK_SOURCE, GraphError, GraphOptions, run_graph
@@ -100,9 +101,11 @@ def _parser() -> ArgumentParser:
 
 
 def _check_graph_options(args, setup, params: Path) -> None:
-    """The command line's settings of the nodes, checked as the nodes would check them, and
-    the bag to record: raises ConfigError or BagWriteError."""
+    """The command line's settings of the nodes, checked as the nodes would check them, the
+    mapper's state file loaded as the mapper will load it, and the bag to record: raises
+    ConfigError, StateFileError or BagWriteError."""
     from poam_ros.bags import check_new_bag
+    from poam_ros.models import load_model
     from poam_ros.params import ConfigError
     from poam_ros.params.files import load_config
     from poam_ros.sim import SimulatedAuvConfig
@@ -114,6 +117,8 @@ def _check_graph_options(args, setup, params: Path) -> None:
         setup.planner_node.replace(mode=args.mode)
     if args.torch_threads is not None:
         setup.mapper_node.replace(torch_threads=args.torch_threads)
+    if setup.mapper_node.state_file:  # a bad one is the user's, not a node that failed
+        load_model(Path(setup.mapper_node.state_file).expanduser(), device=setup.mapping.device)
     if not args.stall_timeout > 0:
         raise ConfigError(f"--stall-timeout must be > 0 s, got {args.stall_timeout}")
     if args.record is not None:

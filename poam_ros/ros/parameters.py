@@ -2,17 +2,19 @@
 
 A node declares each of its configs once (:func:`declare_config`): every field becomes a
 typed parameter whose descriptor carries the field's description, unit and range, so
-``ros2 param describe`` documents it and rclpy itself refuses wrong types and out-of-range
-values. :func:`add_config_callback` then vets every proposed change by building the
-dataclass with it, which also applies the checks a descriptor cannot express (choices,
-finiteness, cross-field ``validate``), and hands the node the new config once the change
-has been made.
+``ros2 param describe`` documents it and rclpy itself refuses out-of-range values; a value
+of the wrong type is refused in words (``mapping.num_inducing: expected an integer, got a
+double (2.5)``) rather than in rclpy's type codes. :func:`add_config_callback` then vets
+every proposed change by building the dataclass with it, which also applies the checks a
+descriptor cannot express (choices, finiteness, cross-field ``validate``), and hands the
+node the new config once the change has been made.
 """
 
 from __future__ import annotations
 
 import math
 import sys
+import weakref
 from typing import Callable, Iterable, TypeVar
 
 from rcl_interfaces.msg import (
@@ -37,6 +39,13 @@ ConfigT = TypeVar("ConfigT", bound=Params)
 
 _INT64_MIN, _INT64_MAX = -2**63, 2**63 - 1
 _ELEMENT_TYPES = {"bool": bool, "integer": int, "double": float, "string": str}
+_TYPE_NAMES = {Parameter.Type.BOOL: "a bool", Parameter.Type.INTEGER: "an integer",
+               Parameter.Type.DOUBLE: "a double", Parameter.Type.STRING: "a string",
+               Parameter.Type.BYTE_ARRAY: "a byte array", Parameter.Type.BOOL_ARRAY: "a bool array",
+               Parameter.Type.INTEGER_ARRAY: "an integer array",
+               Parameter.Type.DOUBLE_ARRAY: "a double array",
+               Parameter.Type.STRING_ARRAY: "a string array"}
+_TYPE_GUARDED: weakref.WeakSet[Node] = weakref.WeakSet()  # nodes that refuse types by name
 
 
 def parameter_name(prefix: str, field: str) -> str:
@@ -53,6 +62,7 @@ def declare_config(node: Node, config_cls: type[ConfigT], prefix: str = "", *,
     ROS refuses (an integer for a double, out of range) or the dataclass refuses raises
     :class:`ConfigError` naming the parameter, so a misconfigured node fails at start.
     """
+    _guard_types(node)
     read_only = set(read_only)
     unknown = read_only - {spec.name for spec in config_cls.specs()}
     if unknown:
@@ -128,6 +138,66 @@ def proposed_config(node: Node, config_cls: type[ConfigT], parameters: list[Para
                if p.name in fields and p.type_ != Parameter.Type.NOT_SET}
     current = read_config(node, config_cls, prefix)
     return current.replace(**changes) if changes else current
+
+
+def _guard_types(node: Node) -> None:
+    """Make ``node`` refuse a value of the wrong type in words (:func:`_type_refusal`).
+
+    rclpy checks a value's type against the descriptor before any set-parameters callback
+    runs and refuses it in type codes ("Wrong parameter type, expected '2' got '3'"). Only
+    a pre-set callback runs earlier, and it can only rewrite the list: it swaps each value
+    of the wrong type for a :class:`_WrongType` stand-in, which a set-parameters callback
+    then refuses with its reason, so nothing is set and the descriptors stay typed.
+    """
+    if node in _TYPE_GUARDED:
+        return
+    _TYPE_GUARDED.add(node)
+
+    def refuse(parameters: list[Parameter]) -> SetParametersResult:
+        reasons = [p.reason for p in parameters if isinstance(p, _WrongType)]
+        return SetParametersResult(successful=not reasons, reason="; ".join(reasons))
+
+    node.add_pre_set_parameters_callback(lambda parameters: [_screened(node, p)
+                                                             for p in parameters])
+    node.add_on_set_parameters_callback(refuse)
+
+
+class _WrongType(Parameter):
+    """Stands in for a value of the wrong type: the parameter's current value, which passes
+    rclpy's type check, and the refusal to give."""
+
+    def __init__(self, name: str, declared: Parameter.Type, current, reason: str) -> None:
+        super().__init__(name, declared, current)
+        self.reason = reason
+
+
+def _screened(node: Node, parameter: Parameter) -> Parameter:
+    """``parameter``, or its :class:`_WrongType` stand-in if its type is not the declared
+    one. Undeclared names (rclpy refuses them) and dynamically typed ones pass as they are."""
+    if not node.has_parameter(parameter.name):
+        return parameter
+    descriptor = node.describe_parameter(parameter.name)
+    if descriptor.dynamic_typing or parameter.type_ in (Parameter.Type.NOT_SET, descriptor.type):
+        return parameter
+    declared = Parameter.Type(descriptor.type)
+    # An unset parameter (an empty list default, see declare_config) stands in as empty.
+    empty = [] if declared.name.endswith("_ARRAY") else _ELEMENT_TYPES[declared.name.lower()]()
+    current = node.get_parameter_or(parameter.name, Parameter(parameter.name, declared, empty))
+    return _WrongType(parameter.name, declared, current.value,
+                      _type_refusal(parameter.name, declared, parameter))
+
+
+def _type_refusal(name: str, expected: Parameter.Type, given: Parameter) -> str:
+    """``mapping.num_inducing: expected an integer, got a double (2.5)``."""
+    value = given.value
+    shown = (repr(value) if isinstance(value, str) else
+             value if isinstance(value, (bool, int, float)) else list(value))
+    integer_for_double = (expected, given.type_) in {
+        (Parameter.Type.DOUBLE, Parameter.Type.INTEGER),
+        (Parameter.Type.DOUBLE_ARRAY, Parameter.Type.INTEGER_ARRAY)}
+    hint = "; ROS reads 1 as an integer: write 1.0" if integer_for_double else ""
+    return (f"{name}: expected {_TYPE_NAMES[expected]}, got {_TYPE_NAMES[given.type_]} "
+            f"({shown}){hint}")
 
 
 def _descriptor(spec: ParamSpec, kind: str, read_only: bool) -> ParameterDescriptor:

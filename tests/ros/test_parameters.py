@@ -14,6 +14,7 @@ from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.parameter_client import AsyncParameterClient  # noqa: E402
 
 from poam_ros.params import ConfigError, Params, param  # noqa: E402
+from poam_ros.ros.ingest_node import IngestNode  # noqa: E402
 from poam_ros.ros.parameters import add_config_callback, declare_config, read_config  # noqa: E402
 
 
@@ -111,8 +112,9 @@ def test_a_valid_change_is_applied(survey_node):
 
 @pytest.mark.parametrize("change, reason", [
     (Parameter("survey.speed", value=5.0), "out of range"),
-    (Parameter("survey.speed", value="fast"), "Wrong parameter type"),
-    (Parameter("survey.num_beams", value=2.0), "Wrong parameter type"),
+    (Parameter("survey.speed", value="fast"), "survey.speed: expected a double, got a string"),
+    (Parameter("survey.num_beams", value=2.0), "survey.num_beams: expected an integer, got a "
+                                               "double (2.0)"),
     (Parameter("survey.pattern", value="spiral"), "SurveyConfig.pattern must be one of"),
     (Parameter("survey.min_altitude", value=25.0), "min_altitude must be below max_altitude"),
     (Parameter("survey.frame", value="odom"), "read-only"),
@@ -147,3 +149,54 @@ def test_changes_over_the_parameter_service(survey_node, make_node, spin_until):
     # rclpy 9.1.2 names no parameter here (its generator is spent before the message is made).
     assert not unknown.successful and "undeclared parameter" in unknown.reason
     assert read_config(node, SurveyConfig, "survey").speed == 0.5
+
+
+WRONG_TYPES = [
+    (Parameter("survey.num_beams", value=2.5),
+     "survey.num_beams: expected an integer, got a double (2.5)"),
+    (Parameter("survey.speed", value=2),
+     "survey.speed: expected a double, got an integer (2); ROS reads 1 as an integer: write 1.0"),
+    (Parameter("survey.record", value=1), "survey.record: expected a bool, got an integer (1)"),
+    (Parameter("survey.pattern", value=3), "survey.pattern: expected a string, got an integer (3)"),
+    (Parameter("survey.bounds", value="wide"),
+     "survey.bounds: expected a double array, got a string ('wide')"),
+    # Declared without a value (an empty list default): still typed.
+    (Parameter("survey.no_go_counts", value=[1.5, 2.0]),
+     "survey.no_go_counts: expected an integer array, got a double array ([1.5, 2.0])"),
+]
+
+
+def test_a_wrong_type_over_the_parameter_service_is_refused_in_words(survey_node, make_node,
+                                                                      spin_until):
+    node, applied = survey_node
+    before = read_config(node, SurveyConfig, "survey")
+    operator = make_node("operator")
+    client = AsyncParameterClient(operator, "survey")
+    assert client.wait_for_services(timeout_sec=10.0)
+    future = client.set_parameters([change for change, _ in WRONG_TYPES])
+    assert spin_until(future.done, node, operator, timeout=10.0)
+    results = future.result().results
+    assert [(r.successful, r.reason) for r in results] == \
+        [(False, reason) for _, reason in WRONG_TYPES]
+    # Atomically with a good change: neither is set.
+    future = client.set_parameters_atomically([Parameter("survey.speed", value=0.5),
+                                               Parameter("survey.num_beams", value=2.5)])
+    assert spin_until(future.done, node, operator, timeout=10.0)
+    result = future.result().result
+    assert not result.successful and result.reason == WRONG_TYPES[0][1]
+    assert read_config(node, SurveyConfig, "survey") == before and applied == []
+    assert node.get_parameter("survey.num_beams").type_ == Parameter.Type.INTEGER
+
+
+def test_every_node_of_the_package_refuses_a_wrong_type_in_words(start_node, make_node,
+                                                                  spin_until):
+    ingest = start_node(IngestNode)
+    operator = make_node("operator")
+    client = AsyncParameterClient(operator, "sensor_ingest")
+    assert client.wait_for_services(timeout_sec=10.0)
+    future = client.set_parameters([Parameter("max_pending", value=2.5)])
+    assert spin_until(future.done, ingest, operator, timeout=10.0)
+    [result] = future.result().results
+    assert not result.successful
+    assert result.reason == "max_pending: expected an integer, got a double (2.5)"
+    assert ingest.get_parameter("max_pending").value == 5000

@@ -3,17 +3,22 @@ one line on stderr, status 2; a stop signal is a KeyboardInterrupt, status 130."
 
 from __future__ import annotations
 
+import io
+import os
 import signal
+import subprocess
 import sys
 from types import ModuleType
 
+import numpy as np
 import pytest
+import torch
 
 import poam_ros.cli as cli
 from poam_ros.cli.bags import record
 from poam_ros.cli.common import interruptible
 from poam_ros.cli.sim import sim
-from poam_ros.models import METHODS
+from poam_ros.models import METHODS, MappingConfig, make_model
 from poam_ros.models.config import METHOD_NAMES
 
 
@@ -147,3 +152,52 @@ def test_record_checks_its_options_before_the_recorder_starts(tmp_path, monkeypa
     assert exit_status(record, args) == 2
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and err.startswith("poam-ros record: ") and message in err
+
+
+@pytest.fixture(scope="module")
+def saved_state(tmp_path_factory) -> bytes:
+    """The bytes of a small model's state file, as the mapper's ``~/save`` writes it."""
+    model = make_model(MappingConfig(num_inducing=10, train_steps=1, device="cpu"))
+    xy = np.random.default_rng(0).uniform(-10.0, 10.0, (50, 2))
+    model.add_data(xy, np.sin(xy[:, 0]))
+    model.update()
+    path = tmp_path_factory.mktemp("state") / "map_state.pt"
+    model.save(path)
+    return path.read_bytes()
+
+
+def _flip_a_byte(data: bytes) -> bytes:
+    middle = len(data) // 2  # in the payload, past the header line
+    return data[:middle] + bytes([data[middle] ^ 0xFF]) + data[middle + 1:]
+
+
+def _foreign(data: bytes) -> bytes:
+    buffer = io.BytesIO()
+    torch.save({"weights": torch.zeros(3)}, buffer)  # a torch file, but not a model state
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("damage, problem", [
+    (lambda data: b"", "the file is empty"),
+    (lambda data: data[:len(data) // 2], "the file is truncated or damaged"),
+    (_flip_a_byte, "the SHA-256 checksum does not match the payload: the file is corrupt"),
+    (_foreign, "not a poam_ros model state file"),
+], ids=["empty", "truncated", "corrupt", "foreign"])
+def test_sim_refuses_a_bad_state_file_in_one_line_before_a_node_starts(
+        tmp_path, small_parameter_file, saved_state, damage, problem):
+    """The mapper's ``state_file`` is loaded before the graph starts: one line naming the
+    file and the problem, status 2, no node started (their logs would be in ``--out``)."""
+    state = tmp_path / "map_state.pt"
+    state.write_bytes(damage(saved_state))
+    out = tmp_path / "out"
+    # Should a node start after all, it stays on this host and off the default domain.
+    env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
+           "ROS_DOMAIN_ID": str(1 + os.getpid() % 101)}
+    result = subprocess.run(
+        [sys.executable, "-m", "poam_ros", "sim", "--params",
+         str(small_parameter_file(mapper={"state_file": str(state)})), "--out", str(out)],
+        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith(f"poam-ros sim: cannot load model state from {state}: ")
+    assert len(result.stderr.splitlines()) == 1 and problem in result.stderr
+    assert result.stdout == "" and not out.exists()

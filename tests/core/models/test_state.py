@@ -187,3 +187,9 @@ def test_saving_before_any_update_is_refused(small_config):
     from poam_ros.models import ModelNotReadyError
     with pytest.raises(ModelNotReadyError):
         POAM(small_config).state_dict()
+
+
+def test_a_state_of_an_unknown_method_is_refused_naming_it(tmp_path):
+    path = state_io.write_state(tmp_path / "future.pt", "dual-gp-v9", {"config": {}})
+    with pytest.raises(StateFileError, match=r"future\.pt.*'dual-gp-v9', unknown"):
+        load_model(path)
