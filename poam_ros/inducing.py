@@ -81,7 +81,10 @@ def pivoted_cholesky(matrix, max_rank: int, rel_tol: float = 0.0,
         raise ValueError(f"pivoted_cholesky needs a square matrix, got shape {tuple(k.shape)}")
     rank = min(int(max_rank), n)
     if n <= BLOCKED_RATIO * rank:
-        return _blocked(k.cpu().numpy(), rank, rel_tol, abs_tol, k.device)
+        host = k.cpu().numpy()
+        if not np.isfinite(host).all():
+            raise ValueError("the matrix is not finite")
+        return _blocked(host, rank, rel_tol, abs_tol, torch.device("cpu"))
     return greedy_pivots(k.diagonal(), lambda i: k[:, i], rank, rel_tol, abs_tol)
 
 

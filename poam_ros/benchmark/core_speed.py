@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from poam_ros.benchmark.dispatch import count_update
 from poam_ros.cli.common import ArgumentParser
 from poam_ros.models import MappingConfig, make_model
 from poam_ros.models.linalg import NumericalError
@@ -180,6 +181,11 @@ def markdown_table(result: dict) -> str:
                  f"{result['threads']} threads). Map at the largest N: RMSE "
                  f"{accuracy['rmse']:.3f}, NLL {accuracy['nll']:.3f}. Failed updates "
                  f"(NumericalError): {result.get('failed_updates', 0)}.")
+    if result.get("dispatch"):
+        count = result["dispatch"]
+        lines.append(f"Launch budget of one update at N = 5,000 on the GPU code path, counted on "
+                     f"CPU tensors: {count['ops']:,} kernel-launching ops, {count['syncs']} host "
+                     f"synchronisations, {count['uploads']} uploads.")
     if result.get("batches"):
         lines += ["", "| first batch B | update (s) | PCD (s) | variational (s) | training (s) "
                       "| peak memory added (GB) | RMSE | NLL |",
@@ -228,6 +234,7 @@ def main(argv=None) -> int:
         torch.set_num_threads(args.threads)
     config = MappingConfig(device=args.device, dtype=args.dtype, num_inducing=args.num_inducing)
     result = measure(config, tuple(args.sizes), repeats=args.repeats)
+    result["dispatch"] = count_update(config)
     if not args.no_batches:
         result["batches"] = measure_batches(config, tuple(args.batch_sizes), args.threads)
     out = Path(args.out)

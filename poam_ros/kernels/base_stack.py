@@ -40,18 +40,19 @@ def squared_distances(x1: Tensor, x2: Tensor) -> Tensor:
 
 
 def exp_floor(dtype: torch.dtype) -> float:
-    """The smallest argument :func:`base_kernel_stack` passes to ``exp``: half the log of the
-    smallest normal number (−354 in float64, −43.7 in float32).
+    """The smallest argument :func:`base_kernel_stack` gives ``exp``: half the log of the
+    smallest normal number, −354 in float64 and −43.7 in float32.
 
     torch's CPU ``exp`` leaves its vectorised path for arguments whose result is subnormal or
-    zero (below −708 in float64, −87 in float32) and runs 6–25× slower there; between M inputs
-    spread over [−1, 1]² the smallest base lengthscale puts 0.6 % (float64) to 11 % (float32)
-    of the stack there. At the floor the result, e^floor = √tiny, is not 0, but it stays
-    normal when multiplied by two attention weights down to √tiny (so the products of the
-    mix stay off the slow subnormal path too), and every kernel value it enters is a sum that
-    also holds the largest base lengthscale's term, at least e^−16 · w̄w̄' for inputs in
-    [−1, 1]²: next to it a change of √tiny (1e-154 in float64) is far below half an ulp and
-    the sum rounds to the same number.
+    zero (below −708 in float64, −87 in float32) and is 6–25× slower there; the smallest base
+    lengthscale puts 0.6 % (float64) to 11 % (float32) of a stack between inputs spread over
+    [−1, 1]² there, which made the float32 stack 4× slower and left 1.3 % of it subnormal
+    (slow again in the products). e^floor = √tiny is not 0, but it stays normal multiplied by
+    two attention weights down to √tiny, so nothing subnormal reaches the products; and each
+    kernel value is a sum that also holds the largest base lengthscale's term (at least
+    e^−16 · w̄w̄' between inputs in [−1, 1]² with lengthscales up to 0.5), beside which a
+    change of √tiny (1e-154 in float64) is far below half an ulp: the sum rounds to the same
+    number, and float64 kernel matrices and predictions come out bit for bit unchanged.
     """
     return 0.5 * math.log(torch.finfo(dtype).tiny)
 

@@ -11,7 +11,7 @@ import gpytorch
 import torch
 from torch import Tensor
 
-from poam_ros.kernels.base_stack import exp_floor, squared_distances
+from poam_ros.kernels.base_stack import squared_distances
 
 
 class RBFKernel(gpytorch.kernels.RBFKernel):
@@ -20,12 +20,21 @@ class RBFKernel(gpytorch.kernels.RBFKernel):
     def precompute(self, x1: Tensor, x2: Tensor) -> Tensor:
         return squared_distances(x1, x2)
 
+    def forward(self, x1: Tensor, x2: Tensor, diag: bool = False,
+                last_dim_is_batch: bool = False, **params) -> Tensor:
+        """gpytorch's RBF, evaluated as :meth:`from_precomputed` for N × D inputs, so that the
+        cached and the direct evaluation agree to the last bit."""
+        if diag or last_dim_is_batch or x1.dim() != 2 or x2.dim() != 2:
+            return super().forward(x1, x2, diag=diag, last_dim_is_batch=last_dim_is_batch,
+                                   **params)
+        return self.from_precomputed(x1, x2, self.precompute(x1, x2))
+
     def from_precomputed(self, x1: Tensor, x2: Tensor, sq_dist: Tensor,
                          f1: Tensor | None = None, f2: Tensor | None = None) -> Tensor:
-        """k(x1, x2) from squared distances (features unused: there are none); the argument
-        of ``exp`` is clamped as in the attentive kernel's base stack (:func:`exp_floor`)."""
-        arg = sq_dist * (-0.5 / self.lengthscale.reshape(()).square())
-        return arg.clamp_min(exp_floor(arg.dtype)).exp()
+        """k(x1, x2) from squared distances (features unused: there are none). Unlike the
+        attentive kernel's base stack, ``exp`` is not clamped here: a value of the one term
+        has no larger term beside it to vanish into."""
+        return torch.exp(-0.5 * sq_dist / self.lengthscale.reshape(()).square())
 
     def features(self, x: Tensor) -> Tensor:
         """No per-input factor (N × 0): the interface of :meth:`AttentiveKernel.features`."""

@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 from torch import Tensor
 
@@ -24,9 +23,6 @@ from poam_ros.models.linalg import robust_cholesky
 from poam_ros.models.objectives import TrainingObjective, WhitenedElbo
 from poam_ros.models.posterior import optimal_posterior, posterior_from_whitened
 from poam_ros.models.sparse_gp import TERMS_DTYPE, InducingUpdate, OnlineSparseGP, UpdateReport
-
-#: Columns of K_uf formed at a time when summing over all data.
-DATA_BLOCK = 4096
 
 
 class Full(OnlineSparseGP):
@@ -37,13 +33,8 @@ class Full(OnlineSparseGP):
     def _update_variational(self, selection: InducingUpdate, x_new: Tensor, y_new: Tensor) -> None:
         """The sums over all data and q(u) in TERMS_DTYPE, as POAM's."""
         z, config = selection.inducing, self.config
-        vector = z.new_zeros(len(z), dtype=TERMS_DTYPE)
-        matrix = z.new_zeros(len(z), len(z), dtype=TERMS_DTYPE)
-        for start in range(0, self.num_samples, DATA_BLOCK):
-            x, y = self._scaled(np.arange(start, min(start + DATA_BLOCK, self.num_samples)))
-            k_uf = self.covariance(z, x).to(TERMS_DTYPE)
-            vector += k_uf @ y.to(TERMS_DTYPE)
-            matrix += k_uf @ k_uf.transpose(0, 1)
+        x_all, y_all = self._scaled(self._data_so_far(x_new))
+        vector, matrix = KernelCross(self.covariance, z, x_all).terms(y_all)
         k_chol = robust_cholesky(selection.k_new.to(TERMS_DTYPE), config.jitter,
                                  config.max_jitter_tries, "K_uu of the inducing inputs")
         self.posterior = optimal_posterior(k_chol, vector, matrix, self.noise.to(TERMS_DTYPE),
@@ -59,7 +50,7 @@ class PAM(Full):
     def _choose_inducing(self, x_new: Tensor, report: UpdateReport) -> InducingUpdate:
         """Pivots among all data: the selection reads the M chosen columns of their kernel
         matrix, never the N × N matrix (memory O(N M) once N > 4 M)."""
-        x_all, _ = self._scaled(np.arange(self.num_samples))
+        x_all, _ = self._scaled(self._data_so_far(x_new))
         pcd, _ = self._pivoted_selection(x_all, report)
         z = x_all[pcd.pivots.to(self.device)]
         return InducingUpdate(z, self.covariance(z, z), KernelCross(self.covariance, z, x_new),
@@ -90,8 +81,8 @@ class SVGP(OnlineSparseGP):
             if self.fixed_inducing:
                 z = self._fixed_z
             else:
-                x_all, _ = self._scaled(np.arange(self.num_samples))
-                z = x_all[self._random_rows(self.num_samples, self.config.num_inducing)]
+                x_all, _ = self._scaled(self._data_so_far(x_new))
+                z = x_all[self._random_rows(len(x_all), self.config.num_inducing)]
             eye = torch.eye(len(z), dtype=self.dtype, device=self.device)
             parameters = (z, z.new_zeros(len(z)), eye)
         else:

@@ -30,6 +30,13 @@ class SampleBuffer:
         self._y[self.size:needed] = y
         self.size = needed
 
+    def remove(self, start: int, stop: int) -> None:
+        """Delete rows ``start … stop-1``; the later rows move up."""
+        size = self.size
+        self._x[start:size - (stop - start)] = self._x[stop:size]
+        self._y[start:size - (stop - start)] = self._y[stop:size]
+        self.size = size - (stop - start)
+
     @property
     def x(self) -> np.ndarray:
         return self._x[:self.size]

@@ -76,8 +76,9 @@ class NegativeElbo(torch.autograd.Function):
         scale = -grad_out
         right = (0.5 * v - gamma) / (noise * batch) + torch.outer(alpha, r)  # M × B
         kl_part = w.sub_(k_inv).addr_(alpha, alpha)  # W − K⁻¹ + ααᵀ, in w's storage
-        d_kuu = torch.addmm(kl_part, v, right.transpose(0, 1), beta=scale / (2 * n),
-                            alpha=-scale)
+        # The scale is a tensor: as addmm's alpha or beta it would be read back to the host.
+        d_kuu = torch.addmm(kl_part, v, right.transpose(0, 1), beta=1 / (2 * n),
+                            alpha=-1.0).mul_(scale)
         d_kuf = scale * (torch.outer(alpha, r) + (v - gamma) / (noise * batch))
         d_prior = -0.5 * scale / noise
         d_noise = scale * (-0.5 / noise + sq_err / (2 * noise.square())).mean()

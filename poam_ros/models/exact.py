@@ -55,7 +55,7 @@ class ExactGP(OnlineSparseGP):
         raise ValueError("the exact GP conditions on every sample; it has no inducing inputs")
 
     def _update_posterior(self, x_new: Tensor, y_new: Tensor, report: UpdateReport) -> None:
-        x_all, y_all = self._scaled(np.arange(self.num_samples))
+        x_all, y_all = self._scaled(self._data_so_far(x_new))
         factors = self._exact_factors(x_all, y_all)
         self.inducing, self._factors = x_all, factors
 

@@ -32,9 +32,17 @@ class TrainingObjective:
 
     #: Adam over the extra tensors (None: only the hyper-parameters are trained).
     optimizer: torch.optim.Optimizer | None = None
+    #: Whether :meth:`loss` takes a mini-batch from ``model._minibatch()`` in every step (the
+    #: M-step then draws all steps' batches at once, from the same generator sequence).
+    uses_minibatches: bool = False
 
     def loss(self) -> Tensor:
         raise NotImplementedError
+
+    def inducing_cache(self) -> tuple[Tensor, Tensor] | None:
+        """(Z, the kernel's precomputed part of K(Z, Z)) when Z stays the model's inducing
+        inputs, for the prediction factors after the M-step; None otherwise."""
+        return None
 
     def commit(self) -> None:
         """Write the trained extras into the model (called under ``torch.no_grad``)."""
@@ -58,6 +66,8 @@ class FixedPosteriorElbo(TrainingObjective):
     whose variational parameters are frozen.
     """
 
+    uses_minibatches = True
+
     def __init__(self, model, train_inducing: bool = False):
         self.model = model
         base = model.kernel.base_kernel
@@ -75,13 +85,18 @@ class FixedPosteriorElbo(TrainingObjective):
         base, amplitude = model.kernel.base_kernel, model.amplitude
         if self.cache is None:
             k_uu, k_uf = model.covariance(z, z), model.covariance(z, x)
-        else:
-            k_uu = amplitude * base.from_precomputed(z, z, self.cache)
-            k_uf = amplitude * base.from_precomputed(z, x, base.precompute(z, x))
+        else:  # K_uu and K_uf share the features of Z: the attention network runs once on it
+            f_z = base.features(z)
+            k_uu = amplitude * base.from_precomputed(z, z, self.cache, f_z, f_z)
+            k_uf = amplitude * base.from_precomputed(z, x, base.precompute(z, x), f_z,
+                                                     base.features(x))
         posterior = model.posterior
         return NegativeElbo.apply(k_uu, k_uf, amplitude, model.noise, y, posterior.mean, self.cov_u,
-                                  posterior.logdet, model.num_samples, model.config.jitter,
+                                  posterior.logdet, model.num_fitted, model.config.jitter,
                                   model.config.max_jitter_tries)
+
+    def inducing_cache(self) -> tuple[Tensor, Tensor] | None:
+        return None if self.cache is None else (self.inducing, self.cache)
 
     def commit(self) -> None:
         if self.optimizer is not None:
@@ -96,6 +111,8 @@ class WhitenedElbo(TrainingObjective):
     parameters live across updates; its state is then restored on rollback) or None for a fresh
     Adam (POAM-VAR-OPT, whose q(u) is carried anew to the inducing inputs of each update).
     """
+
+    uses_minibatches = True
 
     def __init__(self, model, mean_w: Tensor, sqrt_w: Tensor, inducing: Tensor | None = None,
                  optimizer: torch.optim.Optimizer | None = None):
@@ -119,7 +136,7 @@ class WhitenedElbo(TrainingObjective):
         x, y = model._minibatch()
         return whitened_negative_elbo(model.covariance(z, z), model.covariance(z, x),
                                       model.amplitude, model.noise, y, self.mean_w,
-                                      self.sqrt_w.tril(), model.num_samples, model.config.jitter,
+                                      self.sqrt_w.tril(), model.num_fitted, model.config.jitter,
                                       model.config.max_jitter_tries)
 
     def commit(self) -> None:

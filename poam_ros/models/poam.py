@@ -29,7 +29,7 @@ from torch import Tensor
 
 from poam_ros.models.batch_terms import CrossCovariance
 from poam_ros.models.linalg import robust_cholesky, solve_lower
-from poam_ros.models.posterior import optimal_posterior
+from poam_ros.models.posterior import WhitenedTerms, whiten_terms, whitened_optimal_posterior
 from poam_ros.models.sparse_gp import TERMS_DTYPE, InducingUpdate, OnlineSparseGP
 
 
@@ -42,6 +42,7 @@ class POAM(OnlineSparseGP):
         self.data_matrix: Tensor | None = None  # C = K_uf K_fu, (M, M)
         self.data_chol: Tensor | None = None  # chol K_bb under the kernel that made b and C
         self.data_inducing: Tensor | None = None  # Z_b, the inputs b and C are expressed at
+        self._whitened: WhitenedTerms | None = None  # b and C whitened by data_chol, if made
 
     def _update_variational(self, selection: InducingUpdate, x_new: Tensor, y_new: Tensor) -> None:
         """The terms and q(u) in TERMS_DTYPE; q(u) is then kept in the model's dtype."""
@@ -51,11 +52,13 @@ class POAM(OnlineSparseGP):
             vector, matrix = old_vector + vector, old_matrix + matrix
         k_chol = robust_cholesky(selection.k_new.to(TERMS_DTYPE), self.config.jitter,
                                  self.config.max_jitter_tries, "K_u'u' of the new inducing inputs")
-        self.posterior = optimal_posterior(k_chol, vector, matrix,
-                                           self._terms_noise().to(TERMS_DTYPE),
-                                           self.config.max_jitter_tries).to(self.dtype)
+        whitened = whiten_terms(k_chol, vector, matrix)  # the next E-step carries from these
+        self.posterior = whitened_optimal_posterior(k_chol, whitened,
+                                                    self._terms_noise().to(TERMS_DTYPE),
+                                                    self.config.max_jitter_tries).to(self.dtype)
         self.inducing = self.data_inducing = selection.inducing
         self.data_vector, self.data_matrix, self.data_chol = vector, matrix, k_chol
+        self._whitened = whitened
 
     def _batch_terms(self, cross: CrossCovariance, y_new: Tensor) -> tuple[Tensor, Tensor]:
         """The new batch's own terms K_u'f y and K_u'f K_fu', in chunks (TERMS_DTYPE)."""
@@ -76,14 +79,15 @@ class POAM(OnlineSparseGP):
         where an anchor and a new inducing input are the same point; with nothing moved and the
         same kernel, P is then the identity.
         """
-        if selection.k_old is not None and torch.equal(self.data_inducing, self.inducing):
+        if selection.k_old is not None and self.data_inducing is self.inducing:
             k_anchor_new = selection.k_old
         else:  # the inducing inputs moved since the terms were stored
             k_anchor_new = self.inducing_cross_covariance(self.data_inducing, selection.inducing)
         chol = self.data_chol
         w = solve_lower(chol, k_anchor_new.to(TERMS_DTYPE))  # L⁻¹ K_bu'
-        b = solve_lower(chol, self.data_vector.unsqueeze(-1))
-        c = solve_lower(chol, solve_lower(chol, self.data_matrix).transpose(0, 1))
+        if self._whitened is None:  # loaded or restored: whiten the stored terms once
+            self._whitened = whiten_terms(chol, self.data_vector, self.data_matrix)
+        b, c = self._whitened.vector.unsqueeze(-1), self._whitened.matrix
         return (w.transpose(0, 1) @ b).squeeze(-1), w.transpose(0, 1) @ c @ w
 
     def _method_state(self) -> dict[str, Tensor]:
@@ -93,9 +97,13 @@ class POAM(OnlineSparseGP):
                     data_chol=self.data_chol, data_inducing=self.data_inducing)
 
     def _load_method_state(self, state: dict[str, Tensor]) -> None:
+        self._whitened = None
         if not state:  # no terms yet: the state before the first update
             self.data_vector = self.data_matrix = self.data_chol = self.data_inducing = None
             return
         self.data_vector, self.data_matrix, self.data_chol = (
             state[name].to(TERMS_DTYPE) for name in ("data_vector", "data_matrix", "data_chol"))
-        self.data_inducing = state["data_inducing"].to(self.dtype)
+        inducing = state["data_inducing"].to(self.dtype)
+        # The same object as Z when equal: _carried_terms tells "not moved" by identity.
+        same = self.inducing is not None and torch.equal(inducing, self.inducing)
+        self.data_inducing = self.inducing if same else inducing

@@ -32,6 +32,22 @@ class VariationalPosterior:
         return VariationalPosterior(self.mean.to(dtype), self.sqrt.to(dtype), self.logdet.to(dtype))
 
 
+@dataclass
+class WhitenedTerms:
+    """Data terms b = K_uf y and C = K_uf K_fu whitened by L = chol K_uu: L⁻¹b (M,) and
+    L⁻¹CL⁻ᵀ (M × M), two M³ triangular solves. :func:`optimal_posterior` needs them, and the
+    next E-step that carries b and C from this L needs the same two: a method can keep them."""
+
+    vector: Tensor  # L⁻¹ b
+    matrix: Tensor  # L⁻¹ C L⁻ᵀ
+
+
+def whiten_terms(k_uu_chol: Tensor, b: Tensor, c: Tensor) -> WhitenedTerms:
+    lower = k_uu_chol
+    return WhitenedTerms(solve_lower(lower, b.unsqueeze(-1)).squeeze(-1),
+                         solve_lower(lower, solve_lower(lower, c).transpose(-1, -2)))
+
+
 def optimal_posterior(k_uu_chol: Tensor, b: Tensor, c: Tensor, noise: Tensor,
                       max_tries: int) -> VariationalPosterior:
     """The optimal q(u) given the data terms b = K_uf y and C = K_uf K_fu (POAM Eqs. 7-8).
@@ -40,13 +56,21 @@ def optimal_posterior(k_uu_chol: Tensor, b: Tensor, c: Tensor, noise: Tensor,
     A = σ⁻² L⁻¹ C L⁻ᵀ, whose Cholesky is well conditioned (eigenvalues ≥ 1) however large C
     grows with the data.
     """
+    return whitened_optimal_posterior(k_uu_chol, whiten_terms(k_uu_chol, b, c), noise,
+                                      max_tries)
+
+
+def whitened_optimal_posterior(k_uu_chol: Tensor, terms: WhitenedTerms, noise: Tensor,
+                               max_tries: int) -> VariationalPosterior:
+    """:func:`optimal_posterior` from the terms whitened by ``k_uu_chol`` (:func:`whiten_terms`),
+    the same numbers to the last bit."""
     lower = k_uu_chol
-    a = solve_lower(lower, solve_lower(lower, c).transpose(-1, -2)) / noise
+    a = terms.matrix / noise
     a = 0.5 * (a + a.transpose(-1, -2))
     eye = torch.eye(a.shape[-1], dtype=a.dtype, device=a.device)
     # Eigenvalues of I + A are at least 1: no jitter unless round-off makes it fail.
     b_chol = robust_cholesky(eye + a, 0.0, max_tries, "I + σ⁻² L⁻¹ C L⁻ᵀ")
-    mean = lower @ torch.cholesky_solve(solve_lower(lower, b.unsqueeze(-1)) / noise, b_chol)
+    mean = lower @ torch.cholesky_solve(terms.vector.unsqueeze(-1) / noise, b_chol)
     sqrt = torch.linalg.solve_triangular(b_chol, lower.transpose(-1, -2), upper=False)
     logdet = 2.0 * (lower.diagonal().log().sum() - b_chol.diagonal().log().sum())
     return VariationalPosterior(mean.squeeze(-1), sqrt.transpose(-1, -2), logdet)

@@ -135,3 +135,10 @@ class SeenSamples:
         at = np.searchsorted(self._hashes, hashes)
         self._hashes = np.insert(self._hashes, at, hashes)
         self._rows = np.insert(self._rows, at, numbers)
+
+    def remove(self, start: int, stop: int) -> None:
+        """Forget rows ``start … stop-1`` of the store, which deletes them; later rows move up
+        by ``stop - start``."""
+        keep = (self._rows < start) | (self._rows >= stop)
+        self._hashes, self._rows = self._hashes[keep], self._rows[keep]
+        self._rows[self._rows >= stop] -= stop - start

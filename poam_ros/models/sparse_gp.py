@@ -26,6 +26,7 @@ frozen.
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import time
@@ -52,7 +53,13 @@ from poam_ros.models.batch_terms import CrossCovariance, DenseCross, FactorCross
 from poam_ros.models.buffer import SampleBuffer
 from poam_ros.models.config import MappingConfig
 from poam_ros.models.device import resolve_device
-from poam_ros.models.linalg import BatchTooLargeError, NumericalError, robust_cholesky
+from poam_ros.models.linalg import (
+    BatchTooLargeError,
+    DeferredChecks,
+    NumericalError,
+    deferred_checks,
+    robust_cholesky,
+)
 from poam_ros.models.objectives import FixedPosteriorElbo, TrainingObjective, clone_tree
 from poam_ros.models.posterior import PredictionCache, VariationalPosterior, prediction_cache
 from poam_ros.models.samples import (
@@ -75,6 +82,10 @@ TERMS_DTYPE = torch.float64
 
 #: The largest candidates' kernel matrix the selection forms (beyond, it asks for columns).
 DENSE_SELECTION_BYTES = 256 << 20
+
+
+#: Rejection reason of samples set aside after an update that failed on them.
+UPDATE_FAILED = "update_failed"
 
 
 class ModelNotReadyError(RuntimeError):
@@ -141,6 +152,7 @@ class OnlineSparseGP(ABC):
         self.likelihood.noise = self.config.initial_noise_variance
         self.optimizer = self._make_optimizer()
         self.generator = torch.Generator().manual_seed(self.config.seed)
+        self._minibatches: list[tuple[Tensor, Tensor]] = []  # drawn ahead by the M-step
         self.x_scaler, self.y_scaler = MinMaxScaler(), StandardScaler()
         self.buffer = SampleBuffer(input_dim)
         self.num_pending = 0
@@ -184,49 +196,77 @@ class OnlineSparseGP(ABC):
         return self._factors is not None
 
     # ------------------------------------------------------------------ update
-    def update(self) -> UpdateReport:
-        """E-step on the samples added since the last update, then the M-step.
+    def update(self, max_new: int | None = None) -> UpdateReport:
+        """E-step on the samples added since the last update (the oldest ``max_new`` of them
+        when given; the rest stay pending), then the M-step.
 
         Raises :class:`NumericalError` if the posterior cannot be computed even with escalated
         jitter, :class:`BatchTooLargeError` (one) if the method cannot take so many new
-        samples at once; the previous model then stays in place and the new samples stay
-        pending. A
-        failure during the hyper-parameter steps restores the hyper-parameters of before the
-        M-step and is reported in ``UpdateReport.training_failure``.
+        samples at once. Then, as after any other exception of the E-step, the previous model
+        stays in place and the new samples stay pending (:meth:`set_aside_pending` drops
+        them). A failure during the hyper-parameter steps restores the hyper-parameters of
+        before the M-step and is reported in ``UpdateReport.training_failure``.
         """
         report = UpdateReport(num_samples=self.num_samples)
-        if self.num_pending == 0:
+        count = self.num_pending if max_new is None else min(int(max_new), self.num_pending)
+        if count <= 0:
             return report
         limit = self.config.max_whole_batch
-        if self.trains_on_whole_batch and self.num_pending > limit:
+        if self.trains_on_whole_batch and count > limit:
             raise BatchTooLargeError(
                 f"{self.method} takes at most {limit} new samples per update (max_whole_batch: "
-                f"its training evaluates the whole batch in every step), {self.num_pending} "
-                f"are pending")
+                f"its training evaluates the whole batch in every step), {count} are pending")
         start = time.perf_counter()
-        if not self.x_scaler.fitted:
+        first_update = not self.x_scaler.fitted
+        if first_update:
             self.x_scaler.fit(self.buffer.x)
             self.y_scaler.fit(self.buffer.y)
         first = self.num_samples - self.num_pending
-        x_new, y_new = self._scaled(np.arange(first, self.num_samples))
+        x_new, y_new = self._scaled(np.arange(first, first + count))
         snapshot = self._posterior_snapshot()
         try:
             self._check_hyperparameters()
             with torch.no_grad():
                 self._update_posterior(x_new, y_new, report)
-        except NumericalError:
+        except Exception:
             self._restore_posterior(snapshot)
+            if first_update:  # the scalers belong to the first update that succeeds
+                self.x_scaler, self.y_scaler = MinMaxScaler(), StandardScaler()
             raise
+        self.num_pending -= count  # the M-step draws from the samples fitted so far
         report.variational_time = time.perf_counter() - start - report.inducing_time
         train_start = time.perf_counter()
         report.loss, report.training_failure = self._train_hyperparameters(x_new, y_new)
         report.training_time = time.perf_counter() - train_start
-        self.num_pending = 0
         self.num_updates += 1
-        report.num_new = len(y_new)
+        report.num_new = count
         report.num_inducing = self.inducing.shape[0]
         report.total_time = time.perf_counter() - start
         return report
+
+    def set_aside_pending(self, count: int | None = None) -> int:
+        """Drop the oldest ``count`` pending samples (all by default) from the model, counted
+        under ``update_failed``: a batch whose update failed and that a retry cannot fix.
+        Returns how many were dropped."""
+        count = self.num_pending if count is None else min(int(count), self.num_pending)
+        if count <= 0:
+            return 0
+        first = self.num_samples - self.num_pending
+        self.buffer.remove(first, first + count)
+        self._seen.remove(first, first + count)
+        self.num_pending -= count
+        self.rejections[UPDATE_FAILED] += count
+        return count
+
+    def _data_so_far(self, x_new: Tensor) -> np.ndarray:
+        """Buffer rows of every sample up to the E-step's batch ``x_new`` included, for the
+        methods whose E-step reads all data (later pending samples excluded)."""
+        return np.arange(self.num_fitted + len(x_new))
+
+    @property
+    def num_fitted(self) -> int:
+        """Samples the model has taken in an update (the first ``num_fitted`` of the buffer)."""
+        return self.num_samples - self.num_pending
 
     def _update_posterior(self, x_new: Tensor, y_new: Tensor, report: UpdateReport) -> None:
         """E-step: set :attr:`inducing` and :attr:`posterior` from the newest batch (scaled
@@ -246,7 +286,11 @@ class OnlineSparseGP(ABC):
         raise NotImplementedError(f"{type(self).__name__} defines no variational update")
 
     def _check_hyperparameters(self) -> None:
-        for name, value in [*self.kernel.named_parameters(), *self.likelihood.named_parameters()]:
+        """Refuse non-finite hyper-parameters, all read from the device at once."""
+        named = [*self.kernel.named_parameters(), *self.likelihood.named_parameters()]
+        if torch.isfinite(torch.cat([value.detach().reshape(-1) for _, value in named])).all():
+            return
+        for name, value in named:
             if not torch.isfinite(value).all():
                 raise NumericalError(f"hyper-parameter {name} is not finite")
 
@@ -273,6 +317,7 @@ class OnlineSparseGP(ABC):
         num_old = 0 if old is None else old.shape[0]
         candidates = x_new if old is None else torch.cat([old, x_new])
         pcd, k_cc = self._pivoted_selection(candidates, report)
+        host_pivots = pcd.pivots.numpy() if pcd.pivots.device.type == "cpu" else None
         pivots = pcd.pivots.to(self.device)
         z = candidates[pivots]
         if k_cc is None:
@@ -283,7 +328,7 @@ class OnlineSparseGP(ABC):
         k_old = None
         if old is not None:
             k_old = k_cc[:num_old][:, pivots].clone()
-            survivors = torch.nonzero(pivots < num_old).squeeze(-1)
+            survivors = torch.as_tensor(np.flatnonzero(host_pivots < num_old), device=self.device)
             k_old[pivots[survivors], survivors] += self.config.jitter * self.amplitude
         return InducingUpdate(z, k_cc[pivots][:, pivots], DenseCross(k_cc[pivots, num_old:]),
                               k_old)
@@ -308,12 +353,13 @@ class OnlineSparseGP(ABC):
         k_cc = None
         if dense:
             k_cc = self.covariance(candidates, candidates)
-            if not torch.isfinite(k_cc).all():
-                raise NumericalError("the kernel matrix of the inducing candidates is not finite")
             # The unit diagonal exactly, as the column route takes it: its round-off would
             # otherwise pick the first pivot among candidates that all tie.
             k_cc.diagonal().copy_(self.amplitude.detach())
-            pcd = pivoted_cholesky(k_cc.double(), rank, config.pcd_tolerance)
+            try:  # the finiteness is checked on the host copy, where it reads nothing back
+                pcd = pivoted_cholesky(k_cc.double(), rank, config.pcd_tolerance)
+            except ValueError as err:
+                raise NumericalError(f"the kernel matrix of the inducing candidates: {err}")
         else:
             base, amplitude = self.kernel.base_kernel, self.amplitude
             features = base.features(candidates)
@@ -376,7 +422,9 @@ class OnlineSparseGP(ABC):
 
     def k_uu_cholesky(self, inducing: Tensor, cache: Tensor | None = None,
                       dtype: torch.dtype | None = None) -> Tensor:
-        """Cholesky factor of K_uu (in ``dtype``, default the model's)."""
+        """Cholesky factor of K_uu (in ``dtype``, default the model's). ``cache`` is the
+        kernel's ``precompute(inducing, inducing)`` if at hand: the same K_uu to the last bit
+        as without it, at less cost."""
         base = self.kernel.base_kernel
         k_uu = self.amplitude * (base.from_precomputed(inducing, inducing, cache)
                                  if cache is not None else base.forward(inducing, inducing))
@@ -384,15 +432,24 @@ class OnlineSparseGP(ABC):
                                self.config.max_jitter_tries, "K_uu")
 
     # ------------------------------------------------------------------ M-step
-    def _make_optimizer(self) -> torch.optim.Optimizer:
-        """Adam with a slow rate for the attention network and a fast one for the rest."""
+    def _make_optimizer(self, fused: bool | None = None) -> torch.optim.Optimizer:
+        """Adam with a slow rate for the attention network and a fast one for the rest.
+
+        ``fused`` (default: on CUDA only) makes a step one kernel per group, with its step
+        counts on the device (nothing read back); else the foreach implementation, a few ops
+        per group instead of a dozen per parameter and the same arithmetic as the loop over
+        parameters. torch's fused CPU Adam is slower by orders of magnitude at these sizes.
+        """
         attention = [p for n, p in self.kernel.named_parameters() if "attention" in n]
         others = [p for n, p in self.kernel.named_parameters() if "attention" not in n]
         groups = [{"params": others + list(self.likelihood.parameters()),
                    "lr": self.config.lr_hyper}]
         if attention:
             groups.append({"params": attention, "lr": self.config.lr_attention})
-        return torch.optim.Adam(groups)
+        if fused is None:
+            fused = self.device.type == "cuda"
+        return torch.optim.Adam(groups, fused=True) if fused else torch.optim.Adam(
+            groups, foreach=True)
 
     def _training_objective(self, x_new: Tensor, y_new: Tensor) -> TrainingObjective:
         """What the M-step minimises (default: POAM's mini-batch ELBO with q(u) fixed, Z too
@@ -403,46 +460,79 @@ class OnlineSparseGP(ABC):
         """Runs after a successful M-step, under ``torch.no_grad`` (default: nothing)."""
 
     def _minibatch(self) -> tuple[Tensor, Tensor]:
-        """``batch_size`` samples drawn with replacement from all data (scaled units)."""
-        index = torch.randint(self.num_samples, (self.config.batch_size,),
+        """The next mini-batch the M-step drew ahead (:meth:`_draw_minibatches`), else
+        ``batch_size`` samples drawn now with replacement from all data (scaled units)."""
+        if self._minibatches:
+            return self._minibatches.pop(0)
+        index = torch.randint(self.num_fitted, (self.config.batch_size,),
                               generator=self.generator).numpy()
         return self._scaled(index)
 
-    def _train_hyperparameters(self, x_new: Tensor, y_new: Tensor) -> tuple[float, str | None]:
-        """``train_steps`` Adam steps on the method's objective.
+    def _draw_minibatches(self, steps: int) -> list[tuple[Tensor, Tensor]]:
+        """``steps`` mini-batches in one draw of steps × ``batch_size`` indices (the generator
+        yields them in the order of ``steps`` single draws) and one upload to the device."""
+        size = self.config.batch_size
+        index = torch.randint(self.num_fitted, (steps, size), generator=self.generator).numpy()
+        x, y = self._scaled(index.reshape(-1))
+        return list(zip(x.split(size), y.split(size)))
 
-        A numerical failure (a factorisation failing even with escalated jitter, a non-finite
-        objective) restores the hyper-parameters and the objective's extras of before the
-        M-step and is reported; the E-step's result stays.
+    def _train_hyperparameters(self, x_new: Tensor, y_new: Tensor) -> tuple[float, str | None]:
+        """``train_steps`` Adam steps on the method's objective, then the prediction factors.
+
+        They run first without reading the device (:func:`~.linalg.deferred_checks`: each
+        factorisation makes its first attempt only, the statuses and losses stay on the device,
+        the mini-batches are drawn ahead), and one read after the prediction factors checks
+        them all: on a GPU one host synchronisation per M-step, not three per step. Only if that
+        read shows a failure is the M-step discarded and replayed from its start with each step
+        checked (:meth:`_checked_training`: jitter escalated, a non-finite objective stops it)
+        on the same mini-batches, so the result is always that of a checked run.
         """
-        params_before = self._hyper_snapshot()
-        loss = torch.tensor(math.nan)
+        hyper, draws = self._hyper_snapshot(), self.generator.get_state()
+        posterior = self._posterior_snapshot()
+        objective, passed = None, False
+        try:
+            with deferred_checks() as checks:
+                objective = self._training_objective(x_new, y_new)
+                loss = self._train_steps(objective, checks)
+                with torch.no_grad():
+                    objective.commit()
+                    self._after_training(x_new, y_new)
+                    self._refresh_after_training(objective)
+            passed, (value,) = checks.read(loss)
+        except RuntimeError as err:  # NumericalError among others: the replay tells which
+            log.debug("M-step without checks failed (%s): replaying it checked", err)
+        finally:
+            self._minibatches.clear()
+        if passed:
+            return value, None
+        self._restore_hyper(hyper)
+        if objective is not None:
+            objective.rollback()
+        self._restore_posterior(posterior)
+        self.generator.set_state(draws)
+        return self._checked_training(x_new, y_new, hyper)
+
+    def _checked_training(self, x_new: Tensor, y_new: Tensor,
+                          hyper: dict) -> tuple[float, str | None]:
+        """The M-step with every step checked as it goes. A numerical failure (a factorisation
+        failing even with escalated jitter, a non-finite objective) restores ``hyper`` (the
+        hyper-parameters of before the M-step) and the objective's extras and is reported; the
+        E-step's result stays."""
         objective = None
         try:
             objective = self._training_objective(x_new, y_new)
-            extra = objective.optimizer
-            for _ in range(self.config.train_steps):
-                self.optimizer.zero_grad(set_to_none=True)
-                if extra is not None:
-                    extra.zero_grad(set_to_none=True)
-                loss = objective.loss()
-                if not torch.isfinite(loss):
-                    raise NumericalError("the training objective became non-finite")
-                loss.backward()
-                self.optimizer.step()
-                if extra is not None:
-                    extra.step()
+            loss = self._train_steps(objective, None)
             with torch.no_grad():
                 snapshot = self._posterior_snapshot()
                 try:
                     objective.commit()
                     self._after_training(x_new, y_new)
-                    self._refresh_factors()
+                    self._refresh_after_training(objective)
                 except NumericalError:
                     self._restore_posterior(snapshot)
                     raise
         except NumericalError as err:
-            self._restore_hyper(params_before)
+            self._restore_hyper(hyper)
             if objective is not None:
                 objective.rollback()
             self._refresh_factors()  # these hyper-parameters factorised K_uu in the E-step
@@ -450,15 +540,40 @@ class OnlineSparseGP(ABC):
             return math.nan, str(err)
         return float(loss.detach()), None
 
+    def _train_steps(self, objective: TrainingObjective, checks: DeferredChecks | None) -> Tensor:
+        """``train_steps`` Adam steps; returns the last loss (NaN without steps). With
+        ``checks`` the mini-batches are drawn ahead and each loss's finiteness is recorded
+        there; without, a non-finite loss raises :class:`NumericalError` at once."""
+        steps, extra = self.config.train_steps, objective.optimizer
+        if checks is not None and objective.uses_minibatches and steps:
+            self._minibatches = self._draw_minibatches(steps)
+        loss = torch.tensor(math.nan)
+        for _ in range(steps):
+            self.optimizer.zero_grad(set_to_none=True)
+            if extra is not None:
+                extra.zero_grad(set_to_none=True)
+            loss = objective.loss()
+            if checks is not None:
+                checks.record(torch.isfinite(loss))
+            elif not torch.isfinite(loss):
+                raise NumericalError("the training objective became non-finite")
+            loss.backward()
+            self.optimizer.step()
+            if extra is not None:
+                extra.step()
+        return loss
+
     def _hyper_snapshot(self) -> dict:
         return {"kernel": {k: v.clone() for k, v in self.kernel.state_dict().items()},
                 "likelihood": {k: v.clone() for k, v in self.likelihood.state_dict().items()},
                 "optimizer": clone_tree(self.optimizer.state_dict())}
 
     def _restore_hyper(self, snapshot: dict) -> None:
+        """Copy ``snapshot`` back; it stays intact for another restore (Adam would otherwise
+        take its state tensors as they are and update them in place)."""
         self.kernel.load_state_dict(snapshot["kernel"])
         self.likelihood.load_state_dict(snapshot["likelihood"])
-        self.optimizer.load_state_dict(snapshot["optimizer"])
+        self.optimizer.load_state_dict(clone_tree(snapshot["optimizer"]))
 
     def _posterior_snapshot(self) -> tuple:
         """The E-step's outputs; E-steps assign new tensors, so references suffice."""
@@ -468,30 +583,53 @@ class OnlineSparseGP(ABC):
         self.inducing, self.posterior, method_state = snapshot
         self._load_method_state(method_state)
 
+    def _refresh_after_training(self, objective: TrainingObjective) -> None:
+        """The prediction factors, from the base stack of Z the objective kept if it has one
+        (only then is it passed: overrides of :meth:`_refresh_factors` without the argument,
+        such as the exact GP's, keep working)."""
+        cache = objective.inducing_cache()
+        if cache is not None and cache[0] is self.inducing:
+            self._refresh_factors(cache[1])
+        else:
+            self._refresh_factors()
+
     @torch.no_grad()
-    def _refresh_factors(self) -> None:
+    def _refresh_factors(self, cache: Tensor | None = None) -> None:
         """Prediction factors for the current hyper-parameters (they changed in the M-step),
         computed in TERMS_DTYPE: in float32, K_uu⁻¹'s round-off alone raised the prediction
-        error of a 10,000-sample map by a quarter."""
-        factors = prediction_cache(self.k_uu_cholesky(self.inducing, dtype=TERMS_DTYPE),
+        error of a 10,000-sample map by a quarter. ``cache``: the kernel's precomputed part of
+        K(Z, Z) (``precompute``), if at hand."""
+        factors = prediction_cache(self.k_uu_cholesky(self.inducing, cache, TERMS_DTYPE),
                                    self.posterior.to(TERMS_DTYPE))
         self._factors = PredictionCache(factors.alpha.to(self.dtype), factors.q.to(self.dtype))
 
     # ------------------------------------------------------------------ prediction
     @torch.no_grad()
-    def predict(self, x, include_noise: bool = False, block_rows: int = 2048):
+    def predict(self, x, include_noise: bool = False, block_rows: int = 2048,
+                kernel_dtype: torch.dtype | None = None):
         """Predictive mean and standard deviation at x (N × D, world units).
 
         ``include_noise`` adds the observation noise: the distribution of a new measurement
         rather than of the field. Returns two (N,) float64 arrays in target units; the standard
         deviation is always positive (round-off is floored at 1e-9 of the prior variance).
+        ``kernel_dtype`` evaluates K(x, Z) in that precision, from a copy of the kernel; the
+        products with the prediction factors stay in the model's (float32 in a float64 model:
+        on the core benchmark's map, 2,000 points in 0.75× the time, predictions within
+        5e-5 m in mean and 3e-5 m in standard deviation of a field of standard deviation 19 m).
         """
         self._require_ready()
         x = self._to_scaled_inputs(x)
+        covariance = self.covariance
+        if kernel_dtype not in (None, self.dtype):
+            kernel = copy.deepcopy(self.kernel).to(kernel_dtype)
+
+            def covariance(x1: Tensor, x2: Tensor) -> Tensor:
+                k = kernel.base_kernel.forward(x1.to(kernel_dtype), x2.to(kernel_dtype))
+                return (kernel.outputscale * k).to(self.dtype)
         means, variances = [], []
         for start in range(0, x.shape[0], block_rows):
             block = x[start:start + block_rows]
-            k_fu = self.covariance(block, self.inducing)
+            k_fu = covariance(block, self.inducing)
             mean = k_fu @ self._factors.alpha
             var = self.amplitude - ((k_fu @ self._factors.q) * k_fu).sum(1)
             means.append(mean)
@@ -501,7 +639,7 @@ class OnlineSparseGP(ABC):
             1e-9 * self.amplitude)
         if include_noise:
             var = var + self.noise
-        mean, std = mean.cpu().double().numpy(), var.sqrt().cpu().double().numpy()
+        mean, std = torch.stack([mean, var.sqrt()]).cpu().double().numpy()  # one transfer
         if not (np.isfinite(mean).all() and np.isfinite(std).all()):
             raise NumericalError("prediction is not finite")
         return self.y_scaler.inverse_mean(mean), self.y_scaler.inverse_std(std)

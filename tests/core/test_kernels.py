@@ -1,11 +1,14 @@
 """The attentive kernel against its formula evaluated element by element, and its properties."""
 
+import math
+
 import gpytorch
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
-from poam_ros.kernels import AttentiveKernel, RBFKernel
-from poam_ros.kernels.base_stack import MixBaseKernels, base_kernel_stack
+from poam_ros.kernels import AttentiveKernel, RBFKernel, base_stack
+from poam_ros.kernels.base_stack import MixBaseKernels, base_kernel_stack, exp_floor
 
 
 @pytest.fixture
@@ -121,3 +124,107 @@ def test_gram_matrix_gradient_uses_symmetry_correctly(kernel):
                                     params)
     for a, b in zip(fast, reference):
         assert torch.allclose(a, b, atol=1e-12)
+
+
+class SmallestExpArgument(TorchDispatchMode):
+    """Records the smallest argument any ``exp`` receives while active."""
+
+    smallest = float("inf")
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func.overloadpacket in (torch.ops.aten.exp, torch.ops.aten.exp_):
+            self.smallest = min(self.smallest, float(args[0].min()))
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.fixture
+def unclamped(monkeypatch):
+    """Turns the clamp of exp's argument off, for a reference."""
+    return lambda: monkeypatch.setattr(base_stack, "exp_floor", lambda dtype: -float("inf"))
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_exp_never_takes_its_slow_path(kernel, dtype):
+    """Far apart inputs underflow every base kernel; exp is given nothing below the floor
+    (where torch's CPU exp is 6-25 times slower), however far the inputs are."""
+    kernel = kernel.to(dtype)
+    x1, x2 = inputs(40, 20).to(dtype), 50 * inputs(30, 21).to(dtype)
+    with torch.no_grad(), SmallestExpArgument() as mode:
+        kernel.forward(x1, x2)
+        kernel.from_precomputed(x1, x2, kernel.precompute(x1, x2))
+    assert mode.smallest == torch.tensor(exp_floor(dtype), dtype=dtype).item() < -40
+
+
+def test_the_clamp_changes_no_kernel_value_in_float64(kernel, unclamped):
+    """For inputs in [-1, 1]² the largest base lengthscale's term keeps every sum far above
+    e^floor: the clamped and the exact base stacks give the same kernel to the last bit."""
+    x1, x2 = inputs(200, 22), inputs(150, 23)
+    with torch.no_grad():
+        clamped = kernel.forward(x1, x2), kernel.forward(x1, x1)
+        assert (base_kernel_stack(x1, x2, kernel.base_lengthscales) == math.exp(
+            exp_floor(torch.float64))).any()  # the clamp is at work here
+        unclamped()
+        exact = kernel.forward(x1, x2), kernel.forward(x1, x1)
+    for a, b in zip(clamped, exact):
+        assert torch.equal(a, b)
+
+
+def test_float32_base_stack_and_its_products_hold_no_subnormal_numbers(kernel):
+    """Subnormal operands slow the products down; e^floor times two weights stays normal."""
+    kernel = kernel.float()
+    x = inputs(300, 24).float() * 1.5
+    with torch.no_grad():
+        stack = kernel.precompute(x, x)
+        weights = kernel.attention_weights(x)
+        product = stack.transpose(0, 1) * weights.T.unsqueeze(0)  # as MixBaseKernels forms it
+    tiny = torch.finfo(torch.float32).tiny
+    for values in (stack, product):
+        assert not ((values != 0) & (values.abs() < tiny)).any()
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_whole_matrices_equal_row_blocks_with_their_gradients(kernel, cached):
+    """The GPU path (block_rows None) computes the CPU path's function, symmetric or not."""
+    x1 = inputs(30, 25).requires_grad_(True)
+    x2 = inputs(20, 26).requires_grad_(True)
+    upstream = torch.rand(30, 30, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    params = list(kernel.attention.parameters())
+    results = []
+    for rows in (7, None):
+        kernel.block_rows = rows
+        values = []
+        for a, b in ((x1, x2), (x1, x1)):
+            stack = kernel.precompute(a, b) if cached else None
+            k = kernel.from_precomputed(a, b, stack)
+            wrt = params + ([] if cached else [x1] + ([x2] if b is x2 else []))
+            values.append((k, *torch.autograd.grad((k * upstream[:, :k.shape[1]]).sum(), wrt)))
+        results.append(values)
+    for blocked, whole in zip(*results):
+        for a, b in zip(blocked, whole):
+            assert torch.allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
+def test_whole_matrices_off_the_cpu(kernel):
+    assert kernel.rows_for(torch.empty(3, 2)) == 7
+    assert kernel.rows_for(torch.empty(3, 2, device="meta")) is None
+
+
+def test_given_features_give_the_same_kernel(kernel):
+    """K_uu and K_uf from the features of Z computed once equal those computed per call."""
+    z, x = inputs(40, 27), inputs(25, 28)
+    with torch.no_grad():
+        f_z, f_x = kernel.features(z), kernel.features(x)
+        assert torch.equal(kernel.from_precomputed(z, z, kernel.precompute(z, z), f_z, f_z),
+                           kernel.from_precomputed(z, z, kernel.precompute(z, z)))
+        assert torch.equal(kernel.from_precomputed(z, x, kernel.precompute(z, x), f_z, f_x),
+                           kernel.from_precomputed(z, x, kernel.precompute(z, x)))
+
+
+def test_rbf_direct_evaluation_is_the_cached_one():
+    kernel = RBFKernel().double()
+    kernel.lengthscale = 0.3
+    x1, x2 = inputs(30, 29), inputs(20, 30)
+    with torch.no_grad():
+        assert torch.equal(kernel.forward(x1, x2),
+                           kernel.from_precomputed(x1, x2, kernel.precompute(x1, x2)))
+        assert torch.equal(kernel.forward(x1, x1, diag=True), torch.ones(30, dtype=torch.float64))
