@@ -101,7 +101,7 @@ class Mission:
                                     setup.planner_config())
         self.eval_points = evaluation_points(self.workspace, setup.mission.eval_grid)
         self.truth = self.terrain.elevation(self.eval_points)
-        self.loop = MappingLoop(self.model, Scoring(self.eval_points, self.truth))
+        self.loop = MappingLoop(self.model, Scoring(self.eval_points, self.truth), self.workspace)
         self._path: list[tuple[float, float, float]] = []
 
     @property

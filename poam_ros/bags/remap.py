@@ -199,7 +199,7 @@ def remap_bag(bag, setup: MissionSetup, config: RemapConfig | None = None,
 
     seeds = mission_seeds(setup.mission.seed)
     loop = MappingLoop(make_model(setup.mapping.replace(seed=seeds["model"])),
-                       Scoring(eval_points, truth) if truth is not None else None)
+                       Scoring(eval_points, truth) if truth is not None else None, workspace)
     float64 = on_wire or ingest.config.float64_samples
     updates = _Updates(loop, grid, setup.mapper_node, live_maps, notes, on_update)
     for group in groups:

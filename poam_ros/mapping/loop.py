@@ -7,8 +7,17 @@ fail alike:
 
 * a batch the model cannot read (:class:`InvalidBatchError`) is refused whole and named in
   the step, the others go in;
-* a failed update (:class:`NumericalError`) keeps the last good map: the model is left as
-  before the update, its samples wait for the next one, and the step names the failure;
+* samples outside the workspace's bounding box (a misconfigured publisher, a stray fix) are
+  refused and counted (``outside_workspace`` in the model's rejections) before they reach
+  the model, where one far outlier in the first batch would fix the frozen input scaler;
+* a failed update never poisons the queue. The update that failed (:data:`UPDATE_FAILURES`:
+  a :class:`NumericalError` after the jitter escalation, a batch the method refuses, memory,
+  any other runtime error of the numerics) left the model as it was; the step retries the
+  oldest half of the pending samples, then a quarter, down to a sixteenth
+  (``MAX_SPLITS``). If one succeeds, the map moves on and the rest wait for the next step
+  (which splits again if it must). If none does, retrying cannot fix it: the pending samples
+  are set aside (dropped from the model, counted as ``update_failed``) and the last good
+  map stays. Either way the step says what happened;
 * an update that adds nothing (empty batches, every sample refused) is a step too: the map
   stands for those batches.
 """
@@ -27,18 +36,30 @@ from poam_ros.mapping.map_grid import MapGrid, MapLayers, predict_map
 from poam_ros.mapping.metrics import MapMetrics, evaluate_map
 from poam_ros.models import NumericalError, OnlineSparseGP, UpdateReport
 from poam_ros.models.samples import InvalidBatchError
+from poam_ros.workspace import Workspace
+
+#: What a failed update may raise: the model is left as before the update (see
+#: ``OnlineSparseGP.update``). Programming errors (TypeError, …) are not caught.
+UPDATE_FAILURES = (NumericalError, MemoryError, RuntimeError)
+#: Halvings of the pending samples tried after a failed update before they are set aside.
+MAX_SPLITS = 4
+#: Rejection reason of samples outside the workspace's bounding box.
+OUTSIDE_WORKSPACE = "outside_workspace"
 
 METRICS = tuple(field.name for field in fields(MapMetrics))
 
 
 @dataclass
 class MapStep:
-    """What one :meth:`MappingLoop.step` did: the update's report (an empty one when it
-    failed), the failure that kept the previous map, and the batches refused whole."""
+    """What one :meth:`MappingLoop.step` did: the update's report (an empty one when every
+    try failed), the failure that kept the previous map, the batches refused whole, and how
+    a failed update was recovered (a split that succeeded, or samples set aside)."""
 
     report: UpdateReport
     failure: str | None = None
     refused: list[str] = field(default_factory=list)
+    recovery: str | None = None
+    set_aside: int = 0
 
 
 @dataclass
@@ -56,23 +77,64 @@ class MappingLoop:
     epoch: the predictive distribution of a new measurement at the evaluation points.
     """
 
-    def __init__(self, model: OnlineSparseGP, scoring: Scoring | None = None) -> None:
+    def __init__(self, model: OnlineSparseGP, scoring: Scoring | None = None,
+                 workspace: Workspace | None = None) -> None:
         self.model = model
         self.scoring = scoring
+        self.workspace = workspace
 
     def step(self, batches: Iterable[tuple[np.ndarray, np.ndarray]]) -> MapStep:
         """Add each batch (positions (N, 2) [m], elevations (N,)), then update once."""
         refused = []
         for xy, z in batches:
             try:
-                self.model.add_data(xy, z)
+                self.model.add_data(*self._inside(xy, z))
             except InvalidBatchError as error:  # the model counts it as malformed_batch
                 refused.append(str(error))
         try:
             return MapStep(self.model.update(), refused=refused)
-        except NumericalError as error:
-            return MapStep(UpdateReport(num_samples=self.model.num_samples), str(error),
-                           refused)
+        except UPDATE_FAILURES as error:
+            return self._recover(_describe(error), refused)
+
+    def _inside(self, xy, z) -> tuple:
+        """The samples of a batch within the workspace's bounding box; malformed batches pass
+        unchanged, for the model to refuse and count."""
+        if self.workspace is None:
+            return xy, z
+        xy, z = np.asarray(xy), np.asarray(z)
+        if xy.ndim != 2 or xy.shape[-1] != 2 or z.shape != xy.shape[:1]:
+            return xy, z
+        xmin, xmax, ymin, ymax = self.workspace.bounds
+        with np.errstate(invalid="ignore"):
+            outside = (xy[:, 0] < xmin) | (xy[:, 0] > xmax) | (xy[:, 1] < ymin) | (
+                xy[:, 1] > ymax)
+        if outside.any():
+            self.model.rejections[OUTSIDE_WORKSPACE] += int(outside.sum())
+            return xy[~outside], z[~outside]
+        return xy, z
+
+    def _recover(self, failure: str, refused: list[str]) -> MapStep:
+        """After a failed update of the pending samples: the oldest half, quarter, … of them
+        (see the module docstring), else set them all aside."""
+        model = self.model
+        pending = model.num_pending
+        size = pending
+        for _ in range(MAX_SPLITS):
+            size //= 2
+            if size == 0:
+                break
+            try:
+                report = model.update(max_new=size)
+            except UPDATE_FAILURES as error:
+                failure = f"{failure}; the oldest {size} alone: {_describe(error)}"
+                continue
+            return MapStep(report, refused=refused, recovery=(
+                f"an update of {pending} new samples failed ({failure}); the oldest {size} "
+                f"were mapped, {model.num_pending} wait for the next update"))
+        dropped = model.set_aside_pending()
+        return MapStep(UpdateReport(num_samples=model.num_samples), failure, refused,
+                       recovery=f"{dropped} new samples set aside (update_failed): their "
+                                f"update failed ({failure})", set_aside=dropped)
 
     def layers(self, grid: MapGrid, include_noise: bool = False,
                lengthscale: bool = True) -> MapLayers:
@@ -104,6 +166,11 @@ class MappingLoop:
                            num_inducing=report.num_inducing, sim_time=sim_time,
                            training_failure=report.training_failure,
                            update_failure=step.failure)
+
+
+def _describe(error: BaseException) -> str:
+    """A failure in one line: the numerics' own message, or the exception's type and text."""
+    return str(error) if isinstance(error, NumericalError) else f"{type(error).__name__}: {error}"
 
 
 def score(truth: np.ndarray, mean: np.ndarray, std: np.ndarray,

@@ -1,0 +1,105 @@
+"""The mapping loop's failure rule: a failed update never poisons the queue, and samples far
+outside the workspace never reach the model's scaler."""
+
+import numpy as np
+import pytest
+
+from poam_ros.mapping.loop import MAX_SPLITS, OUTSIDE_WORKSPACE, MappingLoop
+from poam_ros.models import MappingConfig, NumericalError, make_model
+from poam_ros.models.sparse_gp import UPDATE_FAILED
+from poam_ros.workspace import Workspace
+
+POISON = 1e9  # a target that makes the patched model's E-step fail, in any batch holding it
+
+
+def batch(rng, n, poison_first=False):
+    xy = rng.uniform(-30, 30, (n, 2))
+    z = np.sin(xy[:, 0] / 7) + np.cos(xy[:, 1] / 9)
+    if poison_first:
+        z[0] = POISON
+    return xy, z
+
+
+@pytest.fixture
+def model(monkeypatch):
+    """A small POAM whose E-step fails whenever its batch holds a POISON target (as a
+    NumericalError would that no retry fixes), counting its tries."""
+    model = make_model(MappingConfig(num_inducing=40, train_steps=2, batch_size=32))
+    model.tries = []
+    update_posterior = model._update_posterior
+
+    def failing(x_new, y_new, report):
+        model.tries.append(len(y_new))
+        if (model.y_scaler.inverse_mean(y_new.numpy()) > POISON / 2).any():
+            raise NumericalError("I + A: Cholesky failed (injected)")
+        return update_posterior(x_new, y_new, report)
+    monkeypatch.setattr(model, "_update_posterior", failing)
+    return model
+
+
+def test_a_batch_whose_update_cannot_succeed_is_set_aside_and_later_ones_are_mapped(model):
+    rng = np.random.default_rng(0)
+    loop = MappingLoop(model)
+    assert loop.step([batch(rng, 100)]).failure is None
+    inducing = model.inducing.clone()
+    step = loop.step([batch(rng, 64, poison_first=True)])
+    assert step.failure.startswith("I + A: Cholesky failed") and step.set_aside == 64
+    assert "64 new samples set aside" in step.recovery
+    assert model.tries[1:] == [64, 32, 16, 8, 4][:MAX_SPLITS + 1]
+    assert (model.inducing == inducing).all() and model.num_pending == 0
+    assert model.rejections[UPDATE_FAILED] == 64 and model.num_samples == 100
+    step = loop.step([batch(rng, 50)])  # the queue is clear: the next batch is mapped
+    assert step.failure is None and step.report.num_new == 50 and model.num_samples == 150
+
+
+def test_a_split_that_succeeds_maps_the_oldest_part_and_the_rest_follows(model):
+    rng = np.random.default_rng(1)
+    loop = MappingLoop(model)
+    loop.step([batch(rng, 100)])
+    good = batch(rng, 40)
+    step = loop.step([good, batch(rng, 40, poison_first=True)])
+    assert step.failure is None and step.report.num_new == 40  # the oldest half: the good one
+    assert "the oldest 40 were mapped, 40 wait" in step.recovery
+    step = loop.step([])  # the poisoned half alone: set aside, nothing else lost
+    assert step.set_aside == 40 and model.num_samples == 140 and model.num_pending == 0
+
+
+def test_a_batch_too_large_for_the_method_is_split_not_dropped():
+    model = make_model(MappingConfig(method="ssgp++", num_inducing=30, train_steps=1,
+                                     batch_size=32, max_whole_batch=100))
+    rng = np.random.default_rng(2)
+    step = MappingLoop(model).step([batch(rng, 300)])
+    assert step.failure is None and step.report.num_new == 75 and model.num_pending == 225
+    assert "takes at most 100 new samples" in step.recovery
+    while model.num_pending:
+        assert MappingLoop(model).step([]).failure is None
+    assert model.num_samples == 300 and model.rejections[UPDATE_FAILED] == 0
+
+
+def test_samples_outside_the_workspace_are_refused_before_the_scaler_sees_them():
+    workspace = Workspace.from_extent(-30, 30, -30, 30)
+    rng = np.random.default_rng(3)
+    xy, z = batch(rng, 200)
+    xy[7] = [100_000.0, 5.0]  # one sample 100 km away, in the first batch
+    model = make_model(MappingConfig(num_inducing=40, train_steps=1, batch_size=32))
+    MappingLoop(model, workspace=workspace).step([(xy, z)])
+    assert model.rejections[OUTSIDE_WORKSPACE] == 1 and model.num_samples == 199
+    assert np.abs(model.x_scaler.transform(xy[:5])).max() <= 1.0
+    assert model.x_scaler.inverse(np.array([[1.0, 1.0]]))[0, 0] < 30.0
+
+
+def test_set_aside_samples_leave_the_duplicate_index_consistent():
+    rng = np.random.default_rng(4)
+    model = make_model(MappingConfig(num_inducing=20, train_steps=0))
+    first, second, third = batch(rng, 30), batch(rng, 20), batch(rng, 10)
+    model.add_data(*first)
+    model.update()
+    model.add_data(*second)
+    model.add_data(*third)
+    assert model.update(max_new=20).num_new == 20 and model.num_pending == 10
+    assert model.set_aside_pending() == 10
+    model.add_data(*second)  # still known: every one a duplicate
+    assert model.num_pending == 0
+    report = model.add_data(*third)  # set aside, so new again
+    assert report.accepted == 10 and model.num_samples == 60
+    np.testing.assert_array_equal(model.buffer.x[50:], third[0])
