@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from poam_ros.mapping.loop import MAX_SPLITS
 from poam_ros.mission import Mission, MissionError
 from poam_ros.models import NumericalError
 from poam_ros.params.mission_setup import MissionSetup, mission_seeds
@@ -30,29 +31,48 @@ def test_mission_runs_to_its_budget_and_learns(setup):
     assert np.allclose(result.path[0, :2], [30.0, -30.0])
 
 
-def test_a_failed_update_keeps_the_previous_map_and_the_mission_goes_on(setup):
-    mission = Mission(setup)
+def failing_calls(mission, failing):
+    """Make the model's update raise an injected NumericalError on the calls in ``failing``
+    (counted from 1, retries of the mapping loop included)."""
     update, calls = mission.model.update, []
 
-    def second_update_fails():
-        calls.append(1)
-        if len(calls) == 2:
+    def patched(max_new=None):
+        calls.append(max_new)
+        if len(calls) in failing:
             raise NumericalError("I + A: Cholesky failed (injected)")
-        return update()
-    mission.model.update = second_update_fails
+        return update(max_new)
+    mission.model.update = patched
+    return calls
+
+
+def test_a_transient_failure_maps_the_oldest_half_and_loses_nothing(setup):
+    mission = Mission(setup)
+    calls = failing_calls(mission, {2})
+    records = mission.run().records
+    assert not any(r.update_failure for r in records)
+    assert calls[1] is None and calls[2] > 0  # the retry took the oldest half
+    assert mission.model.num_samples == records[-1].num_samples
+    assert mission.model.num_pending == 0 and not mission.model.rejections
+
+
+def test_a_persistent_failure_keeps_the_previous_map_and_the_mission_goes_on(setup):
+    mission = Mission(setup)
+    failing_calls(mission, set(range(2, 3 + MAX_SPLITS)))  # epoch 1: the update and retries
     records = mission.run().records
     failed = [r for r in records if r.update_failure]
     assert [r.epoch for r in failed] == [1] and "injected" in failed[0].update_failure
     assert failed[0].smse == records[0].smse  # the pilot survey's map, scored again
     assert records[-1].num_samples >= 750 and records[2].training_time > 0
-    # The failed epoch's samples waited and went in with the next update.
-    assert mission.model.num_samples == records[-1].num_samples
+    # The failed epoch's samples were set aside; later epochs were mapped.
+    set_aside = mission.model.rejections["update_failed"]
+    assert set_aside > 0 and mission.model.num_pending == 0
+    assert records[1].num_samples == records[0].num_samples  # the model holds none of them
 
 
 def test_a_failed_first_update_ends_the_mission(setup):
     mission = Mission(setup)
 
-    def failing():
+    def failing(max_new=None):
         raise NumericalError("injected")
     mission.model.update = failing
     with pytest.raises(MissionError, match="the first update failed: injected"):

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.usefixtures("single_thread")
 
 
 def config(**changes):
-    settings = dict(num_inducing=15, train_steps=0, device="cpu", kernel="rbf")
+    settings = dict(num_inducing=15, train_steps=0, device="cpu", kernel="rbf", dtype="float64")
     return MappingConfig(**{**settings, **changes})
 
 

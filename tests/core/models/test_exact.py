@@ -15,7 +15,8 @@ pytestmark = pytest.mark.usefixtures("single_thread")
 
 @pytest.mark.parametrize("kernel", ["attentive", "rbf"])
 def test_matches_a_direct_solve(stream, kernel):
-    model = make_model(MappingConfig(method="exact", kernel=kernel, train_steps=2, device="cpu"))
+    model = make_model(MappingConfig(method="exact", kernel=kernel, train_steps=2, device="cpu",
+                                     dtype="float64"))
     batches = stream(2, 40)
     for x, y in batches:
         model.add_data(x, y)
@@ -36,7 +37,8 @@ def test_matches_a_direct_solve(stream, kernel):
 
 
 def test_objective_is_the_negative_log_marginal_likelihood_per_sample(stream):
-    model = make_model(MappingConfig(method="exact", kernel="rbf", train_steps=0, device="cpu"))
+    model = make_model(MappingConfig(method="exact", kernel="rbf", train_steps=0, device="cpu",
+                                     dtype="float64"))
     model.add_data(*stream(1, 30)[0])
     model.update()
     objective = ExactMarginalLikelihood(model)

@@ -25,7 +25,8 @@ QUERY = np.random.default_rng(5).uniform(-30, 30, (300, 2))
 @pytest.fixture
 def trained(stream, tmp_path):
     """A small attentive-kernel POAM after three updates, saved, and its next batch."""
-    config = MappingConfig(num_inducing=60, train_steps=3, batch_size=64, device="cpu")
+    config = MappingConfig(num_inducing=60, train_steps=3, batch_size=64, device="cpu",
+                           dtype="float64")
     model = make_model(config)
     batches = stream(4, 80)
     for x, y in batches[:3]:

@@ -29,7 +29,7 @@ def _grid() -> np.ndarray:
 
 @pytest.mark.parametrize("kernel", ["attentive", "rbf"])
 def test_streaming_equals_batch_posterior_with_fixed_inducing_inputs(stream, kernel):
-    config = MappingConfig(kernel=kernel, train_steps=0, device="cpu")
+    config = MappingConfig(kernel=kernel, train_steps=0, device="cpu", dtype="float64")
     model = POAM(config)
     batches = stream(5, 60)
     model.add_data(*batches[0])

@@ -13,7 +13,8 @@ pytestmark = pytest.mark.usefixtures("single_thread")
 
 
 def config(**changes):
-    settings = dict(num_inducing=15, train_steps=0, device="cpu", initial_noise_variance=0.1)
+    settings = dict(num_inducing=15, train_steps=0, device="cpu", initial_noise_variance=0.1,
+                    dtype="float64")
     return MappingConfig(**{**settings, **changes})
 
 
