@@ -9,6 +9,8 @@ summary, records and figure. A node that dies ends the command with a clear erro
 from __future__ import annotations
 
 import json
+import os
+import pathlib
 import queue
 import signal
 import subprocess
@@ -206,21 +208,41 @@ def test_the_recorded_bag_holds_the_whole_mission_and_remaps_to_its_maps(mission
         f"{final['smse']:.4f} {final['msll']:.3f}"
 
 
+def child_process(parent: int, name: bytes, timeout: float) -> int | None:
+    """The pid of a child of ``parent`` whose command line holds ``name``, within ``timeout``
+    s (None if none appears)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for status in pathlib.Path("/proc").glob("[0-9]*/status"):
+            try:
+                ppid = next(int(line.split()[1]) for line in status.read_text().splitlines()
+                            if line.startswith("PPid:"))
+                cmdline = (status.parent / "cmdline").read_bytes()
+            except (OSError, StopIteration, ValueError):
+                continue
+            if ppid == parent and name in cmdline:
+                return int(status.parent.name)
+        time.sleep(0.2)
+    return None
+
+
 def test_a_node_that_dies_ends_the_command_with_its_error(ros_domain_id, small_parameter_file,
                                                           tmp_path):
-    """A mapper that cannot start (its state file is missing: a fault only the node meets,
-    after the command's own checks) exits; the command says so, exits 1, and leaves no node
-    behind."""
-    missing = tmp_path / "no_such_state.pt"
-    params = small_parameter_file(mapper={"state_file": str(missing)})
-    process = poam_ros_sim(["--params", str(params)], tmp_path)
+    """A mapper killed mid-mission (a fault only the node meets, after the command's own
+    checks) ends the command: it says so, exits 1, and leaves no node behind."""
+    process = poam_ros_sim(["--params", str(small_parameter_file()), "--max-samples",
+                            "100000"], tmp_path)
     try:
+        mapper = child_process(process.pid, b"mapper", timeout=60.0)
+        assert mapper is not None, "no mapper process started"
+        time.sleep(2.0)
+        os.kill(mapper, signal.SIGKILL)
         out, err = process.communicate(timeout=RUN_LIMIT)
     finally:
         if process.poll() is None:
             process.kill()
     assert process.returncode == 1, (out, err)
-    assert "mapper exited with status 1" in err and "no_such_state.pt" in err
+    assert "mapper exited with status -9" in err
     assert "Traceback" not in err
 
 
