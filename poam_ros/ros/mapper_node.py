@@ -154,6 +154,8 @@ class MapperNode(StartingNode):
         self._settings.use_torch_threads()
         resolve_device(self._mapping.device)  # a device torch can use, or ConfigError
         self._grid = _make_grid(grid_config, workspace_config)
+        # Samples outside its bounding box are refused before they reach the model.
+        self._workspace = Workspace.from_config(workspace_config)
         self._evaluation = _evaluation_points(self._settings, workspace_config)
         self.add_on_set_parameters_callback(self._vet_parameters)
         add_config_callback(self, MappingConfig, self._apply_mapping, "mapping")
@@ -237,6 +239,7 @@ class MapperNode(StartingNode):
         grid = _make_grid(read_config(self, MapGridConfig, "grid"), workspace)
         with self._lock:
             self._grid = grid
+            self._workspace = Workspace.from_config(workspace)
             self._evaluation = _evaluation_points(self._settings, workspace)
             self._republish = True
             self._lock.notify_all()
@@ -380,9 +383,14 @@ class MapperNode(StartingNode):
         if self._model is None:  # building it at the reset failed: try again
             self._model = make_model(mapping)
         model = self._model
-        step = MappingLoop(model).step((batch.xy, batch.z) for batch in batches)
+        with self._lock:
+            workspace = self._workspace
+        step = MappingLoop(model, workspace=workspace).step((batch.xy, batch.z)
+                                                            for batch in batches)
         for error in step.refused:  # counted by the model as malformed_batch
             self.get_logger().warning(f"batch refused: {error}")
+        if step.recovery is not None:
+            self.get_logger().warning(step.recovery)
         if step.failure is not None:
             self._fail(f"update failed, kept the last good map: {step.failure}", model)
             self.get_logger().error(f"model update failed (the last good map stays): "

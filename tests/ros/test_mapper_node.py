@@ -294,6 +294,17 @@ def test_a_failed_update_keeps_the_last_good_map_and_reports_it(graph, spin_unti
     assert level == DiagnosticStatus.OK[0] and values["samples"] == "160"
 
 
+def test_a_sample_far_outside_the_workspace_is_refused_before_the_scaler(graph, spin_until):
+    mapper, probe = graph
+    xy, z = batch(16)
+    xy[3] = [100_000.0, 5.0]  # 100 km away, in the first batch: it would fix the scaler
+    probe.send_samples(xy, z)
+    assert spin_until(lambda: STATUS in probe.diagnostics and probe.last_status(STATUS)[2]
+                      .get("rejected_outside_workspace") == "1", mapper, probe.node,
+                      timeout=TIMEOUT)
+    assert probe.last_status(STATUS)[2]["samples"] == "79"
+
+
 def test_samples_in_another_frame_are_refused_and_counted(graph, spin_until):
     mapper, probe = graph
     probe.send_samples(*batch(15), frame="odom")
