@@ -16,7 +16,7 @@ def small_parameter_file(tmp_path_factory):
     def write(**sections):
         tree = yaml.safe_load(default_parameter_file().read_text())
         small = {"mapper": {"mapping": {"num_inducing": 20, "train_steps": 1, "device": "cpu"},
-                            "torch_threads": 1},
+                            "torch_threads": 1, "journal": {"enabled": False}},
                  "planner": {"pilot": {"num_waypoints": 5},
                              "max_entropy": {"num_candidates": 50}},
                  "mission": {"mission": {"eval_grid": 10}}}

@@ -9,6 +9,7 @@
         recorder                   the recorder's sustained rate without loss (needs rclpy)
         ingest                     the sensor ingest's throughput over DDS (needs rclpy)
         latency                    map latency over DDS, batch to map (needs rclpy)
+        journal                    the crash journal's cost and the replay after a crash
     poam-ros fetch-tile NAME URL   download an SRTM tile (.hgt or .hgt.zip) from a mirror
     poam-ros record [-o BAG]       record the stack's topics to a rosbag2 bag (needs rclpy)
     poam-ros play BAG              play a bag with its original timing (needs rclpy)
@@ -36,7 +37,8 @@ from poam_ros.params import ConfigError
 COMMANDS = ("sim", "mission", "bench", "fetch-tile", "record", "play", "remap")
 #: ``poam-ros bench NAME``: the module of poam_ros.benchmark whose ``main(argv)`` runs it
 BENCHMARKS = {"core": "core_speed", "sweep": "sweep", "remap": "remap_speed",
-              "recorder": "recorder", "ingest": "ingest_throughput", "latency": "map_latency"}
+              "recorder": "recorder", "ingest": "ingest_throughput", "latency": "map_latency",
+              "journal": "journal_cost"}
 
 
 def main(argv=None) -> int:

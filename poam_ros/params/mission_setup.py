@@ -16,6 +16,7 @@ import numpy as np
 import yaml
 
 from poam_ros.ingest import IngestConfig
+from poam_ros.mapping.journal import JournalConfig
 from poam_ros.mapping.map_grid import MapGridConfig
 from poam_ros.models import MappingConfig
 from poam_ros.params import ConfigError, Params, param
@@ -96,6 +97,7 @@ class MissionSetup:
     #: is still checked against them.
     ROS_ONLY = {
         "simulated_auv": {"": SimulatedAuvConfig, "multibeam": MultibeamStreamConfig},
+        "mapper": {"journal": JournalConfig},
         "planner": {"odometry": InputCheckConfig},
     }
 

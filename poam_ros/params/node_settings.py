@@ -22,9 +22,13 @@ class MapperSettings(Params):
 
     map_frame: str = param("map", "frame of the samples it accepts and the maps it publishes")
     state_file: str = param("", "model state to resume from at start (a file written by "
-                                "~/save); empty: start with an empty model")
+                                "~/save); empty: start with an empty model. A crash journal "
+                                "left by a mapper that did not shut down in order is resumed "
+                                "instead (journal.*)")
     save_path: str = param("~/.ros/poam_ros/map_state.pt", "where ~/save writes the model "
-                                                           "state (~ is expanded)")
+                                                           "state (~ is expanded); the crash "
+                                                           "journal's default directory is "
+                                                           "named after it")
     publish_lengthscale: bool = param(True, "add the learned lengthscale field to the map")
     std_includes_noise: bool = param(False, "the map's std is that of a new measurement "
                                             "(field plus observation noise) rather than of "

@@ -180,8 +180,10 @@ def run_graph(setup: MissionSetup, params_file: Path, options: GraphOptions, log
     recording = _recording(params_file) if options.record is not None else None
     sensors = SENSOR_TOPICS + (("/sonar/swath",) if load_config(
         params_file, CLOCK_SOURCE, MultibeamStreamConfig, "multibeam").enabled else ())
-    files = [params_file, write_parameter_file(
-        log_dir / "graph_parameters.yaml", graph_parameters(setup, options, recording, sensors))]
+    parameters = graph_parameters(setup, options, recording, sensors)
+    # The mission's own crash journal: a killed run never resumes into the next one.
+    parameters["mapper"]["journal.path"] = str(log_dir / "mapper.journal")
+    files = [params_file, write_parameter_file(log_dir / "graph_parameters.yaml", parameters)]
     terrain = terrain_from_config(setup.terrain)
     env = child_environment()
     # The recorder first, so that it hears every node from its first message; stopped last.

@@ -33,12 +33,22 @@ Services: ``~/save`` (std_srvs/Trigger), ``~/reset`` (Trigger), ``~/pause`` (Set
 start the node deletes the temporaries that saves to ``save_path`` killed mid-write left beside
 it; a ``state_file`` it cannot load stops the start with one line naming the file.
 
+Crash journal (``journal.*``, :mod:`poam_ros.mapping.journal`): every samples message the node
+accepts is appended to the journal as it arrives, and the model is autosaved into the journal's
+directory every ``journal.autosave_period`` (after that update). A process that ends without
+an orderly shutdown (SIGKILL, out of memory, a power loss) leaves the journal; the next start
+with the same ``journal.path`` (by default beside ``save_path``) loads its newest autosave and
+replays the batches after it as one batch, before its first map, and says so in the log; the
+journal then takes precedence over ``state_file`` (a map resumed from ``state_file`` has it as
+its first autosave). ``~/reset`` begins a new map in the journal too. An orderly shutdown
+removes the journal, so the next start begins a new map as before: ``~/save`` keeps a map.
+
 Parameters: ``mapping.*`` (:class:`MappingConfig`) take effect when a model is created: at
 start and on ``~/reset`` (a model resumed from ``state_file`` keeps the settings saved with
 it, except the device). ``grid.*`` (:class:`MapGridConfig`), ``workspace.*`` (the map's
 default extent and mask), ``map_frame``, ``save_path``, ``publish_lengthscale`` and
 ``std_includes_noise`` apply at once (the map is republished); ``state_file``,
-``diagnostics_period``, ``evaluation_grid`` and ``torch_threads`` are read-only.
+``diagnostics_period``, ``evaluation_grid``, ``torch_threads`` and ``journal.*`` are read-only.
 
 With ``evaluation_grid`` set, each map is followed by ``map/evaluation``, stamped as the
 map: the same model's mean and std of a new measurement, float64, at the mission's
@@ -67,6 +77,7 @@ from std_msgs.msg import Header
 from std_srvs.srv import SetBool, Trigger
 
 from poam_ros import messages as msg
+from poam_ros.mapping.journal import Journal, JournalConfig, Recovery, journal_directory
 from poam_ros.mapping.loop import MappingLoop
 from poam_ros.mapping.map_grid import MapGrid, MapGridConfig
 from poam_ros.mapping.metrics import TargetBaseline, evaluation_points
@@ -134,12 +145,15 @@ class _Status:
     latencies: deque = field(default_factory=lambda: deque(maxlen=LATENCY_WINDOW))
     map_stamp: int = 0  # ns, header stamp of the last map published
     targets: TargetBaseline | None = None  # of the samples the model holds (MSLL baseline)
+    autosaves: int = 0
+    autosave_time: float = float("nan")  # s, the last autosave's
 
 
 class MapperNode(StartingNode):
     """POAM mapping node; see the module docstring for its interface."""
 
     _worker: threading.Thread | None = None
+    _journal: Journal | None = None
 
     def __init__(self, node_name: str = "mapper", **kwargs) -> None:
         super().__init__(node_name, **kwargs)
@@ -151,6 +165,8 @@ class MapperNode(StartingNode):
         self._settings = declare_config(self, MapperSettings,
                                         read_only=("state_file", "diagnostics_period",
                                                    "evaluation_grid", "torch_threads"))
+        self._journal_config = declare_config(
+            self, JournalConfig, "journal", read_only=[s.name for s in JournalConfig.specs()])
         self._settings.use_torch_threads()
         resolve_device(self._mapping.device)  # a device torch can use, or ConfigError
         self._grid = _make_grid(grid_config, workspace_config)
@@ -184,10 +200,12 @@ class MapperNode(StartingNode):
         # of a process costs seconds of one-off initialisation, which belongs to start-up.
         self._model: OnlineSparseGP | None = None
         self._remove_stale_temporaries()
-        if self._settings.state_file:
-            self._resume(self._settings.state_file)
-        else:
-            self._model = make_model(self._mapping)
+        # Crash journal: "off", its directory, or why it stopped; autosave bookkeeping.
+        self._journal_state = "off"
+        self._autosave_due = False  # autosave after the next update, whatever the period
+        self._since_autosave = 0  # updates
+        self._last_autosave = time.monotonic()
+        self._open_map()
 
         self._map_pub = self.create_publisher(PointCloud2, "map", qos.LATCHED)
         self._std_pub = self.create_publisher(OccupancyGrid, "map/std", qos.LATCHED)
@@ -208,6 +226,9 @@ class MapperNode(StartingNode):
         self.create_service(Trigger, "~/reset", self._on_reset, callback_group=services)
         self.create_service(SetBool, "~/pause", self._on_pause, callback_group=services)
         self.create_timer(self._settings.diagnostics_period, self._publish_diagnostics)
+        if self._journal is not None and self._journal_config.sync_period > 0:
+            self.create_timer(self._journal_config.sync_period, self._sync_journal,
+                              callback_group=MutuallyExclusiveCallbackGroup())
 
         self._worker = threading.Thread(target=self._work, name=f"{node_name}_worker",
                                         daemon=True)
@@ -264,9 +285,14 @@ class MapperNode(StartingNode):
         except ValueError as error:
             self._reject(UNREADABLE_MESSAGE, f"unreadable samples cloud: {error}")
             return
+        stamp = msg.time_to_nanoseconds(message.header.stamp)
         with self._lock:  # an empty batch too: it ends a leg, and lockstep waits for its map
-            self._incoming.append(_Batch(xy, z, msg.time_to_nanoseconds(message.header.stamp),
-                                         arrival))
+            if len(z) and self._journaling():  # in the queue's order, before any update
+                try:
+                    self._journal.append(xy, z, stamp)
+                except OSError as error:
+                    self._journal_failed(f"cannot append to the journal: {error}")
+            self._incoming.append(_Batch(xy, z, stamp, arrival))
             self._lock.notify_all()
 
     def _reject(self, reason: str, text: str) -> None:
@@ -323,6 +349,7 @@ class MapperNode(StartingNode):
                 self._status = _Status(device=str(resolve_device(self._mapping.device)),
                                        method=self._mapping.method,
                                        queries=self._status.queries)
+                self._new_journal_map()
                 self._lock.notify_all()
             self._publish_empty_map()
         return self._answer(response, True, f"map reset ({dropped} buffered batches dropped); "
@@ -361,6 +388,9 @@ class MapperNode(StartingNode):
                     self._incoming = []
                 republish, self._republish = self._republish, False
                 generation, mapping = self._generation, self._mapping
+                # The journal's segment boundary at exactly the batches taken: the model
+                # holds all before it once they are in, and is then autosaved with its number.
+                checkpoint = self._checkpoint() if batches else None
             taken = time.monotonic()
             try:
                 if reset:
@@ -368,7 +398,9 @@ class MapperNode(StartingNode):
                     self._model = None  # stays None, and batches wait, if the next fails
                     self._model = make_model(mapping)
                 if batches:
-                    self._update(batches, generation, mapping, taken)
+                    if (self._update(batches, generation, mapping, taken)
+                            and checkpoint is not None):
+                        self._autosave(self._model, checkpoint, generation)
                 elif republish:
                     self._publish_model(self._served_copy(), generation)
             except Exception as error:  # noqa: BLE001 - the node must outlive any failure
@@ -379,7 +411,8 @@ class MapperNode(StartingNode):
                 self.get_logger().error(f"mapping failed: {error!r}")
 
     def _update(self, batches: list[_Batch], generation: int, mapping: MappingConfig,
-                taken: float) -> None:
+                taken: float) -> bool:
+        """One step of the mapping loop on ``batches`` and its map; whether it succeeded."""
         if self._model is None:  # building it at the reset failed: try again
             self._model = make_model(mapping)
         model = self._model
@@ -395,7 +428,7 @@ class MapperNode(StartingNode):
             self._fail(f"update failed, kept the last good map: {step.failure}", model)
             self.get_logger().error(f"model update failed (the last good map stays): "
                                     f"{step.failure}")
-            return
+            return False
         report = step.report
         self._data_stamp = max(self._data_stamp, *(batch.stamp for batch in batches))
         if report.skipped:  # nothing new: empty batches, or every sample refused
@@ -404,13 +437,13 @@ class MapperNode(StartingNode):
             # ROS-free mission scores an epoch without samples, so a lockstep planner goes on.
             if model.ready and self._publish_model(model, generation) is not None:
                 self._publish_evaluation(model, generation)
-            return
+            return True
         if report.training_failure:
             self.get_logger().warning(f"hyper-parameter training failed, kept the previous "
                                       f"values: {report.training_failure}")
         published = self._publish_model(model, generation, report)
         if published is None:
-            return
+            return False
         # The copy that serves queries and ~/save is made after the map is out, so that it
         # costs the map no latency; a query in the meantime waits for it (_served_model).
         served = copy.deepcopy(model)
@@ -424,8 +457,10 @@ class MapperNode(StartingNode):
             status.latency, status.queue_wait = latency, taken - newest
             status.overhead = latency - status.queue_wait - report.total_time - status.map_time
             status.latencies.append(latency)
+            self._since_autosave += 1
         self._publish_evaluation(model, generation)
         self._publish_diagnostics()
+        return True
 
     def _served_copy(self) -> OnlineSparseGP | None:
         with self._lock:
@@ -559,7 +594,8 @@ class MapperNode(StartingNode):
             "last_queue_wait": status.queue_wait, "last_node_overhead": status.overhead,
             "median_latency": (statistics.median(status.latencies) if status.latencies
                                else float("nan")),
-            "map_stamp": status.map_stamp,
+            "map_stamp": status.map_stamp, "journal": self._journal_state,
+            "autosaves": status.autosaves, "last_autosave_time": status.autosave_time,
         })
         if status.targets is not None:  # repr of a float: read back exactly
             values.update({"target_mean": status.targets.mean,
@@ -589,8 +625,8 @@ class MapperNode(StartingNode):
         for stale in removed:
             self.get_logger().info(f"removed {stale.name}, left by a save killed mid-write")
 
-    def _resume(self, state_file: str) -> None:
-        path = Path(state_file).expanduser()
+    def _resume(self, path: Path) -> OnlineSparseGP:
+        """Serve the model saved in ``path`` (a StateFileError stops the start)."""
         model = load_model(path, device=self._mapping.device)
         self._model = model
         self._served = copy.deepcopy(model)
@@ -598,7 +634,154 @@ class MapperNode(StartingNode):
         self._status.num_samples, self._status.num_inducing = (model.num_samples,
                                                                model.inducing.shape[0])
         self._status.device, self._status.method = str(model.device), model.method
-        self.get_logger().info(f"resumed {model.num_samples} samples from {path}")
+        return model
+
+    def _open_map(self) -> None:
+        """The model to start with: the journal's map when a process that did not shut down
+        in order left one, else ``state_file``'s or a new one, which the journal then
+        begins."""
+        journal, recovery = self._open_journal()
+        try:
+            if recovery is not None and recovery.resumable:
+                self._restore(journal, recovery)
+            else:
+                if self._settings.state_file:
+                    path = Path(self._settings.state_file).expanduser()
+                    model = self._resume(path)
+                    self.get_logger().info(f"resumed {model.num_samples} samples from {path}")
+                else:
+                    self._model = make_model(self._mapping)
+                if journal is not None:
+                    journal.start_new(self._model if self._settings.state_file else None)
+        except OSError as error:
+            if journal is None:
+                raise
+            self._journal_failed(str(error))  # the journal's: mapping goes on without it
+        except BaseException:
+            if journal is not None:  # left as it is for the next start, unless it is empty
+                journal.close(remove=not (recovery.resumable or recovery.ignored))
+            raise
+        self._journal = journal
+
+    def _open_journal(self) -> tuple[Journal | None, Recovery | None]:
+        """The journal, held by this process, and what an earlier one left in it; (None,
+        None) when it is off or unusable (said in the log, and the journal left as it is)."""
+        config = self._journal_config
+        if not config.enabled:
+            return None, None
+        directory = journal_directory(config, self._settings.save_path)
+        try:
+            journal = Journal(directory, config.sync_period)
+        except OSError as error:
+            self._journal_state = f"off: {error}"
+            self.get_logger().warning(f"mapping without a crash journal: {error}")
+            return None, None
+        try:
+            recovery = journal.recover()
+        except OSError as error:
+            journal.close()
+            self._journal_state = f"off: cannot read {directory}: {error}"
+            self.get_logger().error(f"mapping without a crash journal: cannot read "
+                                    f"{directory} ({error}); it is left as it is")
+            return None, None
+        self._journal_state = str(directory)
+        for ignored in recovery.ignored:
+            self.get_logger().warning(f"journal {directory}: ignored {ignored}")
+        return journal, recovery
+
+    def _restore(self, journal: Journal, recovery: Recovery) -> None:
+        """Resume the journal's map: its autosave now, its later batches as the worker's
+        first batch (replayed, not journaled again), then an autosave."""
+        log = self.get_logger()
+        if self._settings.state_file:
+            log.warning(f"state_file {self._settings.state_file} not loaded: the journal in "
+                        f"{journal.directory} continues the map the last process held "
+                        f"(remove that directory to start from state_file)")
+        if recovery.autosave is not None:
+            saved = self._resume(recovery.autosave).num_samples
+        else:
+            saved, self._model = 0, make_model(self._mapping)
+        self._data_stamp = recovery.stamp
+        if len(recovery.z):
+            self._incoming.append(_Batch(recovery.xy, recovery.z, recovery.stamp,
+                                         time.monotonic()))
+            self._autosave_due = True
+        (log.error if recovery.corrupt else log.info)(
+            f"restoring the map of a mapper that did not shut down in order, from the journal "
+            f"in {journal.directory}: {recovery.describe(saved)} (replayed as one batch "
+            f"before the first map)")
+        journal.resume(recovery)
+
+    # ---------------------------------------------------------------- journal
+    def _journaling(self) -> bool:
+        """Whether batches go to the journal (call with the lock held)."""
+        return self._journal is not None and not self._journal_state.startswith("failed")
+
+    def _journal_failed(self, text: str) -> None:
+        """Stop journaling after an I/O error; mapping goes on. The journal stays until an
+        orderly shutdown: after a crash it still restores what it holds (call with the lock
+        held)."""
+        self._journal_state = f"failed: {text}"
+        self.get_logger().error(f"crash journal stopped, mapping goes on: {text}")
+
+    def _sync_journal(self) -> None:
+        with self._lock:
+            journal = self._journal if self._journaling() else None
+        if journal is None:
+            return
+        try:
+            journal.sync()
+        except OSError as error:
+            with self._lock:
+                self._journal_failed(f"cannot fsync the journal: {error}")
+
+    def _checkpoint(self) -> int | None:
+        """Begin the journal's next segment when an autosave is due after this update; its
+        number (call with the lock held)."""
+        config = self._journal_config
+        due = self._autosave_due or (
+            config.autosave_updates and self._since_autosave + 1 >= config.autosave_updates
+        ) or (config.autosave_period
+              and time.monotonic() - self._last_autosave >= config.autosave_period)
+        if not due or not self._journaling():
+            return None
+        try:
+            return self._journal.checkpoint()
+        except OSError as error:
+            self._journal_failed(f"cannot begin a journal segment: {error}")
+            return None
+
+    def _autosave(self, model: OnlineSparseGP, checkpoint: int, generation: int) -> None:
+        """Autosave ``model``, which holds every batch before ``checkpoint``, unless a reset
+        or the shutdown came since."""
+        with self._lock:
+            journal = (self._journal if self._journaling() and generation == self._generation
+                       and not self._stopping else None)
+        if journal is None or not model.ready:
+            return
+        tic = time.perf_counter()
+        try:
+            path = journal.autosave(model, checkpoint)
+        except OSError as error:
+            with self._lock:
+                self._journal_failed(f"cannot autosave: {error}")
+            return
+        with self._lock:
+            if path is not None:
+                self._autosave_due, self._since_autosave = False, 0
+                self._last_autosave = time.monotonic()
+                self._status.autosaves += 1
+                self._status.autosave_time = time.perf_counter() - tic
+
+    def _new_journal_map(self) -> None:
+        """~/reset: the journal begins a new map (call with the lock held)."""
+        self._autosave_due, self._since_autosave = False, 0
+        self._last_autosave = time.monotonic()
+        if self._journaling():
+            try:
+                self._journal.start_new()
+            except OSError as error:
+                self._journal_failed(f"cannot begin a new map in the journal: {error}")
 
     def destroy_node(self) -> None:
         if self._worker is not None:
@@ -616,6 +799,16 @@ class MapperNode(StartingNode):
                 self.get_logger().warning(f"the update in progress did not finish within "
                                           f"{SHUTDOWN_WAIT:g} s; exiting anyway")
             self._worker = None
+        if self._journal is not None:  # an orderly end: the next start begins a new map
+            with self._lock:
+                journal, self._journal = self._journal, None
+            try:
+                journal.close(remove=True)
+                self.get_logger().info(f"removed the crash journal {journal.directory}: an "
+                                       f"orderly stop ends the map (~/save keeps one)")
+            except OSError as error:
+                self.get_logger().warning(f"cannot remove the journal {journal.directory}: "
+                                          f"{error}")
         super().destroy_node()
 
 

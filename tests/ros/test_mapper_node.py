@@ -28,7 +28,8 @@ from poam_ros.workspace import Workspace, WorkspaceConfig  # noqa: E402
 MAPPING = MappingConfig(num_inducing=30, train_steps=2, batch_size=64, device="cpu")
 SMALL = {**{f"mapping.{k}": v for k, v in MAPPING.to_dict().items()},
          "workspace.vertices": [0.0, 0.0, 20.0, 0.0, 20.0, 20.0, 0.0, 20.0],
-         "grid.resolution": 2.0}
+         "grid.resolution": 2.0,
+         "journal.enabled": False}  # tests/ros/test_mapper_crash.py tests the journal
 STATUS = "mapper: mapping"
 TIMEOUT = 30.0  # s; generous, the machine is shared
 

@@ -30,7 +30,8 @@ def exit_status(command, argv) -> int:
         return error.code
 
 
-@pytest.mark.parametrize("name", ["core", "sweep", "remap", "recorder", "ingest", "latency"])
+@pytest.mark.parametrize("name", ["core", "sweep", "remap", "recorder", "ingest", "latency",
+                                  "journal"])
 def test_every_benchmark_runs_as_bench_name(name, capsys):
     assert exit_status(cli.main, ["bench", name, "--help"]) == 0
     assert "--help" in capsys.readouterr().out
@@ -39,7 +40,7 @@ def test_every_benchmark_runs_as_bench_name(name, capsys):
 def test_the_bench_usage_lists_every_benchmark(capsys):
     assert cli.main(["bench"]) == 2
     assert capsys.readouterr().out == ("usage: poam-ros bench {core,sweep,remap,recorder,ingest,"
-                                       "latency} [options]   (--help for each)\n")
+                                       "latency,journal} [options]   (--help for each)\n")
 
 
 def test_a_benchmark_config_error_is_one_line(capsys):

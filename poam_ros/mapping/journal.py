@@ -1,0 +1,444 @@
+"""Crash journal of a mapper's samples, beside periodic autosaves of its model.
+
+A mapper killed without shutting down (SIGKILL, out of memory, a power loss) would lose every
+sample since its last ``~/save``. The journal keeps them: every batch is appended to a segment
+file as it arrives and, every so often, the model is autosaved and a new segment begun; a
+restart loads the newest autosave and replays the segments after it as one batch. ROS-free.
+
+One directory per journal, used by one process at a time (``lock``, held with ``flock``)::
+
+    autosave-00000007.pt       the model when segment 7 began (the state file format of
+                               poam_ros.models.state_io, SHA-256 checked)
+    segment-00000007.journal   the batches after it, in order
+    segment-00000008.journal   begun by a restart, or by a checkpoint whose autosave is due
+
+A segment is a 32-byte header (magic ``POAMJRNL``, version u16, flags u16 with bit 0 set when
+the segment begins a new map, the segment's number u64, the newest data stamp of the map
+before it i64 [ns], the CRC-32 of these 28 bytes u32), then records. A record is a 24-byte
+header (magic ``REC1``, sample count N u32, the batch's data stamp i64 [ns], the payload's
+CRC-32 u32, the CRC-32 of these 20 bytes u32) and its payload: positions (N, 2) then targets
+(N,), float64, 24 N bytes. Everything little-endian.
+
+The map a journal holds starts at its *base*, the highest n with an ``autosave-n.pt`` or with a
+segment n that begins a new map: that autosave (or an empty model), then the records of
+segments n, n + 1, ... in order. Each change makes the new base durable before it deletes the
+old one, so that a crash between any two steps neither loses nor replays a record twice:
+
+* a segment is born whole: its header is written to a temporary, fsync'd and renamed, and the
+  directory fsync'd;
+* a checkpoint begins segment n, so later batches go there; once the model holds every batch
+  before it, :meth:`Journal.autosave` writes ``autosave-n.pt`` (temporary and rename) and only
+  then deletes what is older than n;
+* a new map (``~/reset``, or a start with nothing to resume) begins a segment flagged as one,
+  then deletes what is older.
+
+Reading never misreads: a record whose header or payload fails its CRC, or that would end past
+the end of its file, is skipped, and reading goes on at the next record whose header and
+payload both check out (a false match needs two 32-bit CRCs to agree by chance). Damage that
+runs to the end of a segment is a *torn tail*, a write the crash cut short; damage with good
+records after it is *corruption*. Both are reported, neither is replayed.
+
+Records reach the operating system at once (one ``os.write`` each), so a killed process loses
+none that was written; ``fsync`` (what a power loss or an operating-system crash spares) comes
+at the first append ``sync_period`` after the last one, at :meth:`Journal.sync` (a node calls
+it on a timer, for when no batch comes), at each checkpoint and at close.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import struct
+import tempfile
+import threading
+import time
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from poam_ros.models import OnlineSparseGP
+from poam_ros.params import Params, param
+
+VERSION = 1
+NEW_MAP = 0x1  # segment flag: no autosave comes before it
+_SEGMENT = struct.Struct("<8sHHQqI")  # magic, version, flags, number, stamp, CRC-32
+_SEGMENT_MAGIC = b"POAMJRNL"
+_RECORD = struct.Struct("<4sIqII")  # magic, count, stamp, payload CRC-32, header CRC-32
+_RECORD_MAGIC = b"REC1"
+_SAMPLE_BYTES = 24  # x, y, target: float64 each
+_NAME = re.compile(r"(autosave|segment)-(\d+)\.(pt|journal)")
+_TEMPORARY = re.compile(r"\.(?:autosave|segment)-\d+\.(?:pt|journal)\.[a-z0-9_]{8}\.tmp")
+_LOCK = "lock"
+
+
+@dataclass
+class JournalConfig(Params):
+    """The mapper's crash journal and autosaves (``journal.*``); read at start."""
+
+    enabled: bool = param(True, "keep a crash journal of the samples received and autosave "
+                                "the model, so that a restart after a crash resumes the map")
+    path: str = param("", "directory of the journal and its autosaves (~ is expanded); "
+                          "empty: beside save_path, named after it (map_state.pt: "
+                          "map_state.journal)")
+    sync_period: float = param(1.0, "a batch is fsync'd (survives a power loss) at most this "
+                                    "long after it arrived; 0: each one at once. A killed "
+                                    "process loses none either way", unit="s", low=0.0,
+                               high=3600.0)
+    autosave_period: float = param(60.0, "autosave the model after the first update this "
+                                         "long after the last autosave, so that a restart "
+                                         "replays at most this much of the journal; 0: off",
+                                   unit="s", low=0.0)
+    autosave_updates: int = param(0, "also autosave after this many updates since the last "
+                                      "autosave; 0: off", low=0)
+
+
+def journal_directory(config: JournalConfig, save_path: str) -> Path:
+    """The journal's directory: ``config.path``, else ``save_path`` with ``.journal`` for its
+    suffix (``map_state.pt``: ``map_state.journal``)."""
+    if config.path:
+        return Path(config.path).expanduser()
+    save = Path(save_path).expanduser()
+    beside = save.with_name(f"{save.stem}.journal")
+    return beside if beside != save else save.with_name(f"{save.name}.journal")
+
+
+class JournalBusy(OSError):
+    """Another process holds the journal's directory."""
+
+
+@dataclass
+class Recovery:
+    """What a journal left by an earlier process holds: the base's autosave (None: an empty
+    model) and the samples after it, positions ``xy`` (N, 2) [m], targets ``z`` (N,)."""
+
+    directory: Path
+    base: int | None = None  # None: nothing to resume
+    autosave: Path | None = None
+    xy: np.ndarray = field(default_factory=lambda: np.empty((0, 2)))
+    z: np.ndarray = field(default_factory=lambda: np.empty(0))
+    stamp: int = 0  # ns: the newest data stamp of the map
+    records: int = 0
+    segments: list[int] = field(default_factory=list)  # those replayed
+    torn: list[str] = field(default_factory=list)  # "segment 8: 1,234 bytes at byte 5,678"
+    corrupt: list[str] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)  # files that hold nothing to resume
+
+    @property
+    def resumable(self) -> bool:
+        return self.base is not None
+
+    def describe(self, saved: int | None = None) -> str:
+        """One line for the log: what the restart restores (``saved``: the autosave's
+        sample count) and what it ignores."""
+        held = "" if saved is None else f"{saved} samples from "
+        parts = [f"{held}{self.autosave.name}" if self.autosave else "an empty model"]
+        if self.segments:
+            first, last = self.segments[0], self.segments[-1]
+            parts.append(f"{len(self.z)} samples in {self.records} record"
+                         f"{'' if self.records == 1 else 's'} of segment"
+                         f"{f' {first}' if first == last else f's {first}-{last}'}")
+        text = " + ".join(parts)
+        if self.torn:
+            text += f"; torn tail ignored ({'; '.join(self.torn)})"
+        if self.corrupt:
+            text += f"; CORRUPT records skipped ({'; '.join(self.corrupt)})"
+        return text
+
+
+class Journal:
+    """The journal in ``directory``, held by this process until :meth:`close`.
+
+    Thread-safe: batches may be appended from one thread while another checkpoints. ``clock``
+    (seconds, monotonic) times ``sync_period``. Raises :class:`JournalBusy` when another
+    process holds the directory, ``OSError`` when it cannot be created.
+    """
+
+    def __init__(self, directory, sync_period: float = 1.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.directory = Path(directory)
+        self.sync_period, self._clock = float(sync_period), clock
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._lock_fd = os.open(self.directory / _LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._lock_fd)
+            raise JournalBusy(f"{self.directory} is in use by another process") from None
+        for entry in self.directory.iterdir():  # saves and segments cut short by a crash
+            if _TEMPORARY.fullmatch(entry.name):
+                entry.unlink(missing_ok=True)
+        self._mutex = threading.Lock()
+        self._fd: int | None = None
+        self._number = -1  # of the segment records go to
+        self._next = max((n for _, n in self._files()), default=-1) + 1
+        self._new_map = -1  # number of the newest segment that began a new map
+        self._dirty = False  # records written since the last fsync
+        self._last_sync = clock()
+        self.stamp = 0  # ns: newest data stamp of the map so far
+        self.records = self.bytes = self.syncs = 0  # written by this process
+
+    # ------------------------------------------------------------------ reading
+    def recover(self) -> Recovery:
+        """What the directory holds (read only): the base and the records after it."""
+        recovery = Recovery(self.directory)
+        files = self._files()
+        segments, headers = {}, {}
+        for kind, n in files:
+            if kind == "segment":
+                segments[n] = (self.directory / _name(kind, n)).read_bytes()
+                header = _segment_header(segments[n], n)
+                if header is None:
+                    recovery.ignored.append(f"{_name(kind, n)} (no valid header)")
+                else:
+                    headers[n] = header
+        bases = [n for kind, n in files if kind == "autosave"]
+        bases += [n for n, (flags, _) in headers.items() if flags & NEW_MAP]
+        if not bases:
+            recovery.ignored += [f"{_name('segment', n)} (no autosave or new map before it)"
+                                 for n in headers]
+            return recovery
+        base = recovery.base = max(bases)
+        if (self.directory / _name("autosave", base)).is_file():
+            recovery.autosave = self.directory / _name("autosave", base)
+        recovery.stamp = headers.get(base, (0, 0))[1]
+        xy, z = [], []
+        for n in sorted(n for n in headers if n >= base):
+            scan = _scan_records(segments[n])
+            recovery.segments.append(n)
+            recovery.records += len(scan.records)
+            for stamp, positions, targets in scan.records:
+                xy.append(positions)
+                z.append(targets)
+                recovery.stamp = max(recovery.stamp, stamp)
+            for start, end, torn in scan.damage:
+                (recovery.torn if torn else recovery.corrupt).append(
+                    f"segment {n}: {end - start:,} bytes at byte {start:,}")
+        if xy:
+            recovery.xy, recovery.z = np.concatenate(xy), np.concatenate(z)
+        return recovery
+
+    # ------------------------------------------------------------------ writing
+    def resume(self, recovery: Recovery) -> None:
+        """Go on with the map ``recovery`` holds: later batches go to a new segment of its
+        chain; what is older than its base is deleted."""
+        with self._mutex:
+            self.stamp = recovery.stamp
+            self._begin_segment(flags=0)
+            self._remove_older(recovery.base)
+
+    def start_new(self, model: OnlineSparseGP | None = None, stamp: int = 0) -> None:
+        """Begin a new map, from ``model`` (a resumed state file: written as the base's
+        autosave) or an empty one, and delete the journal's older contents."""
+        with self._mutex:
+            self.stamp = stamp
+            number = self._begin_segment(flags=0 if model is not None else NEW_MAP)
+        if model is not None:
+            self._write_autosave(model, number)
+        with self._mutex:
+            self._remove_older(number)
+
+    def append(self, xy, z, stamp: int = 0) -> int:
+        """Append one batch, positions (N, 2) [m] and targets (N,), with its data stamp [ns];
+        returns the bytes written. Values are kept as given (the model filters them when
+        they are replayed); a batch of another shape is a ``ValueError``."""
+        xy = np.asarray(xy, dtype="<f8")
+        z = np.asarray(z, dtype="<f8")
+        if xy.ndim != 2 or xy.shape[1] != 2 or z.shape != (len(xy),):
+            raise ValueError(f"a journal record is positions (N, 2) and targets (N,), got "
+                             f"{xy.shape} and {z.shape}")
+        payload = np.ascontiguousarray(xy).tobytes() + np.ascontiguousarray(z).tobytes()
+        head = struct.pack("<4sIqI", _RECORD_MAGIC, len(z), int(stamp), zlib.crc32(payload))
+        record = head + struct.pack("<I", zlib.crc32(head)) + payload
+        with self._mutex:
+            fd = self._require_open()
+            view = memoryview(record)
+            while view:
+                view = view[os.write(fd, view):]
+            self._dirty = True
+            self.stamp = max(self.stamp, int(stamp))
+            self.records += 1
+            self.bytes += len(record)
+            if self._clock() - self._last_sync >= self.sync_period:
+                self._fsync(fd)
+        return len(record)
+
+    def sync(self) -> bool:
+        """fsync what was appended since the last fsync; False when there was nothing."""
+        with self._mutex:
+            if self._fd is None or not self._dirty:
+                return False
+            self._fsync(self._fd)
+        return True
+
+    def checkpoint(self) -> int:
+        """Begin the next segment and return its number n: once the model holds every batch
+        appended so far, :meth:`autosave` it with n."""
+        with self._mutex:
+            self._require_open()
+            return self._begin_segment(flags=0)
+
+    def autosave(self, model: OnlineSparseGP, number: int) -> Path | None:
+        """Write ``model`` as the autosave of checkpoint ``number`` and delete what it
+        supersedes; None (nothing kept) when a new map began since the checkpoint."""
+        with self._mutex:
+            if self._fd is None or number <= self._new_map:
+                return None
+        path = self._write_autosave(model, number)
+        with self._mutex:
+            if self._fd is None or number <= self._new_map:  # a new map began meanwhile
+                path.unlink(missing_ok=True)
+                return None
+            self._remove_older(number)
+        return path
+
+    def close(self, remove: bool = False) -> None:
+        """fsync and close; with ``remove``, delete the journal (the map ends with the
+        process) and its directory when that is then empty. Idempotent."""
+        with self._mutex:
+            if self._lock_fd is None:
+                return
+            if self._fd is not None:
+                self._fsync(self._fd)
+                os.close(self._fd)
+                self._fd = None
+            if remove:
+                self._remove_older(None)
+                (self.directory / _LOCK).unlink(missing_ok=True)
+            os.close(self._lock_fd)  # releases the flock
+            self._lock_fd = None
+        if remove:
+            try:
+                self.directory.rmdir()
+            except OSError:  # something else lives there
+                pass
+
+    # ------------------------------------------------------------------ internals
+    def _files(self) -> list[tuple[str, int]]:
+        return sorted((match[1], int(match[2])) for entry in self.directory.iterdir()
+                      if (match := _NAME.fullmatch(entry.name)))
+
+    def _require_open(self) -> int:
+        if self._fd is None:
+            raise ValueError(f"the journal in {self.directory} is closed or not started")
+        return self._fd
+
+    def _begin_segment(self, flags: int) -> int:
+        """Create the next segment whole (its header durable before its name exists) and
+        direct appends to it; call with the mutex held."""
+        number, self._next = self._next, self._next + 1
+        head = struct.pack("<8sHHQq", _SEGMENT_MAGIC, VERSION, flags, number, self.stamp)
+        path = self.directory / _name("segment", number)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=self.directory)
+        try:
+            try:
+                os.write(fd, head + struct.pack("<I", zlib.crc32(head)))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, path)
+            _fsync_directory(self.directory)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        if self._fd is not None:
+            self._fsync(self._fd)
+            os.close(self._fd)
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        self._number = number
+        if flags & NEW_MAP:
+            self._new_map = number
+        return number
+
+    def _write_autosave(self, model: OnlineSparseGP, number: int) -> Path:
+        path = self.directory / _name("autosave", number)
+        model.save(path)
+        _fsync_directory(self.directory)  # the rename durable before older files go
+        return path
+
+    def _remove_older(self, number: int | None) -> None:
+        """Delete autosaves and segments numbered below ``number`` (all: None)."""
+        for kind, n in self._files():
+            if number is None or n < number:
+                (self.directory / _name(kind, n)).unlink(missing_ok=True)
+
+    def _fsync(self, fd: int) -> None:
+        os.fsync(fd)
+        self._dirty = False
+        self._last_sync = self._clock()
+        self.syncs += 1
+
+
+@dataclass
+class _Scan:
+    records: list[tuple[int, np.ndarray, np.ndarray]]  # (stamp, xy, z)
+    damage: list[tuple[int, int, bool]]  # (start, end, torn: runs to the end of the file)
+
+
+def _scan_records(data: bytes) -> _Scan:
+    """The records of a segment's bytes that check out, and the byte spans that do not."""
+    scan, position = _Scan([], []), _SEGMENT.size
+    while position < len(data):
+        record = _record_at(data, position)
+        if record is not None:
+            scan.records.append(record[:3])
+            position = record[3]
+            continue
+        good = _next_record(data, position + 1)
+        scan.damage.append((position, good or len(data), good is None))
+        if good is None:
+            break
+        position = good
+    return scan
+
+
+def _record_at(data: bytes, position: int):
+    """(stamp, xy, z, end) of a record that checks out at ``position``, else None."""
+    if len(data) - position < _RECORD.size:
+        return None
+    magic, count, stamp, payload_crc, head_crc = _RECORD.unpack_from(data, position)
+    view = memoryview(data)
+    if magic != _RECORD_MAGIC or zlib.crc32(view[position:position + _RECORD.size - 4]) \
+            != head_crc:
+        return None
+    start = position + _RECORD.size
+    end = start + _SAMPLE_BYTES * count
+    if end > len(data) or zlib.crc32(view[start:end]) != payload_crc:
+        return None
+    values = np.frombuffer(data, dtype="<f8", count=3 * count, offset=start).astype(float)
+    return stamp, values[:2 * count].reshape(count, 2), values[2 * count:], end
+
+
+def _next_record(data: bytes, start: int) -> int | None:
+    position = data.find(_RECORD_MAGIC, start)
+    while position >= 0:
+        if _record_at(data, position) is not None:
+            return position
+        position = data.find(_RECORD_MAGIC, position + 1)
+    return None
+
+
+def _segment_header(data: bytes, number: int) -> tuple[int, int] | None:
+    """(flags, stamp) of a valid header of segment ``number``, else None."""
+    if len(data) < _SEGMENT.size:
+        return None
+    magic, version, flags, found, stamp, crc = _SEGMENT.unpack_from(data)
+    if (magic != _SEGMENT_MAGIC or version != VERSION or found != number
+            or zlib.crc32(data[:_SEGMENT.size - 4]) != crc):
+        return None
+    return flags, stamp
+
+
+def _name(kind: str, number: int) -> str:
+    return f"{kind}-{number:08d}.{'pt' if kind == 'autosave' else 'journal'}"
+
+
+def _fsync_directory(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
