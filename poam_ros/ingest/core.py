@@ -73,7 +73,7 @@ from poam_ros.ingest.cloud_filters import (
     statistical_inliers,
     voxel_downsample,
 )
-from poam_ros.ingest.pose_history import STAMP_TOLERANCE, Lookup, PoseHistory
+from poam_ros.ingest.pose_history import STAMP_TOLERANCE, Lookup, PoseHistory, not_a_rotation
 from poam_ros.params import ConfigError, Params, param
 from poam_ros.workspace import Workspace
 
@@ -349,12 +349,11 @@ class Ingest:
                               f"{config.base_frame!r}")
         if not all(math.isfinite(v) for v in (t, x, y, z, yaw)):
             return self._drop(POSE_NONFINITE, 1, f"odometry at t={t} has non-finite values")
-        if orientation is not None:
-            norm = math.hypot(*orientation)
-            if not abs(norm - 1.0) <= config.orientation_tolerance:  # NaN: refused too
-                return self._drop(POSE_INVALID_ORIENTATION, 1, f"odometry at t={t:.6f} s with "
-                                  f"orientation {tuple(orientation)} (norm {norm:.6g}): not a "
-                                  f"rotation")
+        problem = (None if orientation is None
+                   else not_a_rotation(orientation, config.orientation_tolerance))
+        if problem is not None:
+            return self._drop(POSE_INVALID_ORIENTATION, 1, f"odometry at t={t:.6f} s with "
+                              f"{problem}")
         return self._judge(ODOM, t, 1, lambda: self._add_pose(t, x, y, z, yaw, now))
 
     def _add_pose(self, t: float, x: float, y: float, z: float, yaw: float, now: float

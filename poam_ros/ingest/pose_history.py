@@ -126,3 +126,14 @@ class PoseHistory:
         x1, y1, z1, yaw1 = self._poses[i]
         return Lookup.PLACED, PlacedPose(x0 + f * (x1 - x0), y0 + f * (y1 - y0),
                                          z0 + f * (z1 - z0), wrap(yaw0 + f * wrap(yaw1 - yaw0)))
+
+
+def not_a_rotation(orientation, tolerance: float) -> str | None:
+    """Why a quaternion (x, y, z, w) is no rotation (its norm off 1 by more than
+    ``tolerance``, or not finite), as ``"orientation (…) (norm n): not a rotation"``; None
+    when it is one. A zero quaternion would otherwise give atan2 a made-up heading of 0."""
+    norm = math.hypot(*orientation)
+    if abs(norm - 1.0) <= tolerance:  # NaN compares False: refused too
+        return None
+    return f"orientation {tuple(orientation)} (norm {norm:.6g}): not a rotation"
+

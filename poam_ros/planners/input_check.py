@@ -16,11 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from poam_ros.ingest.core import POSE_INVALID_ORIENTATION, POSE_NONFINITE, POSE_WRONG_FRAME
+from poam_ros.ingest.pose_history import not_a_rotation
 from poam_ros.params import Params, param
 
-POSE_WRONG_FRAME = "pose_wrong_frame"
-POSE_NONFINITE = "pose_nonfinite"
-POSE_INVALID_ORIENTATION = "pose_invalid_orientation"  # the quaternion is not a rotation
 MAP_WRONG_FRAME = "map_wrong_frame"
 RESPONSE_MALFORMED = "response_malformed"  # an uncertainty answer that cannot be read
 REASONS = (POSE_WRONG_FRAME, POSE_NONFINITE, POSE_INVALID_ORIENTATION, MAP_WRONG_FRAME,
@@ -58,11 +57,9 @@ class InputCheck:
         if not all(math.isfinite(v) for v in (*position, *orientation)):
             return self.refuse(POSE_NONFINITE, f"odometry at {tuple(position)} with orientation "
                                                f"{tuple(orientation)}: non-finite values")
-        norm = math.hypot(*orientation)
-        if not abs(norm - 1.0) <= self.config.orientation_tolerance:
-            return self.refuse(POSE_INVALID_ORIENTATION, f"odometry with orientation "
-                                                         f"{tuple(orientation)} (norm "
-                                                         f"{norm:.6g}): not a rotation")
+        problem = not_a_rotation(orientation, self.config.orientation_tolerance)
+        if problem is not None:
+            return self.refuse(POSE_INVALID_ORIENTATION, f"odometry with {problem}")
         return np.array(position[:2], dtype=float)
 
     def map_frame(self, frame_id: str) -> bool:
