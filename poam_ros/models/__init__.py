@@ -54,11 +54,12 @@ def make_model(config: MappingConfig | None = None, input_dim: int = 2) -> Onlin
 
 def load_model(path, device: str | None = None) -> OnlineSparseGP:
     """Load a model saved with ``save(path)``, whatever its method (named in the file)."""
-    method = state_io.read_header(path)["method"]
+    contents = state_io.read_header(path)  # read and checked once
+    method = contents["method"]
     if method not in METHODS:
         raise StateFileError(path, f"it holds a model of the method {method!r}, unknown to "
                                    f"this version")
-    return METHODS[method].load(path, device)
+    return METHODS[method].from_state(contents["state"], path, device)
 
 
 def _method(name: str) -> type[OnlineSparseGP]:

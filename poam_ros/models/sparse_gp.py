@@ -724,7 +724,12 @@ class OnlineSparseGP(ABC):
 
         ``device`` overrides the saved device setting (e.g. load a GPU model on a CPU).
         """
-        state = state_io.read_state(path, cls.method)
+        return cls.from_state(state_io.read_state(path, cls.method), path, device)
+
+    @classmethod
+    def from_state(cls, state: dict, path, device: str | None = None) -> "OnlineSparseGP":
+        """Rebuild a model from the checked ``state`` of the file ``path`` (see :meth:`load`);
+        an inconsistent state is a :class:`~.state_io.StateFileError` naming the file."""
         try:
             config = MappingConfig.from_dict(state["config"])
             if device is not None:
