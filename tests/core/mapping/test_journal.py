@@ -94,6 +94,17 @@ def test_fsync_comes_in_batches_of_sync_period(tmp_path, monkeypatch):
     assert every.syncs == 4
 
 
+def three_batch_segment(tmp_path):
+    """A closed journal of one segment with three batches of 10: (its path, the batches)."""
+    journal = Journal(tmp_path)
+    journal.start_new()
+    batches = [batch(seed, 10) for seed in range(3)]
+    for xy, z in batches:
+        journal.append(xy, z)
+    journal.close()
+    return segment(tmp_path, 0), batches
+
+
 def cut(path, keep):
     data = path.read_bytes()
     path.write_bytes(data[:keep])
@@ -102,13 +113,7 @@ def cut(path, keep):
 
 @pytest.mark.parametrize("damage", ["cut in the payload", "cut in the header", "zero fill"])
 def test_a_torn_tail_is_ignored_and_the_journal_goes_on(tmp_path, damage):
-    journal = Journal(tmp_path)
-    journal.start_new()
-    batches = [batch(seed, 10) for seed in range(3)]
-    for xy, z in batches:
-        journal.append(xy, z)
-    journal.close()
-    path = segment(tmp_path, 0)
+    path, batches = three_batch_segment(tmp_path)
     size = path.stat().st_size  # 32 + 3 × (24 + 240)
     if damage == "cut in the payload":
         cut(path, size - 100)
@@ -134,13 +139,7 @@ def test_a_torn_tail_is_ignored_and_the_journal_goes_on(tmp_path, damage):
 
 @pytest.mark.parametrize("where", [10, 24 + 100, 24 + 239])  # header, payload, last byte
 def test_a_corrupt_record_is_detected_and_skipped_never_misread(tmp_path, where):
-    journal = Journal(tmp_path)
-    journal.start_new()
-    batches = [batch(seed, 10) for seed in range(3)]
-    for xy, z in batches:
-        journal.append(xy, z)
-    journal.close()
-    path = segment(tmp_path, 0)
+    path, batches = three_batch_segment(tmp_path)
     data = bytearray(path.read_bytes())
     data[32 + 264 + where] ^= 0x10  # a bit of the second record (at byte 296)
     path.write_bytes(bytes(data))
