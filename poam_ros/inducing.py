@@ -84,12 +84,11 @@ def pivoted_cholesky(matrix, max_rank: int, rel_tol: float = 0.0,
         host = k.cpu().numpy()
         if not np.isfinite(host).all():
             raise ValueError("the matrix is not finite")
-        return _blocked(host, rank, rel_tol, abs_tol, torch.device("cpu"))
+        return _blocked(host, rank, rel_tol, abs_tol)
     return greedy_pivots(k.diagonal(), lambda i: k[:, i], rank, rel_tol, abs_tol)
 
 
-def _blocked(k: np.ndarray, rank: int, rel_tol: float, abs_tol: float,
-             device: torch.device) -> PivotedCholesky:
+def _blocked(k: np.ndarray, rank: int, rel_tol: float, abs_tol: float) -> PivotedCholesky:
     """LAPACK's blocked factorisation P K Pᵀ = L Lᵀ, then the prefix meeting the stopping rule."""
     trace = float(np.trace(k))
     factor_p, piv, lapack_rank, info = lapack.dpstrf(k, lower=1, tol=-1.0)
@@ -101,8 +100,7 @@ def _blocked(k: np.ndarray, rank: int, rel_tol: float, abs_tol: float,
     chosen = min(rank, int(meets[0]) if len(meets) else lapack_rank)
     factor = np.empty((k.shape[0], chosen))
     factor[piv - 1] = lower[:, :chosen]
-    return PivotedCholesky(torch.as_tensor(piv[:chosen] - 1, device=device),
-                           torch.as_tensor(factor, device=device),
+    return PivotedCholesky(torch.as_tensor(piv[:chosen] - 1), torch.as_tensor(factor),
                            float(max(errors[chosen], 0.0)), trace)
 
 
