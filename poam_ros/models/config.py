@@ -66,9 +66,10 @@ class MappingConfig(Params):
     device: str = param("auto", "where the model runs; auto picks CUDA when torch sees it",
                         choices=("auto", "cpu", "cuda"))
     dtype: str = param(
-        "float32", "precision of the kernel, the training steps and prediction (the data terms, "
-        "q(u) and the prediction factors are float64 always); float32 maps as float64 does on "
-        "Table I (docs/benchmarks.md) at a lower cost", choices=("float64", "float32"))
+        "float64", "precision of the kernel, the training steps and prediction (the data terms, "
+        "q(u) and the prediction factors are float64 always); float32 updates 1.35x faster and "
+        "maps as float64 does on Table I, but worse on smooth fields (docs/benchmarks.md)",
+        choices=("float64", "float32"))
     seed: int = param(0, "seed of the network initialisation and the mini-batch draws", low=0)
 
     def validate(self) -> None:
