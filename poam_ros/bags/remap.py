@@ -7,9 +7,11 @@ Pipeline (what the live graph does, message for message):
    :class:`~poam_ros.ingest.Ingest` with the numbers the ingest node reads off the same
    messages (:mod:`poam_ros.messages`), in data-time order: sensor messages by header
    stamp (a stamp behind its topic's newest keeps its place after that one, where the live
-   ingest met it and dropped it), each plan after the data the graph had acted on when it
-   was sent (the newest map, batch or pose sent before it, by the publishers' send times
-   that MCAP keeps: in lockstep, the arrival it answers). The recorder's receive order
+   ingest met it and dropped it; so does a stamp the ingest's clock rule holds as a suspect,
+   and a topic whose clock was reset continues where its old clock left off), each plan
+   after the data the graph had acted on when it was sent (the newest map, batch or pose
+   sent before it, by the publishers' send times that MCAP keeps: in lockstep, the arrival
+   it answers). The recorder's receive order
    across topics is not the live ingest's callback order (DDS serves each reader on its
    own); the ingest's batches do not depend on it, only on what each topic delivered, in
    order. The receive time stands for the node's wall clock (grace periods, pending
@@ -58,6 +60,7 @@ from poam_ros import messages as msg
 from poam_ros.bags.bag_reader import BagError, BagReader, ReadReport
 from poam_ros.bags.message_types import MessageTypes
 from poam_ros.ingest import Ingest, SampleBatch
+from poam_ros.ingest.clock_jumps import ClockJumps, Verdict
 from poam_ros.mapping.epochs import EpochRecord
 from poam_ros.mapping.loop import MappingLoop, Scoring
 from poam_ros.mapping.map_grid import MapGrid, MapLayers
@@ -297,7 +300,9 @@ class _Recording:
     sensors: list[tuple] = field(default_factory=list)
     plans: list[tuple] = field(default_factory=list)  # (send ns, sequence, message, receive)
     acted: list[tuple[int, int]] = field(default_factory=list)  # (send ns, data stamp ns)
-    newest: dict[str, int] = field(default_factory=dict)  # per topic, newest header stamp
+    newest: dict[str, int] = field(default_factory=dict)  # per topic, newest order key
+    clocks: dict[str, ClockJumps] = field(default_factory=dict)  # per topic, the ingest's rule
+    offsets: Counter = field(default_factory=Counter)  # per topic, order key - stamp [ns]
     behind: Counter = field(default_factory=Counter)  # stamps behind their topic's newest
     undecodable: Counter = field(default_factory=Counter)
     live_maps: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
@@ -317,6 +322,9 @@ def _ingest(reader: BagReader, types: MessageTypes, ingest: Ingest, config: Rema
     for topic, count in recording.behind.items():
         notes.append(f"{count} {topic} message(s) stamped earlier than the one before them "
                      f"(timestamps going backwards): the ingest drops them, as live")
+    for stream, count in sorted(ingest.clock_resets.items()):
+        notes.append(f"{count} {stream} clock reset(s), the latest: "
+                     f"{ingest.reset_details[stream]}")
     if from_samples:
         if not recording.recorded:
             raise BagError(f"{reader.path} has no {config.samples_topic} batches to map "
@@ -348,7 +356,7 @@ def _read(reader: BagReader, types: MessageTypes, ingest: Ingest, config: RemapC
             continue
         topic, sent = message.topic, message.publish_time or message.log_time
         if topic in (config.odom_topic, config.range_topic, config.swath_topic):
-            _read_sensor(recording, config, sequence, message, sent, decoded)
+            _read_sensor(recording, config, ingest, sequence, message, sent, decoded)
         elif topic == config.plan_topic:
             recording.plans.append((sent, sequence, decoded, message.log_time))
         elif topic == config.map_topic:
@@ -360,17 +368,33 @@ def _read(reader: BagReader, types: MessageTypes, ingest: Ingest, config: RemapC
     return recording
 
 
-def _read_sensor(recording: _Recording, config: RemapConfig, sequence: int, message,
-                 sent: int, decoded) -> None:
+def _read_sensor(recording: _Recording, config: RemapConfig, ingest: Ingest, sequence: int,
+                 message, sent: int, decoded) -> None:
+    """Order a sensor message by its stamp, where the live ingest would meet it.
+
+    The topic's stamps go through the ingest's clock rule (:class:`ClockJumps`, its
+    threshold and run length): a suspect stamp (a glitch, or the start of a clock change)
+    keeps its place after the topic's newest message instead of moving every later one
+    behind it; after a reset the new clock's stamps continue from the old clock's newest
+    order key, so that a bag looped backwards stays in recorded order."""
     topic = message.topic
     stamp = msg.time_to_nanoseconds(decoded.header.stamp)
-    newest = recording.newest
-    # A stamp behind its topic's newest goes where the live ingest met it (just after that
-    # one) and is dropped there as out of order, as live.
-    if stamp < newest.get(topic, stamp):
-        recording.behind[topic] += 1
-    key = max(stamp, newest.get(topic, stamp))
-    newest[topic] = key
+    clock = recording.clocks.setdefault(topic, ClockJumps())
+    verdict, _, _ = clock.judge(stamp / 1e9, None, ingest.config.stamp_jump_threshold,
+                                ingest.config.stamp_reset_count)
+    newest = recording.newest.get(topic)
+    if verdict is Verdict.HELD:
+        key = stamp if newest is None else newest
+    else:
+        if verdict is Verdict.RESET and newest is not None:
+            recording.offsets[topic] = newest - stamp
+        key = stamp + recording.offsets[topic]
+        if newest is not None and key < newest:
+            # Behind its topic's newest: it goes where the live ingest met it (just after
+            # that one) and is dropped there as out of order, as live.
+            recording.behind[topic] += 1
+            key = newest
+    recording.newest[topic] = key
     if topic == config.odom_topic:
         recording.acted.append((sent, key))
     recording.sensors.append((key, 0 if topic == config.odom_topic else 1, sequence, topic,

@@ -89,3 +89,48 @@ def test_stamps_going_backwards_are_counted_not_fatal(tmp_path, survey_bag):
     assert result.ingest_drops["out_of_order"] == 1
     assert any("/odom" in note and "going backwards" in note for note in result.notes)
     assert result.model.num_samples == 3
+
+
+@pytest.mark.parametrize("glitched", ["/odom", "/sonar/range"])
+def test_one_glitched_future_stamp_costs_only_itself(tmp_path, survey_bag, glitched):
+    """A single message stamped 1000 s ahead (a GPS time glitch) is dropped as a stamp
+    outlier, as live; the messages after it keep their place in data time."""
+    setup, _ = survey_bag
+    with BagWriter(tmp_path / "glitch") as writer:
+        odom = add(writer, "/odom", "nav_msgs/msg/Odometry")
+        ranges = add(writer, "/sonar/range", "sensor_msgs/msg/Range")
+        for k in range(40):  # poses every 0.1 s, soundings between them, sent as stamped
+            t, sent = 0.1 * k, k * 10**8
+            pose_t = t + 1000.0 if glitched == "/odom" and k == 20 else t
+            writer.write(odom, sent, odometry(pose_t, 20.0 - 0.1 * k, -20.0, math.pi))
+            range_t = t + 0.05 + (1000.0 if glitched == "/sonar/range" and k == 20 else 0.0)
+            writer.write(ranges, sent + 5 * 10**7, sounding(range_t, 1500.0))
+    result = remap_bag(tmp_path / "glitch", setup,
+                       config=RemapConfig(tail="map", truth="none"))
+    if glitched == "/odom":
+        assert result.ingest_drops["pose_stamp_outlier"] == 1
+        assert result.model.num_samples == 39  # the last sounding has no pose after it
+    else:
+        assert result.ingest_drops["stamp_outlier"] == 1
+        assert result.model.num_samples == 38
+    assert not any("going backwards" in note for note in result.notes)
+
+
+def test_a_bag_looped_backwards_is_a_clock_reset_in_recorded_order(tmp_path, survey_bag):
+    """The same 20 s of stamps twice (a bag played in a loop into a recorder): the second
+    lap, 20 s back, beyond the 10 s threshold, is a reset of each topic's clock, said in the
+    notes, and both laps are mapped."""
+    setup, _ = survey_bag
+    with BagWriter(tmp_path / "looped") as writer:
+        odom = add(writer, "/odom", "nav_msgs/msg/Odometry")
+        ranges = add(writer, "/sonar/range", "sensor_msgs/msg/Range")
+        for k in range(80):
+            t, sent = 0.5 * (k % 40), k * 5 * 10**8
+            writer.write(odom, sent, odometry(t, 20.0 - 0.5 * k, -20.0 + 0.1 * (k // 40),
+                                              math.pi))
+            writer.write(ranges, sent + 25 * 10**7, sounding(t + 0.25, 1500.0))
+    result = remap_bag(tmp_path / "looped", setup,
+                       config=RemapConfig(tail="map", truth="none"))
+    assert any("odom clock reset" in note for note in result.notes)
+    assert not any("going backwards" in note for note in result.notes)
+    assert result.model.num_samples >= 76  # each lap's last sounding has no pose after it
