@@ -40,7 +40,8 @@ an orderly shutdown (SIGKILL, out of memory, a power loss) leaves the journal; t
 with the same ``journal.path`` (by default beside ``save_path``) loads its newest autosave and
 replays the batches after it as one batch, before its first map, and says so in the log; the
 journal then takes precedence over ``state_file`` (a map resumed from ``state_file`` has it as
-its first autosave). ``~/reset`` begins a new map in the journal too. An orderly shutdown
+its first autosave). ``~/reset`` begins a new map in the journal too, and samples set aside
+after a failed update leave it (an autosave without them). An orderly shutdown
 removes the journal, so the next start begins a new map as before: ``~/save`` keeps a map.
 
 Parameters: ``mapping.*`` (:class:`MappingConfig`) take effect when a model is created: at
@@ -424,6 +425,8 @@ class MapperNode(StartingNode):
             self.get_logger().warning(f"batch refused: {error}")
         if step.recovery is not None:
             self.get_logger().warning(step.recovery)
+        if step.set_aside:
+            self._rebase_journal(model, generation)
         if step.failure is not None:
             self._fail(f"update failed, kept the last good map: {step.failure}", model)
             self.get_logger().error(f"model update failed (the last good map stays): "
@@ -772,6 +775,30 @@ class MapperNode(StartingNode):
                 self._last_autosave = time.monotonic()
                 self._status.autosaves += 1
                 self._status.autosave_time = time.perf_counter() - tic
+
+    def _rebase_journal(self, model: OnlineSparseGP, generation: int) -> None:
+        """Samples were set aside after a failed update: the journal's base moves past them,
+        so that a restart does not replay them (and fail on them) again. The model without
+        them becomes the autosave of a new segment (a new map when it holds nothing yet), and
+        the batches that came during the update, journaled before that boundary, are
+        appended again after it."""
+        with self._lock:
+            if not self._journaling() or generation != self._generation or self._stopping:
+                return
+            try:
+                if model.ready:
+                    checkpoint = self._journal.checkpoint()
+                else:
+                    checkpoint = None
+                    self._journal.start_new(stamp=self._data_stamp)
+                for batch in self._incoming:
+                    if len(batch.z):
+                        self._journal.append(batch.xy, batch.z, batch.stamp)
+            except OSError as error:
+                self._journal_failed(f"cannot move the journal past samples set aside: {error}")
+                return
+        if checkpoint is not None:
+            self._autosave(model, checkpoint, generation)
 
     def _new_journal_map(self) -> None:
         """~/reset: the journal begins a new map (call with the lock held)."""

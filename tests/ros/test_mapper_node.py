@@ -295,6 +295,41 @@ def test_a_failed_update_keeps_the_last_good_map_and_reports_it(graph, spin_unti
     assert level == DiagnosticStatus.OK[0] and values["samples"] == "160"
 
 
+@pytest.mark.parametrize("first", [True, False])
+def test_samples_set_aside_leave_the_crash_journal(start_mapper, make_node, spin_until,
+                                                   monkeypatch, tmp_path, first):
+    """A restart does not replay samples set aside after a failed update (to fail on them
+    again): the journal's base moves past them, and what came meanwhile is kept."""
+    mapper = start_mapper(**{"journal.enabled": True, "journal.path": str(tmp_path / "j"),
+                             "journal.autosave_period": 0.0})
+    probe = Probe(make_node("probe"))
+    assert spin_until(lambda: probe.samples_pub.get_subscription_count() > 0, mapper,
+                      probe.node)
+    if not first:
+        probe.send_samples(*batch(20))
+        assert spin_until(lambda: updates(probe) == 1, mapper, probe.node, timeout=TIMEOUT)
+
+    def fail(*_):
+        raise NumericalError("Cholesky of K_uu failed (test)")
+
+    monkeypatch.setattr(POAM, "_update_posterior", fail)
+    poison = batch(21)
+    probe.send_samples(*poison)
+    assert spin_until(lambda: STATUS in probe.diagnostics and probe.last_status(
+        STATUS)[2].get("rejected_update_failed") == "80", mapper, probe.node, timeout=TIMEOUT)
+    monkeypatch.undo()
+    probe.send_samples(*batch(22))
+    assert spin_until(lambda: updates(probe) == (1 if first else 2), mapper, probe.node,
+                      timeout=TIMEOUT)
+
+    recovery = mapper._journal.recover()
+    saved = load_model(recovery.autosave).num_samples if recovery.autosave else 0
+    assert saved + len(recovery.z) == (80 if first else 160)
+    replayed = recovery.xy if recovery.autosave is None else np.vstack(
+        [load_model(recovery.autosave).buffer.x, recovery.xy])
+    assert not np.isin(poison[0][:, 0], replayed[:, 0]).any()
+
+
 def test_a_sample_far_outside_the_workspace_is_refused_before_the_scaler(graph, spin_until):
     mapper, probe = graph
     xy, z = batch(16)
