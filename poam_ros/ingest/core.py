@@ -40,9 +40,12 @@ run of suspects is then used as the new clock's first messages. The odometry's r
 restarts everything tied to the old clock: what was placed goes out as batches (a pending
 arrival's, then the rest with reason ``reset``: it was placed correctly), the pose history is
 cleared, and readings waiting for a pose are dropped (``clock_reset``) unless their stamps
-agree with the new clock (within the threshold of the run). A range or swath stream's reset
-restarts that stream's order and drops its readings still waiting (all of the old clock).
-Ordinary reordering, within the threshold, is dropped as before (``out_of_order``).
+agree with the new clock (within the threshold of the run). The plan's progress is kept: the
+waypoints reached are places, which a clock change does not move (clearing it would wait for
+the vehicle to return to a waypoint it passed); its end is then judged on the new clock. A
+range or swath stream's reset restarts that stream's order and drops its readings still
+waiting (all of the old clock). Ordinary reordering, within the threshold, is dropped as
+before (``out_of_order``).
 
 Bad input never reaches a batch. Each drop is counted under its reason in
 :attr:`Ingest.dropped` (samples: one per range, one per swath point; ``pose_*`` reasons

@@ -6,6 +6,14 @@ travelled NaN for good, and the plan's end would never count as reached. So ever
 checked first; a refused one is dropped whole, as if it never came, and counted under its
 reason in :attr:`InputCheck.dropped`, the latest case's detail in :attr:`InputCheck.details`
 (as the ingest counts its drops, with the same ``pose_*`` reasons).
+
+Odometry stamps follow the ingest's clock rule (:class:`~poam_ros.ingest.clock_jumps.
+ClockJumps`, the same parameters): a stamp far from the odometry's clock is held as a
+suspect, a glitch when a stamp near the clock comes next (dropped: ``pose_stamp_outlier``),
+a clock change when ``stamp_reset_count`` in a row agree (counted in
+:attr:`InputCheck.clock_resets`; the newest of them is used). Positions do not depend on the
+clock, but a lockstep planner compares the stamps of maps with the stamp at which the goal was
+reached: after a reset, the stamps of the old clock's maps mean nothing.
 """
 
 from __future__ import annotations
@@ -16,14 +24,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from poam_ros.ingest.core import POSE_INVALID_ORIENTATION, POSE_NONFINITE, POSE_WRONG_FRAME
+from poam_ros.ingest.clock_jumps import ClockJumps, Verdict
+from poam_ros.ingest.core import (
+    POSE_INVALID_ORIENTATION,
+    POSE_NONFINITE,
+    POSE_STAMP_OUTLIER,
+    POSE_WRONG_FRAME,
+    IngestConfig,
+)
 from poam_ros.ingest.pose_history import not_a_rotation
 from poam_ros.params import Params, param
 
 MAP_WRONG_FRAME = "map_wrong_frame"
 RESPONSE_MALFORMED = "response_malformed"  # an uncertainty answer that cannot be read
-REASONS = (POSE_WRONG_FRAME, POSE_NONFINITE, POSE_INVALID_ORIENTATION, MAP_WRONG_FRAME,
-           RESPONSE_MALFORMED)
+REASONS = (POSE_WRONG_FRAME, POSE_NONFINITE, POSE_INVALID_ORIENTATION, POSE_STAMP_OUTLIER,
+           MAP_WRONG_FRAME, RESPONSE_MALFORMED)
+_INGEST = IngestConfig()
 
 
 @dataclass
@@ -34,6 +50,13 @@ class InputCheckConfig(Params):
                                                "is off 1 by more than this is not a rotation "
                                                "and is refused (pose_invalid_orientation)",
                                          low=0.0, high=0.5)
+    stamp_jump_threshold: float = param(
+        _INGEST.stamp_jump_threshold, "an odometry stamp further than this from the odometry's "
+        "clock is a suspect: a glitch (dropped) or the start of a clock change",
+        unit="s", low=1e-3)
+    stamp_reset_count: int = param(
+        _INGEST.stamp_reset_count, "this many suspect stamps in a row, each within the "
+        "threshold of the one before, are a clock change", low=1, high=1000)
 
 
 class InputCheck:
@@ -46,11 +69,15 @@ class InputCheck:
         self.dropped: Counter = Counter()
         self.details: dict[str, str] = {}
         self.last = ""  # the reason of the latest refusal
+        self.clock_resets = 0
+        self._clock = ClockJumps()
 
-    def position(self, frame_id: str, position, orientation) -> np.ndarray | None:
-        """The planar position (2,) [m] of a pose at ``position`` (x, y, z) [m] with
-        ``orientation`` (x, y, z, w) in ``frame_id``; None when the pose is refused: another
-        frame, a non-finite value, or an orientation that is not a rotation."""
+    def position(self, frame_id: str, position, orientation, stamp: float = 0.0
+                 ) -> np.ndarray | None:
+        """The planar position (2,) [m] of a pose stamped ``stamp`` [s] at ``position``
+        (x, y, z) [m] with ``orientation`` (x, y, z, w) in ``frame_id``; None when the pose is
+        refused (another frame, a non-finite value, an orientation that is not a rotation, a
+        glitched stamp) or held as a suspect stamp."""
         if frame_id != self.frame:
             return self.refuse(POSE_WRONG_FRAME, f"odometry in {frame_id!r}, expected "
                                                  f"{self.frame!r}")
@@ -60,6 +87,16 @@ class InputCheck:
         problem = not_a_rotation(orientation, self.config.orientation_tolerance)
         if problem is not None:
             return self.refuse(POSE_INVALID_ORIENTATION, f"odometry with {problem}")
+        clock = self._clock.clock
+        config = self.config
+        verdict, outliers, _ = self._clock.judge(stamp, None, config.stamp_jump_threshold,
+                                                 config.stamp_reset_count)
+        for glitch, _ in outliers:
+            self.refuse(POSE_STAMP_OUTLIER, f"odometry stamped {glitch:.6f} s, "
+                                            f"{glitch - clock:+.6g} s from its clock: a glitch")
+        if verdict is Verdict.HELD:
+            return None
+        self.clock_resets += verdict is Verdict.RESET
         return np.array(position[:2], dtype=float)
 
     def map_frame(self, frame_id: str) -> bool:

@@ -34,12 +34,15 @@ Every input is checked before it changes anything (:mod:`poam_ros.planners.input
 odometry in another frame than ``map_frame``, with a non-finite position or orientation or an
 orientation that is not a rotation (``odometry.orientation_tolerance``), a map in another
 frame and an unreadable uncertainty answer are dropped and counted by reason in /diagnostics
-(``dropped.<reason>``); a bad pose among good ones costs only itself.
+(``dropped.<reason>``); a bad pose among good ones costs only itself. Odometry stamps follow
+the ingest's clock rule (``odometry.stamp_jump_threshold``, ``odometry.stamp_reset_count``):
+a glitched stamp is dropped (``pose_stamp_outlier``), a clock change is counted
+(``clock_resets``) and makes lockstep wait for a map handled after the goal is reached.
 
 Parameters: ``planning.*``, ``workspace.*``, ``pilot.*``, ``max_entropy.*``,
 ``lawnmower.*``, ``seed``, ``map_frame`` and ``diagnostics_period`` are read-only (they fix
 the mission and its random stream); ``mode``, ``goal_radius`` (from the next plan),
-``query_timeout`` and ``odometry.orientation_tolerance`` can change while it runs.
+``query_timeout`` and ``odometry.*`` can change while it runs.
 """
 
 from __future__ import annotations
@@ -196,12 +199,19 @@ class PlannerNode(StartingNode):
 
     # ---------------------------------------------------------------- callbacks
     def _on_odom(self, message: Odometry) -> None:
-        _, x, y, z, _ = msg.odometry_to_pose(message)
+        t, x, y, z, _ = msg.odometry_to_pose(message)
         with self._lock:
-            position = self._inputs.position(message.header.frame_id, (x, y, z),
-                                             msg.odometry_to_orientation(message))
-            if position is None:
+            inputs = self._inputs
+            drops, resets = inputs.total, inputs.clock_resets
+            position = inputs.position(message.header.frame_id, (x, y, z),
+                                       msg.odometry_to_orientation(message), t)
+            if inputs.total != drops:
                 self._warn_dropped()
+            if inputs.clock_resets != resets:  # the old clock's map stamps mean nothing now
+                self._plan_map_stamp = None
+                self.get_logger().warning(f"odometry clock reset to {t:.6f} s "
+                                          f"[{inputs.clock_resets} so far]")
+            if position is None:
                 return
             self._position = position
             if self._state in (PILOT, DRIVING) and self._progress.update(self._position):
@@ -352,6 +362,7 @@ class PlannerNode(StartingNode):
                 "position": ("unknown" if self._position is None else
                              f"{self._position[0]:.3f}, {self._position[1]:.3f}"),
                 "maps_received": self._maps, "failures": self._failures,
+                "clock_resets": self._inputs.clock_resets,
                 "last_failure": self._last_failure, "last_plan_time": self._last_plan_time,
                 **{f"dropped.{reason}": self._inputs.dropped[reason] for reason in REASONS},
             }

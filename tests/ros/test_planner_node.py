@@ -136,6 +136,24 @@ def test_a_map_that_overtakes_the_odometry_still_counts(graph, spin_until):
     assert spin_until(lambda: len(probe.plans) == 2, planner, probe.node, timeout=10.0)
 
 
+def test_after_a_clock_reset_lockstep_waits_for_a_map_of_the_new_clock(graph, spin_until):
+    """Sim time restarts during the pilot: a map stamped on the old clock, later than every
+    stamp of the new one, is not taken for a map made after the goal was reached."""
+    planner, probe = graph(**{"odometry.stamp_reset_count": 2})
+    pilot, _ = expected_run(0, [])
+    drive(probe, pilot[:2], 1000_000_000_000)
+    probe.send_map(stamp_ns=1001_500_000_000)  # holds samples up to 1001.5 s
+    spin_until(lambda: False, planner, probe.node, timeout=0.3)
+    end = drive(probe, pilot[2:], 5_000_000_000)  # the clock restarted
+    assert spin_until(lambda: state(probe) and state(probe).startswith("waiting for map"),
+                      planner, probe.node)
+    spin_until(lambda: False, planner, probe.node, timeout=0.5)
+    assert len(probe.plans) == 1
+    assert probe.last_status(STATUS)[2]["clock_resets"] == "1"
+    probe.send_map(stamp_ns=end + 1)
+    assert spin_until(lambda: len(probe.plans) == 2, planner, probe.node, timeout=10.0)
+
+
 def test_realtime_plans_at_once_with_the_map_at_hand(graph, spin_until):
     planner, probe = graph(mode="realtime")
     probe.send_map(stamp_ns=1)
@@ -145,15 +163,15 @@ def test_realtime_plans_at_once_with_the_map_at_hand(graph, spin_until):
     goal = msg.path_to_waypoints(probe.plans[1])
     np.testing.assert_array_equal(goal, [expected_run(1, [pilot[-1]])[1][0]])
     # And again, from that goal, without another map.
-    drive(probe, goal, 200_000_000_000)
+    drive(probe, goal, 16_000_000_000)
     assert spin_until(lambda: len(probe.plans) == 3, planner, probe.node, timeout=10.0)
     np.testing.assert_array_equal(msg.path_to_waypoints(probe.plans[2]),
                                   [expected_run(2, [pilot[-1], goal[0]])[1][1]])
 
 
 def test_one_bad_pose_during_a_leg_costs_only_itself(graph, spin_until):
-    """A NaN position and a zero quaternion while the vehicle drives to a goal are dropped
-    and counted; the goal is still reached and the next one planned."""
+    """A NaN position, a zero quaternion and a glitched stamp while the vehicle drives to a
+    goal are dropped and counted; the goal is still reached and the next one planned."""
     planner, probe = graph(mode="realtime")
     probe.send_map(stamp_ns=1)
     pilot, _ = expected_run(0, [])
@@ -161,14 +179,15 @@ def test_one_bad_pose_during_a_leg_costs_only_itself(graph, spin_until):
     assert spin_until(lambda: len(probe.plans) == 2, planner, probe.node, timeout=10.0)
     goal = msg.path_to_waypoints(probe.plans[1])
     on_the_way = goal[0] - 3.0  # well beyond the goal radius
-    probe.send_odom(on_the_way, 200_000_000_000)
-    probe.send_odom([np.nan, on_the_way[1]], 201_000_000_000)
+    probe.send_odom(on_the_way, 20_000_000_000)
+    probe.send_odom([np.nan, on_the_way[1]], 21_000_000_000)
     not_a_rotation = cv.odometry_from_state(
-        Header(frame_id="map", stamp=cv.nanoseconds_to_time(202_000_000_000)), "base_link",
+        Header(frame_id="map", stamp=cv.nanoseconds_to_time(22_000_000_000)), "base_link",
         on_the_way, 0.0)
     not_a_rotation.pose.pose.orientation = Quaternion(x=0.0, y=0.0, z=0.0, w=0.0)
     probe.odom_pub.publish(not_a_rotation)
-    drive(probe, goal, 203_000_000_000)
+    probe.send_odom(goal[0], 9_000_000_000_000)  # a GPS time glitch, at the goal itself
+    drive(probe, goal, 23_000_000_000)
 
     assert spin_until(lambda: len(probe.plans) == 3, planner, probe.node, timeout=10.0)
     np.testing.assert_array_equal(msg.path_to_waypoints(probe.plans[2]),
@@ -176,10 +195,12 @@ def test_one_bad_pose_during_a_leg_costs_only_itself(graph, spin_until):
 
     def counted():
         values = probe.last_status(STATUS)[2]
-        return [values.get(key) for key in ("dropped.pose_nonfinite",
-                                            "dropped.pose_invalid_orientation", "goals_issued")]
+        return [values.get(key) for key in (
+            "dropped.pose_nonfinite", "dropped.pose_invalid_orientation",
+            "dropped.pose_stamp_outlier", "clock_resets", "goals_issued")]
 
-    assert spin_until(lambda: counted() == ["1", "1", "2"], planner, probe.node), counted()
+    assert spin_until(lambda: counted() == ["1", "1", "1", "0", "2"], planner, probe.node), \
+        counted()
     assert any(status.level == DiagnosticStatus.WARN and "dropped since" in status.message
                for status in probe.diagnostics[STATUS])
 

@@ -145,3 +145,19 @@ def test_ordinary_out_of_order_messages_are_dropped_as_before():
 def test_the_rules_parameters_are_validated(changes, match):
     with pytest.raises(ig.ConfigError, match=match):
         IngestConfig(**changes)
+
+
+def test_a_reset_keeps_the_waypoints_reached():
+    """Waypoints reached are places, which a clock change does not move: after a forward
+    reset mid-plan the vehicle need not go back to the waypoint it passed on the old clock,
+    and reaching the plan's end on the new clock is its arrival."""
+    ingest = Ingest(CONFIG)
+    ingest.set_plan([[2.0, 0.0], [15.0, 0.0]], 0.0, now=0.0)
+    feed(ingest, leg(0.0)[:-1])                      # passes x = 2 on the old clock
+    assert ingest.plan_progress == (1, 2)
+    jumped = leg(10.0 + GLITCH, x0=5.0)
+    feed(ingest, jumped)
+    assert ingest.clock_resets[ig.ODOM] == 1
+    ingest.poll(now=100.0)
+    old, new = ingest.take_batches()
+    assert (old.reason, new.reason, new.stamp) == ("reset", "arrival", 20.0 + GLITCH)
