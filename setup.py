@@ -39,6 +39,8 @@ setup(
         "rosbags>=0.11.9,<0.12",  # rosbag2 (sqlite3) and message definitions, no ROS needed
         "mcap>=1.2",  # rosbag2's default MCAP storage: its records and reader
         "zstandard>=0.20",  # MCAP chunk compression (mcap needs it too)
+        "pyproj>=3.4",  # lon/lat <-> map metres (poam_ros.geo)
+        "rasterio>=1.4",  # GeoTIFF, NetCDF and SRTM terrain and COG export; wheels bundle GDAL
     ],
     extras_require={
         # pytest 8.2 for importorskip(exc_type=...); the mcap ROS 2 decoder is the tests'

@@ -6,10 +6,14 @@
   (3 arc-second) samples; -32768 marks a void.
 * ``.npy``: one 2-D numeric array. ``.npz``: the array named ``elevation``, else the only
   array the archive holds.
-* ``.jpg``, ``.jpeg``, ``.png``, ``.tif``, ``.tiff``: converted to 8-bit luminance and, when
-  a shape is given, resized with bicubic resampling before the cast to float64. This is
-  the POAM paper's preprocessing, so ``N17E073.jpg`` loaded with ``shape=(360, 360)`` is
-  exactly the paper's ``N17E073_360.npz``. Intensities (0-255) are used as elevations.
+* ``.tif``, ``.tiff``: a raster's first band in its own numbers (float depths stay depths;
+  nodata is a void), read through rasterio. Its georeference, if any, is not used: the grid
+  is placed over ``extent``. :func:`poam_ros.geo.load_geo_terrain` places a georeferenced
+  raster at its true position and size instead.
+* ``.jpg``, ``.jpeg``, ``.png``: converted to 8-bit luminance and, when a shape is given,
+  resized with bicubic resampling before the cast to float64. This is the POAM paper's
+  preprocessing, so ``N17E073.jpg`` loaded with ``shape=(360, 360)`` is exactly the paper's
+  ``N17E073_360.npz``. Intensities (0-255) are used as elevations.
 
 Row order: all these formats store the **northern** row first (SRTM tiles, images, and
 arrays saved from them such as the paper's ``*_360.npz``), while a :class:`Terrain` has
@@ -40,9 +44,10 @@ log = logging.getLogger(__name__)
 
 HGT_VOID = -32768
 HGT_SIDES = {1201: "3 arc-second", 3601: "1 arc-second"}
-IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".tif", ".tiff")
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
+RASTER_SUFFIXES = (".tif", ".tiff")
 ARRAY_SUFFIXES = (".npy", ".npz")
-SUFFIXES = (".hgt",) + ARRAY_SUFFIXES + IMAGE_SUFFIXES
+SUFFIXES = (".hgt",) + ARRAY_SUFFIXES + RASTER_SUFFIXES + IMAGE_SUFFIXES
 FIRST_ROW_CHOICES = ("north", "south")
 
 
@@ -79,8 +84,13 @@ def load_terrain(path, extent: Sequence[float], *, fill_voids: bool = True,
     if suffix in IMAGE_SUFFIXES:
         grid = _read_image(path, shape)
     else:
-        grid = _read_hgt(path) if suffix == ".hgt" else _read_array(path, suffix)
-        grid = _without_voids(grid, path, fill_voids)
+        if suffix == ".hgt":
+            grid = _read_hgt(path)
+        elif suffix in RASTER_SUFFIXES:
+            grid = _read_raster(path)
+        else:
+            grid = _read_array(path, suffix)
+        grid = without_voids(grid, path, fill_voids)
         if shape is not None:
             grid = _resized(grid, shape)
     if first_row == "north":
@@ -139,6 +149,21 @@ def _array_key(path: Path, keys: list[str]) -> str:
                        f"'elevation'; save the grid as 'elevation'")
 
 
+def _read_raster(path: Path) -> np.ndarray:
+    """Band 1 of a GeoTIFF as float64, its nodata cells NaN (never through 8-bit images)."""
+    import rasterio  # only here: the other formats need no GDAL
+
+    try:
+        with rasterio.open(path) as dataset:
+            band = dataset.read(1, masked=True)
+            if dataset.crs is not None:
+                log.info("%s: its georeference (%s) is not used here; the grid is placed over "
+                         "the given extent", path, dataset.crs)
+    except rasterio.errors.RasterioError as exc:
+        raise TerrainError(f"{path}: unreadable raster ({exc})") from exc
+    return np.ma.filled(band.astype(np.float64), np.nan)
+
+
 def _read_image(path: Path, shape: tuple[int, int] | None) -> np.ndarray:
     try:
         with Image.open(path) as image:
@@ -151,7 +176,9 @@ def _read_image(path: Path, shape: tuple[int, int] | None) -> np.ndarray:
     return np.asarray(luminance, dtype=np.float64)
 
 
-def _without_voids(grid: np.ndarray, path: Path, fill_voids: bool) -> np.ndarray:
+def without_voids(grid: np.ndarray, path, fill_voids: bool) -> np.ndarray:
+    """``grid`` with its voids (non-finite cells) filled from the nearest valid cell, or a
+    :class:`TerrainError` naming ``path`` when ``fill_voids`` is off or every cell is void."""
     void = ~np.isfinite(grid)
     if not void.any():
         return grid

@@ -167,3 +167,21 @@ def test_bad_extent_shape_and_row_option(tmp_path):
         load_terrain(tmp_path / "grid.npy", PAPER_EXTENT, shape=(360,))
     with pytest.raises(TerrainError, match="first_row must be one of"):
         load_terrain(tmp_path / "grid.npy", PAPER_EXTENT, first_row="up")
+
+
+def test_a_float_geotiff_of_depths_keeps_its_depths(tmp_path):
+    """A GEBCO-like float raster of depths -4000 ... -100 m, with a nodata cell, loads as
+    those depths (it once went through 8-bit luminance: a flat 0 m seafloor)."""
+    import rasterio
+    from rasterio.transform import from_origin
+
+    depths = np.linspace(-4000.0, -100.0, 12, dtype=np.float32).reshape(3, 4)
+    depths[0, 0] = -9999.0  # nodata: filled from its nearest valid cell
+    with rasterio.open(tmp_path / "gebco.tif", "w", driver="GTiff", height=3, width=4,
+                       count=1, dtype="float32", nodata=-9999.0, crs="EPSG:4326",
+                       transform=from_origin(-124.0, 47.0, 0.01, 0.01)) as dataset:
+        dataset.write(depths, 1)
+    terrain = load_terrain(tmp_path / "gebco.tif", (0, 4, 0, 3))
+    expected = depths.astype(np.float64)
+    expected[0, 0] = expected[1, 0]  # the nearest valid cell (ties: the next row)
+    np.testing.assert_array_equal(terrain.grid, expected[::-1])  # row 0 south
