@@ -19,7 +19,7 @@ import numpy as np  # noqa: E402
 #: axis labels of the metrics the curves plot
 METRIC_LABELS = {"smse": "SMSE", "msll": "MSLL [nats]", "nlpd": "NLPD [nats]",
                  "rmse": "RMSE [m]", "mae": "MAE [m]", "update_time": "update time [s]",
-                 "predict_time": "prediction time [s]"}
+                 "predict_time": "prediction time [s]", "num_inducing": "inducing inputs M"}
 
 
 def save_figure(fig, path: str | Path) -> Path:

@@ -22,6 +22,7 @@ import argparse
 import csv
 import json
 import logging
+import math
 import multiprocessing
 import os
 import signal
@@ -187,6 +188,9 @@ def summarise(specs: list[RunSpec], statuses: list[dict], out: Path,
         row = {"map": map_name, "method": method, "kernel": kernel, "seeds": len(done),
                "failed": len(group) - len(done)}
         row.update(_mean_std([s["averages"] for _, s in done]))
+        # the model's size at the end (methods that size themselves: vips, oips, cv, ...)
+        row["final_inducing"] = (float(np.mean([runs[spec][-1]["num_inducing"]
+                                                for spec, _ in done])) if done else math.nan)
         if window:
             spanned = [a for a in (sample_averages([EpochRecord(**r) for r in runs[spec]],
                                                    *window) for spec, _ in done)
@@ -200,11 +204,13 @@ def summarise(specs: list[RunSpec], statuses: list[dict], out: Path,
         writer.writerows(rows)
     lines = ["Averaged over decision epochs; mean ± sample std over seeds.", "",
              "| map | method | kernel | seeds | SMSE | MSLL | NLPD | RMSE | MAE | "
-             "update (s/epoch) | failed |", "|---|---|---|---:|---|---|---|---|---|---|---:|"]
+             "update (s/epoch) | final M | failed |",
+             "|---|---|---|---:|---|---|---|---|---|---|---:|---:|"]
     for r in rows:
         cells = [_cell(r, key) for key in AVERAGED_METRICS[:5]]
         lines.append(f"| {r['map']} | {r['method']} | {r['kernel']} | {r['seeds']} | "
-                     f"{' | '.join(cells)} | {r['update_time']:.3f} | {r['failed']} |")
+                     f"{' | '.join(cells)} | {r['update_time']:.3f} | "
+                     f"{r['final_inducing']:.0f} | {r['failed']} |")
     if window:
         lines += ["", f"Averaged over samples {window[0]:,}–{window[1]:,} (interpolated between "
                   "epochs, as the POAM authors' metrics scripts average); runs that do not "
@@ -251,6 +257,7 @@ def _plot_curves(runs: dict[RunSpec, list[dict]], out: Path) -> None:
             if spec.map == map_name:
                 curves.setdefault(f"{spec.method} ({spec.kernel})", []).append(records)
         plot_curves(curves, out / f"curves_{map_name}.png",
+                    keys=("smse", "msll", "update_time", "num_inducing"),
                     title=f"{map_name}: mean ± 1 std over seeds")
 
 
@@ -317,7 +324,8 @@ def _parser() -> ArgumentParser:
     parser.add_argument("--maps", default="N17E073,N47W124",
                         help="tile names (looked up as <data-dir>/<name>_360.npz) or files")
     parser.add_argument("--methods", default="poam", help="comma-separated mapping methods")
-    parser.add_argument("--kernels", default="attentive", help="attentive, rbf or both")
+    parser.add_argument("--kernels", default="attentive",
+                        help="comma-separated kernels: attentive, rbf, matern52")
     parser.add_argument("--seeds", default="0-9", type=parse_seeds,
                         help="e.g. 0-9, 0,1,2 or 0,3-8")
     parser.add_argument("--data-dir", default=str(DEFAULT_DATA_DIR), type=Path)

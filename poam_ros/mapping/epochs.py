@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -28,6 +28,9 @@ class EpochRecord:
     training_failure: str | None = None
     #: a failed E-step: the epoch's samples wait for the next update, the previous map is scored
     update_failure: str | None = None
+    #: the method's own per-update figures (``UpdateReport.extra``: inducing inputs added, the
+    #: bound's gap, the memory's size, ...), by name
+    extra: dict = field(default_factory=dict)
 
 
 

@@ -165,7 +165,7 @@ class MappingLoop:
                            training_time=report.training_time, predict_time=predict_time,
                            num_inducing=report.num_inducing, sim_time=sim_time,
                            training_failure=report.training_failure,
-                           update_failure=step.failure)
+                           update_failure=step.failure, extra=dict(report.extra))
 
 
 def _describe(error: BaseException) -> str:

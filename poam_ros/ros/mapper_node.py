@@ -25,6 +25,7 @@ Topics (names relative, remappable):
 | map                    | sensor_msgs/PointCloud2         | out       | latched (TL, 1)      |
 | map/std                | nav_msgs/OccupancyGrid          | out       | latched (TL, 1)      |
 | map/inducing           | sensor_msgs/PointCloud2         | out       | latched (TL, 1)      |
+| map/memory             | sensor_msgs/PointCloud2         | out       | latched (TL, 1)      |
 | map/evaluation         | sensor_msgs/PointCloud2         | out       | latched (TL, 1)      |
 | uncertainty/response   | sensor_msgs/PointCloud2         | out       | reliable, depth 10   |
 | /diagnostics           | diagnostic_msgs/DiagnosticArray | out       | reliable, depth 10   |
@@ -211,6 +212,7 @@ class MapperNode(StartingNode):
         self._map_pub = self.create_publisher(PointCloud2, "map", qos.LATCHED)
         self._std_pub = self.create_publisher(OccupancyGrid, "map/std", qos.LATCHED)
         self._inducing_pub = self.create_publisher(PointCloud2, "map/inducing", qos.LATCHED)
+        self._memory_pub = self.create_publisher(PointCloud2, "map/memory", qos.LATCHED)
         self._evaluation_pub = self.create_publisher(PointCloud2, "map/evaluation",
                                                      qos.LATCHED)
         self._response_pub = self.create_publisher(PointCloud2, "uncertainty/response",
@@ -498,6 +500,8 @@ class MapperNode(StartingNode):
         std_grid = cv.grid_from_array(header, layers.std, resolution=grid.resolution,
                                       origin=grid.origin)
         inducing_cloud = cv.inducing_to_cloud(header, layers.inducing, layers.inducing_mean)
+        memory = getattr(model, "memory_samples", None)  # dual-gp: (xy, z) of its memory
+        memory_cloud = None if memory is None else cv.samples_to_cloud(header, *memory())
         with self._publish_lock:
             with self._lock:
                 if generation != self._generation or self._stopping:
@@ -509,6 +513,8 @@ class MapperNode(StartingNode):
             self._map_pub.publish(cloud)
             self._std_pub.publish(std_grid)
             self._inducing_pub.publish(inducing_cloud)
+            if memory_cloud is not None:
+                self._memory_pub.publish(memory_cloud)
             return time.monotonic()
 
     def _publish_evaluation(self, model: OnlineSparseGP, generation: int) -> None:
@@ -591,6 +597,8 @@ class MapperNode(StartingNode):
                 "last_training_time": report.training_time,
                 "last_new_samples": report.num_new, "last_loss": report.loss,
                 "last_training_failure": report.training_failure or "",
+                # the method's own figures: inducing inputs added, bound gap, memory size, ...
+                **{f"last_{name}": value for name, value in report.extra.items()},
             })
         values.update({
             "last_map_predict_time": status.map_time, "last_latency": status.latency,

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from poam_ros.cli.mission import mission, print_unmapped
+from poam_ros.models.config import METHOD_NAMES
 
 
 def test_the_mission_prints_each_epoch_and_writes_its_records(tmp_path, capsys,
@@ -63,9 +64,7 @@ def _broken_yaml(path):
 
 @pytest.mark.parametrize("args, message", [
     (["--method", "poamm"],
-     "MappingConfig.method must be one of ['poam', 'ssgp', 'ssgp++', 'ovc', 'ovc++', 'full', "
-     "'pam', 'svgp', 'exact', 'poam-z-opt', 'poam-z-rand', 'poam-z-kmeans', 'poam-var-opt', "
-     "'poam-var-ssgp', 'poam-online-elbo'], got 'poamm'"),
+     f"MappingConfig.method must be one of {list(METHOD_NAMES)}, got 'poamm'"),
     (["--device", "gpu"], "MappingConfig.device must be one of ['auto', 'cpu', 'cuda'], got 'gpu'"),
     (["--max-samples", "-5"], "MissionConfig.max_samples must be >= 1, got -5"),
     (["--max-samples", "many"], "argument --max-samples: invalid int value: 'many'"),
