@@ -10,6 +10,8 @@
         ingest                     the sensor ingest's throughput over DDS (needs rclpy)
         latency                    map latency over DDS, batch to map (needs rclpy)
         journal                    the crash journal's cost and the replay after a crash
+        vips-paper                 the VIPS paper's experiments (VIPS, OIPS, CV)
+        dual-gp-paper              the memory-based dual GP paper's experiments
     poam-ros fetch-tile NAME URL   download an SRTM tile (.hgt or .hgt.zip) from a mirror
     poam-ros record [-o BAG]       record the stack's topics to a rosbag2 bag (needs rclpy)
     poam-ros play BAG              play a bag with its original timing (needs rclpy)
@@ -38,7 +40,8 @@ COMMANDS = ("sim", "mission", "bench", "fetch-tile", "record", "play", "remap")
 #: ``poam-ros bench NAME``: the module of poam_ros.benchmark whose ``main(argv)`` runs it
 BENCHMARKS = {"core": "core_speed", "sweep": "sweep", "remap": "remap_speed",
               "recorder": "recorder", "ingest": "ingest_throughput", "latency": "map_latency",
-              "journal": "journal_cost"}
+              "journal": "journal_cost", "vips-paper": "vips_paper",
+              "dual-gp-paper": "dual_gp_paper"}
 
 
 def main(argv=None) -> int:

@@ -1,19 +1,21 @@
 """Covariance functions with a cached-evaluation interface for fixed inducing inputs.
 
-Both kernels have unit diagonal (k(x, x) = 1); the amplitude is a gpytorch ScaleKernel around
-them. Besides gpytorch's ``forward`` they offer ``precompute(x1, x2)`` (the part that does not
-depend on trainable parameters) and ``from_precomputed(x1, x2, cache)``, and
-``lengthscale_map(x)``.
+The kernels (attentive, RBF, constant + Matérn-5/2) have unit diagonal (k(x, x) = 1); the
+amplitude is a gpytorch ScaleKernel around them. Besides gpytorch's ``forward`` they offer
+``precompute(x1, x2)`` (the part that does not depend on trainable parameters) and
+``from_precomputed(x1, x2, cache)``, ``features(x)`` and ``columns(x1, f1, x2, f2)`` (kernel
+columns for the selection) and ``lengthscale_map(x)``.
 """
 
 from gpytorch.kernels import ScaleKernel
 
 from poam_ros.kernels.attentive_kernel import AttentiveKernel
+from poam_ros.kernels.matern_kernel import ConstantMaternKernel
 from poam_ros.kernels.rbf_kernel import RBFKernel
 
-__all__ = ["AttentiveKernel", "RBFKernel", "ScaleKernel", "make_kernel"]
+__all__ = ["AttentiveKernel", "ConstantMaternKernel", "RBFKernel", "ScaleKernel", "make_kernel"]
 
-KERNELS = ("attentive", "rbf")
+KERNELS = ("attentive", "rbf", "matern52")
 
 
 def make_kernel(name: str, input_dim: int, config) -> ScaleKernel:
@@ -25,6 +27,10 @@ def make_kernel(name: str, input_dim: int, config) -> ScaleKernel:
     elif name == "rbf":
         base = RBFKernel()
         base.lengthscale = config.rbf_initial_lengthscale
+    elif name == "matern52":
+        base = ConstantMaternKernel()
+        base.lengthscale = config.matern_initial_lengthscale
+        base.constant = config.matern_initial_constant
     else:
         raise ValueError(f"unknown kernel {name!r}; choose one of {', '.join(KERNELS)}")
     kernel = ScaleKernel(base)

@@ -12,6 +12,10 @@ Methods (the POAM paper's method, baselines and ablations):
     exact                    exact GP regression, small data only (exact.py)
     poam-z-opt, poam-z-rand, poam-z-kmeans, poam-var-opt, poam-var-ssgp, poam-online-elbo
                              ablations of the paper's Fig. 8 (ablations.py)
+    oips, poam-oips, cv      model size by a kernel threshold, Galy-Fajou & Opper (oips.py),
+                             and by a conditional-variance tolerance (cv.py)
+    vips, poam-vips          model size by the bound's gap, Pescador-Barrios et al. (vips.py)
+    dual-gp                  memory-based dual GP, Chang et al. 2023 (dual_gp.py)
 """
 
 from poam_ros.models import state_io
@@ -25,24 +29,30 @@ from poam_ros.models.ablations import (
 )
 from poam_ros.models.batch import PAM, SVGP, Full
 from poam_ros.models.config import MappingConfig
+from poam_ros.models.cv import ConditionalVariance
 from poam_ros.models.device import resolve_device
+from poam_ros.models.dual_gp import DualGP
 from poam_ros.models.exact import ExactGP, ExactGPSizeError
 from poam_ros.models.linalg import BatchTooLargeError, NumericalError
+from poam_ros.models.oips import Oips, PoamOips
 from poam_ros.models.ovc import OVC, OVCPlusPlus
 from poam_ros.models.poam import POAM
 from poam_ros.models.sparse_gp import ModelNotReadyError, OnlineSparseGP, UpdateReport
 from poam_ros.models.ssgp import SSGP, SSGPPlusPlus
 from poam_ros.models.state_io import StateFileError
+from poam_ros.models.vips import PoamVips, Vips
 
 METHODS: dict[str, type[OnlineSparseGP]] = {cls.method: cls for cls in (
     POAM, SSGP, SSGPPlusPlus, OVC, OVCPlusPlus, Full, PAM, SVGP, ExactGP, PoamZOpt, PoamZRand,
-    PoamZKmeans, PoamVarOpt, PoamVarSsgp, PoamOnlineElbo)}
+    PoamZKmeans, PoamVarOpt, PoamVarSsgp, PoamOnlineElbo, Vips, PoamVips, Oips, PoamOips,
+    ConditionalVariance, DualGP)}
 
 __all__ = ["BatchTooLargeError", "MappingConfig", "ModelNotReadyError", "NumericalError",
            "OnlineSparseGP", "POAM", "SSGP", "SSGPPlusPlus", "OVC", "OVCPlusPlus", "Full", "PAM",
            "SVGP", "ExactGP",
            "ExactGPSizeError", "PoamZOpt", "PoamZRand", "PoamZKmeans", "PoamVarOpt",
            "PoamVarSsgp", "PoamOnlineElbo", "StateFileError", "UpdateReport", "METHODS",
+           "Vips", "PoamVips", "Oips", "PoamOips", "ConditionalVariance", "DualGP",
            "make_model", "load_model", "resolve_device"]
 
 

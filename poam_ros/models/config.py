@@ -10,7 +10,7 @@ from poam_ros.params import ConfigError, Params, param
 #: because those classes import this module (a test holds the two equal).
 METHOD_NAMES = ("poam", "ssgp", "ssgp++", "ovc", "ovc++", "full", "pam", "svgp", "exact",
                 "poam-z-opt", "poam-z-rand", "poam-z-kmeans", "poam-var-opt", "poam-var-ssgp",
-                "poam-online-elbo")
+                "poam-online-elbo", "vips", "poam-vips", "cv", "oips", "poam-oips", "dual-gp")
 
 
 @dataclass
@@ -20,7 +20,8 @@ class MappingConfig(Params):
 
     method: str = param("poam", "mapping method, a name of poam_ros.models.METHODS",
                         choices=METHOD_NAMES)
-    kernel: str = param("attentive", "covariance function", choices=("attentive", "rbf"))
+    kernel: str = param("attentive", "covariance function (matern52: constant + Matern-5/2)",
+                        choices=("attentive", "rbf", "matern52"))
     num_inducing: int = param(500, "maximum number of inducing inputs M", low=1, high=100000)
     pcd_tolerance: float = param(
         1e-6, "pivoted Cholesky stops once the unexplained trace is below this fraction",
@@ -40,6 +41,11 @@ class MappingConfig(Params):
     min_lengthscale: float = param(0.05, "smallest base lengthscale", low=1e-6)
     max_lengthscale: float = param(0.5, "largest base lengthscale", low=1e-6)
     rbf_initial_lengthscale: float = param(0.3, "initial lengthscale of the RBF kernel", low=1e-6)
+    matern_initial_lengthscale: float = param(
+        0.3, "initial lengthscale of the matern52 kernel's Matern-5/2 part", low=1e-6)
+    matern_initial_constant: float = param(
+        0.1, "initial constant share c of the matern52 kernel: the constant's variance over "
+        "the Matern part's (the amplitude is their sum)", low=1e-9)
     lr_inducing: float = param(
         1e-2, "Adam learning rate of the inducing inputs, for the methods that optimise them "
         "(ssgp, ovc, svgp, poam-z-opt)", low=0.0)
@@ -57,6 +63,37 @@ class MappingConfig(Params):
         "hyper-parameter steps evaluate the collapsed bound on the whole batch, M × N_new "
         "kernel blocks with gradients in every step); a larger batch fails the update",
         low=1, high=10000000)
+    # Methods that size themselves (vips.py, oips.py). M is then a hard cap: num_inducing.
+    vips_delta: float = param(
+        0.035, "vips, poam-vips: inducing inputs are added while the bound's gap L* - L(Z) "
+        "exceeds delta |L* - L_noise| (VIPS App. D.3)", low=0.0)
+    vips_bound_subset: int = param(
+        5000, "vips, poam-vips: the most new samples the bound is evaluated on; a larger "
+        "batch uses a random subset of this size (as the VIPS reference code)", low=1)
+    cv_tolerance: float = param(
+        0.01, "cv: pivoted Cholesky over [Z; X_new] stops once the unexplained trace "
+        "(absolute, standardised target units) is below this", low=0.0)
+    oips_rho: float = param(
+        0.8, "oips, poam-oips: a sample becomes an inducing input when its largest kernel "
+        "value with the set is below rho times the amplitude", low=1e-9, high=1.0)
+    oips_kmin: int = param(
+        10, "oips, poam-oips: random samples of the first batch the set starts from", low=1)
+    # The memory-based dual GP (dual_gp.py).
+    dual_memory_per_batch: int = param(
+        10, "dual-gp: samples of each new batch added to the memory", low=0, high=1000000)
+    dual_memory_max: int = param(
+        0, "dual-gp: the most samples the whole memory holds, 0 for no bound (beyond it the "
+        "lowest leverage is evicted)", low=0, high=10000000)
+    dual_memory_pick: str = param(
+        "leverage", "dual-gp: how new memory samples are drawn: in proportion to their "
+        "leverage (Eq. 31) or uniformly", choices=("leverage", "random"))
+    dual_objective: str = param(
+        "dual", "dual-gp: hyper-parameter objective, the dual objective on the memory "
+        "(Eqs. 25-26) or POAM's all-data mini-batch ELBO", choices=("dual", "all-data"))
+    m_step: str = param(
+        "adam", "hyper-parameter optimiser: train_steps Adam steps, or L-BFGS to convergence "
+        "(the VIPS and OIPS papers' setting, for reproductions; a mini-batch objective then "
+        "sees all samples, at most max_whole_batch of them)", choices=("adam", "lbfgs"))
     exact_max_samples: int = param(
         2000, "exact: the most samples the exact GP accepts (O(N³) per update)", low=1,
         high=1000000)

@@ -330,6 +330,28 @@ def test_samples_set_aside_leave_the_crash_journal(start_mapper, make_node, spin
     assert not np.isin(poison[0][:, 0], replayed[:, 0]).any()
 
 
+def test_a_method_s_own_figures_reach_diagnostics_and_the_dual_gp_shows_its_memory(
+        start_mapper, make_node, spin_until):
+    mapper = start_mapper(**{"mapping.method": "dual-gp", "mapping.dual_memory_per_batch": 7})
+    probe = Probe(make_node("probe"))
+    memory = []
+    probe.node.create_subscription(PointCloud2, "map/memory", memory.append, qos.LATCHED)
+    assert spin_until(lambda: probe.samples_pub.get_subscription_count() > 0, mapper,
+                      probe.node)
+    xy, z = batch(30)
+    probe.send_samples(xy, z)
+    assert spin_until(lambda: memory and updates(probe) == 1, mapper, probe.node,
+                      timeout=TIMEOUT)
+    points = msg.cloud_to_points(memory[-1])
+    assert points.shape == (7, 3)
+    for x, y, value in points.astype(float):  # memory samples are samples, as measured
+        row = np.argmin(np.hypot(xy[:, 0] - x, xy[:, 1] - y))
+        np.testing.assert_allclose([xy[row, 0], xy[row, 1], z[row]], [x, y, value],
+                                   rtol=1e-6, atol=1e-5)
+    values = probe.last_status(STATUS)[2]
+    assert values["last_memory_size"] == "7" and values["last_memory_added"] == "7"
+
+
 def test_a_sample_far_outside_the_workspace_is_refused_before_the_scaler(graph, spin_until):
     mapper, probe = graph
     xy, z = batch(16)

@@ -40,7 +40,8 @@ def test_every_benchmark_runs_as_bench_name(name, capsys):
 def test_the_bench_usage_lists_every_benchmark(capsys):
     assert cli.main(["bench"]) == 2
     assert capsys.readouterr().out == ("usage: poam-ros bench {core,sweep,remap,recorder,ingest,"
-                                       "latency,journal} [options]   (--help for each)\n")
+                                       "latency,journal,vips-paper,dual-gp-paper} [options]   "
+                                       "(--help for each)\n")
 
 
 def test_a_benchmark_config_error_is_one_line(capsys):

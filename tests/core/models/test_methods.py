@@ -12,7 +12,7 @@ pytestmark = pytest.mark.usefixtures("single_thread")
 
 PUBLISHED = ("poam", "ssgp", "ssgp++", "ovc", "ovc++", "full", "pam", "svgp", "exact",
              "poam-z-opt", "poam-z-rand", "poam-z-kmeans", "poam-var-opt", "poam-var-ssgp",
-             "poam-online-elbo")
+             "poam-online-elbo", "vips", "poam-vips", "cv", "oips", "poam-oips", "dual-gp")
 QUERY = np.array([[0.0, 0.0], [12.5, -3.0], [-29.0, 29.0], [20.0, 20.0]])
 
 
@@ -42,7 +42,7 @@ def test_every_method_is_its_own_class():
         assert cls.method == name
 
 
-@pytest.mark.parametrize("kernel", ["attentive", "rbf"])
+@pytest.mark.parametrize("kernel", ["attentive", "rbf", "matern52"])
 @pytest.mark.parametrize("method", PUBLISHED)
 def test_runs_saves_loads_and_continues_exactly(method, kernel, tmp_path):
     model = small_model(method, kernel)
