@@ -28,12 +28,12 @@ import torch
 from gpytorch.constraints import Positive
 from torch import Tensor
 
-from poam_ros.kernels.base_stack import squared_distances
+from poam_ros.kernels.stationary import StationaryCache
 
 _SQRT5 = math.sqrt(5.0)
 
 
-class ConstantMaternKernel(gpytorch.kernels.Kernel):
+class ConstantMaternKernel(StationaryCache, gpytorch.kernels.Kernel):
     """k(x, x') = (c + m(|x − x'| / l)) / (1 + c) on N × D inputs (scaled units), m the
     Matérn-5/2 correlation; one lengthscale l (gpytorch's ``lengthscale``) and the constant's
     share c (``constant``, a ratio of variances, ≥ 0), both learned.
@@ -60,10 +60,6 @@ class ConstantMaternKernel(gpytorch.kernels.Kernel):
                                 device=self.raw_constant.device)
         self.initialize(raw_constant=self.raw_constant_constraint.inverse_transform(value))
 
-    def precompute(self, x1: Tensor, x2: Tensor) -> Tensor:
-        """The parameter-free part: squared distances, N1 × N2."""
-        return squared_distances(x1, x2)
-
     def from_precomputed(self, x1: Tensor, x2: Tensor, sq_dist: Tensor,
                          f1: Tensor | None = None, f2: Tensor | None = None) -> Tensor:
         """k(x1, x2) from squared distances (features unused: there are none).
@@ -87,15 +83,3 @@ class ConstantMaternKernel(gpytorch.kernels.Kernel):
         if diag:
             return torch.ones(x1.shape[0], dtype=x1.dtype, device=x1.device)
         return self.from_precomputed(x1, x2, self.precompute(x1, x2))
-
-    def features(self, x: Tensor) -> Tensor:
-        """No per-input factor (N × 0): the interface of :meth:`AttentiveKernel.features`."""
-        return x.new_empty(x.shape[0], 0)
-
-    def columns(self, x1: Tensor, f1: Tensor, x2: Tensor, f2: Tensor) -> Tensor:
-        """k(x1, x2); the features are empty."""
-        return self.from_precomputed(x1, x2, squared_distances(x1, x2))
-
-    def lengthscale_map(self, x: Tensor) -> Tensor:
-        """The one lengthscale l at every input (N,)."""
-        return self.lengthscale.reshape(()).expand(x.shape[0])

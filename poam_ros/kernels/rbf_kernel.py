@@ -11,14 +11,11 @@ import gpytorch
 import torch
 from torch import Tensor
 
-from poam_ros.kernels.base_stack import squared_distances
+from poam_ros.kernels.stationary import StationaryCache
 
 
-class RBFKernel(gpytorch.kernels.RBFKernel):
+class RBFKernel(StationaryCache, gpytorch.kernels.RBFKernel):
     """k(x, x') = exp(-|x - x'|² / (2 l²)) with one learned lengthscale l (scaled units)."""
-
-    def precompute(self, x1: Tensor, x2: Tensor) -> Tensor:
-        return squared_distances(x1, x2)
 
     def forward(self, x1: Tensor, x2: Tensor, diag: bool = False,
                 last_dim_is_batch: bool = False, **params) -> Tensor:
@@ -35,14 +32,3 @@ class RBFKernel(gpytorch.kernels.RBFKernel):
         attentive kernel's base stack, ``exp`` is not clamped here: a value of the one term
         has no larger term beside it to vanish into."""
         return torch.exp(-0.5 * sq_dist / self.lengthscale.reshape(()).square())
-
-    def features(self, x: Tensor) -> Tensor:
-        """No per-input factor (N × 0): the interface of :meth:`AttentiveKernel.features`."""
-        return x.new_empty(x.shape[0], 0)
-
-    def columns(self, x1: Tensor, f1: Tensor, x2: Tensor, f2: Tensor) -> Tensor:
-        """k(x1, x2); the features are empty."""
-        return self.from_precomputed(x1, x2, squared_distances(x1, x2))
-
-    def lengthscale_map(self, x: Tensor) -> Tensor:
-        return self.lengthscale.reshape(()).expand(x.shape[0])
