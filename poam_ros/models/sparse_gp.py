@@ -660,6 +660,7 @@ class OnlineSparseGP(ABC):
 
     # ------------------------------------------------------------------ prediction
     @torch.no_grad()
+    @torch.no_grad()
     def predict(self, x, include_noise: bool = False, block_rows: int = 2048,
                 kernel_dtype: torch.dtype | None = None):
         """Predictive mean and standard deviation at x (N × D, world units).
@@ -681,17 +682,16 @@ class OnlineSparseGP(ABC):
             def covariance(x1: Tensor, x2: Tensor) -> Tensor:
                 k = kernel.base_kernel.forward(x1.to(kernel_dtype), x2.to(kernel_dtype))
                 return (kernel.outputscale * k).to(self.dtype)
-        means, variances = [], []
+        # The results are allocated whole before the loop: small per-block results kept
+        # between the blocks' large temporaries pin glibc's heap (250,000 points at M = 171
+        # grew the resident memory by 0.65 GB; preallocated, by 0.02 GB).
+        mean, var = x.new_empty(x.shape[0]), x.new_empty(x.shape[0])
         for start in range(0, x.shape[0], block_rows):
-            block = x[start:start + block_rows]
-            k_fu = covariance(block, self.inducing)
-            mean = k_fu @ self._factors.alpha
-            var = self.amplitude - ((k_fu @ self._factors.q) * k_fu).sum(1)
-            means.append(mean)
-            variances.append(var)
-        mean = torch.cat(means) if means else x.new_empty(0)
-        var = (torch.cat(variances) if variances else x.new_empty(0)).clamp_min(
-            1e-9 * self.amplitude)
+            block = slice(start, start + block_rows)
+            k_fu = covariance(x[block], self.inducing)
+            mean[block] = k_fu @ self._factors.alpha
+            var[block] = self.amplitude - ((k_fu @ self._factors.q) * k_fu).sum(1)
+        var = var.clamp_min(1e-9 * self.amplitude)
         if include_noise:
             var = var + self.noise
         mean, std = torch.stack([mean, var.sqrt()]).cpu().double().numpy()  # one transfer
