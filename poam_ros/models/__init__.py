@@ -16,6 +16,8 @@ Methods (the POAM paper's method, baselines and ablations):
                              and by a conditional-variance tolerance (cv.py)
     vips, poam-vips          model size by the bound's gap, Pescador-Barrios et al. (vips.py)
     dual-gp                  memory-based dual GP, Chang et al. 2023 (dual_gp.py)
+    cmogp, poam-mt           several channels: continual multi-task GP, Moreno-Muñoz et al.
+                             2019 (cmogp.py), and POAM lifted to its LMC (poam_mt.py)
 """
 
 from poam_ros.models import state_io
@@ -28,6 +30,7 @@ from poam_ros.models.ablations import (
     PoamZRand,
 )
 from poam_ros.models.batch import PAM, SVGP, Full
+from poam_ros.models.cmogp import CMOGP
 from poam_ros.models.config import MappingConfig
 from poam_ros.models.cv import ConditionalVariance
 from poam_ros.models.device import resolve_device
@@ -37,6 +40,7 @@ from poam_ros.models.linalg import BatchTooLargeError, NumericalError
 from poam_ros.models.oips import Oips, PoamOips
 from poam_ros.models.ovc import OVC, OVCPlusPlus
 from poam_ros.models.poam import POAM
+from poam_ros.models.poam_mt import PoamMT
 from poam_ros.models.sparse_gp import ModelNotReadyError, OnlineSparseGP, UpdateReport
 from poam_ros.models.ssgp import SSGP, SSGPPlusPlus
 from poam_ros.models.state_io import StateFileError
@@ -45,7 +49,7 @@ from poam_ros.models.vips import PoamVips, Vips
 METHODS: dict[str, type[OnlineSparseGP]] = {cls.method: cls for cls in (
     POAM, SSGP, SSGPPlusPlus, OVC, OVCPlusPlus, Full, PAM, SVGP, ExactGP, PoamZOpt, PoamZRand,
     PoamZKmeans, PoamVarOpt, PoamVarSsgp, PoamOnlineElbo, Vips, PoamVips, Oips, PoamOips,
-    ConditionalVariance, DualGP)}
+    ConditionalVariance, DualGP, CMOGP, PoamMT)}
 
 __all__ = ["BatchTooLargeError", "MappingConfig", "ModelNotReadyError", "NumericalError",
            "OnlineSparseGP", "POAM", "SSGP", "SSGPPlusPlus", "OVC", "OVCPlusPlus", "Full", "PAM",
@@ -53,6 +57,7 @@ __all__ = ["BatchTooLargeError", "MappingConfig", "ModelNotReadyError", "Numeric
            "ExactGPSizeError", "PoamZOpt", "PoamZRand", "PoamZKmeans", "PoamVarOpt",
            "PoamVarSsgp", "PoamOnlineElbo", "StateFileError", "UpdateReport", "METHODS",
            "Vips", "PoamVips", "Oips", "PoamOips", "ConditionalVariance", "DualGP",
+           "CMOGP", "PoamMT",
            "make_model", "load_model", "resolve_device"]
 
 

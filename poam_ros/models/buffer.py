@@ -25,7 +25,7 @@ class SampleBuffer:
         if needed > len(self._y):
             capacity = max(needed, 2 * len(self._y))
             self._x = np.resize(self._x, (capacity, self._x.shape[1]))
-            self._y = np.resize(self._y, capacity)
+            self._y = np.resize(self._y, (capacity, *self._y.shape[1:]))  # any channels
         self._x[self.size:needed] = x
         self._y[self.size:needed] = y
         self.size = needed

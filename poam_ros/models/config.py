@@ -10,7 +10,8 @@ from poam_ros.params import ConfigError, Params, param
 #: because those classes import this module (a test holds the two equal).
 METHOD_NAMES = ("poam", "ssgp", "ssgp++", "ovc", "ovc++", "full", "pam", "svgp", "exact",
                 "poam-z-opt", "poam-z-rand", "poam-z-kmeans", "poam-var-opt", "poam-var-ssgp",
-                "poam-online-elbo", "vips", "poam-vips", "cv", "oips", "poam-oips", "dual-gp")
+                "poam-online-elbo", "vips", "poam-vips", "cv", "oips", "poam-oips", "dual-gp",
+                "cmogp", "poam-mt")
 
 
 @dataclass
@@ -94,6 +95,18 @@ class MappingConfig(Params):
         "adam", "hyper-parameter optimiser: train_steps Adam steps, or L-BFGS to convergence "
         "(the VIPS and OIPS papers' setting, for reproductions; a mini-batch objective then "
         "sees all samples, at most max_whole_batch of them)", choices=("adam", "lbfgs"))
+    # The multi-channel methods (multitask.py, cmogp.py, poam_mt.py).
+    num_latents: int = param(
+        2, "cmogp, poam-mt: latent GPs Q of the linear model of coregionalisation (each with the "
+        "configured kernel); poam-mt's joint q(u) over Q·M outputs costs (Q·M)³ per update",
+        low=1, high=64)
+    channel_min_samples: int = param(
+        20, "cmogp, poam-mt: samples a channel needs before it enters the model; its target "
+        "scaler is then fitted on its samples so far (about this many for a slow channel, the "
+        "pilot survey's for a dense one)", low=1, high=1000000)
+    cmogp_sweeps: int = param(
+        10, "cmogp: coordinate-ascent sweeps over the latents' factors of q(u) per E-step "
+        "(one is exact when num_latents is 1)", low=1, high=10000)
     exact_max_samples: int = param(
         2000, "exact: the most samples the exact GP accepts (O(N³) per update)", low=1,
         high=1000000)

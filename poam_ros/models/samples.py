@@ -55,6 +55,9 @@ def as_batch(x, y, input_dim: int) -> tuple[np.ndarray, np.ndarray]:
 def filter_samples(x: np.ndarray, y: np.ndarray, seen: SeenSamples | None = None):
     """Drop non-finite samples and exact duplicates (same input and target), vectorised.
 
+    ``y`` may hold several channels (N × D, NaN where a channel was not measured): a sample is
+    then dropped as a non-finite target only when no channel is finite.
+
     A repeated input with a *different* target is a legitimate repeated measurement and is
     kept; an identical (input, target) pair is a duplicated message, within the batch or of
     a sample in ``seen`` (the samples accepted earlier). ``seen`` is not changed: add the
@@ -64,7 +67,7 @@ def filter_samples(x: np.ndarray, y: np.ndarray, seen: SeenSamples | None = None
     """
     report = BatchReport()
     finite_x = np.isfinite(x).all(axis=1)
-    finite_y = np.isfinite(y)
+    finite_y = np.isfinite(y) if y.ndim == 1 else np.isfinite(y).any(axis=1)
     report.rejected[NONFINITE_INPUT] += int((~finite_x).sum())
     report.rejected[NONFINITE_TARGET] += int((finite_x & ~finite_y).sum())
     keep = finite_x & finite_y

@@ -12,7 +12,8 @@ pytestmark = pytest.mark.usefixtures("single_thread")
 
 PUBLISHED = ("poam", "ssgp", "ssgp++", "ovc", "ovc++", "full", "pam", "svgp", "exact",
              "poam-z-opt", "poam-z-rand", "poam-z-kmeans", "poam-var-opt", "poam-var-ssgp",
-             "poam-online-elbo", "vips", "poam-vips", "cv", "oips", "poam-oips", "dual-gp")
+             "poam-online-elbo", "vips", "poam-vips", "cv", "oips", "poam-oips", "dual-gp",
+             "cmogp", "poam-mt")
 QUERY = np.array([[0.0, 0.0], [12.5, -3.0], [-29.0, 29.0], [20.0, 20.0]])
 
 
@@ -166,3 +167,4 @@ def test_degenerate_inputs_never_crash(method):
         assert model.num_pending == len(repeated)
     else:
         assert np.isfinite(model.predict(QUERY)[0]).all()
+

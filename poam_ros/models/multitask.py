@@ -1,0 +1,369 @@
+"""The base of the multi-channel (multi-task) mapping methods: D channels of one survey.
+
+Moreno-Muñoz, Artés-Rodríguez, Álvarez, "Continual Multi-task Gaussian Processes" (2019): the
+channels are the outputs of a linear model of coregionalisation (:mod:`.lmc`). Everything the
+single-channel models share (the update transaction, the inducing-input selection, the
+M-step's Adam or L-BFGS, bad-input counting, the state file) is inherited from
+:class:`~.sparse_gp.OnlineSparseGP`; this class adds what several channels change:
+
+* ``add_data(x, y)`` takes y (N × D) with NaN where a channel was not measured (heterotopic
+  data); a row is rejected (``nonfinite_target``) only when no channel is finite. With D = 1,
+  y may be (N,) as for the single-channel models.
+* Per-channel target scalers (:class:`ChannelScalers`): a channel stays out of the model until
+  it has ``channel_min_samples`` (K) samples; its scaler is then fitted on its samples so far
+  (the pilot survey's, or about its first K for a slow channel) and frozen, and its earlier
+  samples join the E-step of that update (once).
+* ``predict(x)`` returns means and standard deviations (N × D; (N,) arrays when D = 1, the
+  single-channel API) and with ``covariance=True`` the cross-channel covariance (N × D × D).
+  A channel not in the model yet predicts NaN.
+* Q latent kernels (each the configured kernel, ``num_latents``), mixing weights a (Q × D) and a
+  noise variance per channel, all learned by the M-step. The inducing inputs are shared by the
+  latents and chosen by the shared pivoted-Cholesky selection on the latents' summed kernel.
+
+``UpdateReport.extra``: ``noise_<d>`` (channel d's noise variance, scaled units),
+``correlation_<d>_<e>`` (d < e, the channels' prior correlation, :meth:`channel_correlation`),
+``active_channels`` (channels in the model), ``num_latents`` (Q), ``pcd_trace_error`` (as the
+single-channel models).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import logging
+
+import gpytorch
+import numpy as np
+import torch
+from torch import Tensor
+
+from poam_ros.kernels import make_kernel
+from poam_ros.models.buffer import SampleBuffer
+from poam_ros.models.linalg import NumericalError, robust_cholesky
+from poam_ros.models.lmc import LMCKernel, block_cholesky, predictive_covariance
+from poam_ros.models.samples import (
+    MALFORMED_BATCH,
+    BatchReport,
+    InvalidBatchError,
+    SeenSamples,
+    filter_samples,
+)
+from poam_ros.models.sparse_gp import OnlineSparseGP, UpdateReport
+from poam_ros.scalers import StandardScaler
+
+log = logging.getLogger(__name__)
+
+
+class ChannelScalers:
+    """One :class:`~poam_ros.scalers.StandardScaler` per channel, each fitted once, at the first
+    update where its channel has at least ``min_samples`` samples, on all of them, then frozen.
+
+    A channel with samples in the pilot survey is so scaled as the single-channel models scale
+    (on the pilot), a slow channel on about its first ``min_samples``. Fitting every channel on
+    exactly its first K samples would scale a dense channel on its first seconds: in a 750-sample
+    mission on the embedded terrain (K = 20) that made the predictive standard deviations ~10×
+    too small (MSLL 42 against POAM's −0.55)."""
+
+    def __init__(self, output_dim: int, min_samples: int):
+        self.scalers = [StandardScaler() for _ in range(output_dim)]
+        self.min_samples = min_samples
+
+    @property
+    def active(self) -> np.ndarray:
+        """Which channels are fitted, so in the model (D,)."""
+        return np.array([scaler.fitted for scaler in self.scalers])
+
+    def fit(self, y: np.ndarray) -> list[int]:
+        """Fit every unfitted channel with at least ``min_samples`` finite values in y (N × D;
+        (N,) for one channel) on them; returns the channels fitted now."""
+        y, fresh = np.reshape(y, (len(y), len(self.scalers))), []
+        for d, scaler in enumerate(self.scalers):
+            values = y[:, d][np.isfinite(y[:, d])]
+            if not scaler.fitted and len(values) >= self.min_samples:
+                scaler.fit(values)
+                fresh.append(d)
+        return fresh
+
+    def _columns(self, values: np.ndarray, method: str) -> np.ndarray:
+        out = np.full(values.shape, np.nan)
+        for d, scaler in enumerate(self.scalers):
+            if scaler.fitted:
+                out[:, d] = getattr(scaler, method)(values[:, d])
+        return out
+
+    def transform(self, y: np.ndarray) -> np.ndarray:
+        """Scaled targets (N × D); NaN for channels not fitted."""
+        return self._columns(y, "transform")
+
+    def inverse_mean(self, mean: np.ndarray) -> np.ndarray:
+        return self._columns(mean, "inverse_mean")
+
+    def inverse_std(self, std: np.ndarray) -> np.ndarray:
+        return self._columns(std, "inverse_std")
+
+    @property
+    def stds(self) -> np.ndarray:
+        """Target units per scaled unit (D,), NaN for channels not fitted."""
+        return np.array([scaler.std if scaler.fitted else np.nan for scaler in self.scalers])
+
+    def state_dict(self) -> dict:
+        return {"min_samples": self.min_samples,
+                "channels": [scaler.state_dict() if scaler.fitted else None
+                             for scaler in self.scalers]}
+
+    @classmethod
+    def from_state_dict(cls, state: dict) -> "ChannelScalers":
+        scalers = cls(len(state["channels"]), int(state["min_samples"]))
+        scalers.scalers = [StandardScaler() if channel is None
+                           else StandardScaler.from_state_dict(channel)
+                           for channel in state["channels"]]
+        return scalers
+
+
+class ChannelBuffer(SampleBuffer):
+    """The sample buffer with D targets per sample (N × D, NaN where not measured). ``y`` is
+    (N,) when D = 1, as the single-channel buffer's (the mapper and the mission read it);
+    :attr:`channels` is always N × D."""
+
+    def __init__(self, input_dim: int, output_dim: int, capacity: int = 1024):
+        super().__init__(input_dim, capacity)
+        self._y = np.empty((capacity, output_dim))
+
+    def append(self, x: np.ndarray, y: np.ndarray) -> None:
+        super().append(x, np.reshape(y, (len(x), self._y.shape[1])))
+
+    @property
+    def channels(self) -> np.ndarray:
+        return self._y[:self.size]
+
+    @property
+    def y(self) -> np.ndarray:
+        return self.channels[:, 0] if self._y.shape[1] == 1 else self.channels
+
+
+def initial_mixing(num_latents: int, output_dim: int) -> Tensor:
+    """a_{q,d} = 1 where d ≡ q (mod Q), else 0.1: every channel starts on a latent of its own
+    where Q ≥ D, and the small weights let every channel's gradient reach every latent."""
+    q, d = np.meshgrid(np.arange(num_latents), np.arange(output_dim), indexing="ij")
+    return torch.as_tensor(np.where(d % num_latents == q, 1.0, 0.1))
+
+
+class MultiTaskSparseGP(OnlineSparseGP):
+    """Online sparse LMC over inputs of dimension ``input_dim`` with ``output_dim`` channels."""
+
+    def __init__(self, config=None, input_dim: int = 2, output_dim: int = 1):
+        super().__init__(config, input_dim)
+        if int(output_dim) < 1:
+            raise ValueError(f"output_dim must be at least 1, got {output_dim}")
+        self.output_dim = int(output_dim)
+        config = self.config
+        # Latent 0 is the kernel the base built after seeding: with Q = 1 the initial kernel is
+        # that of the single-channel models.
+        latents = [self.kernel] + [make_kernel(config.kernel, input_dim, config)
+                                   for _ in range(1, config.num_latents)]
+        self.kernel = LMCKernel(latents, initial_mixing(config.num_latents, self.output_dim)).to(
+            self.device, self.dtype)
+        self.likelihood = gpytorch.likelihoods.GaussianLikelihood(
+            noise_constraint=gpytorch.constraints.GreaterThan(config.min_noise_variance),
+            batch_shape=torch.Size([self.output_dim])).to(self.device, self.dtype)
+        self.likelihood.noise = config.initial_noise_variance
+        self.optimizer = self._make_optimizer()
+        self.y_scaler = ChannelScalers(self.output_dim, config.channel_min_samples)
+        self.buffer = ChannelBuffer(input_dim, self.output_dim)
+        self._seen = SeenSamples(self.buffer)
+        self._backlog: tuple[np.ndarray, list[int]] | None = None
+        self._estep_batch: tuple[Tensor, Tensor] | None = None
+
+    # ------------------------------------------------------------------ data intake
+    def add_data(self, x, y) -> BatchReport:
+        """Validate and buffer samples: x (N × input_dim) in world units, y (N × D) in target
+        units with NaN where a channel was not measured ((N,) also when D = 1). Non-finite
+        targets count as not measured; rows without any channel, non-finite inputs and exact
+        duplicates are dropped and counted (:attr:`rejections`)."""
+        try:
+            x, y = self._as_channels(x, y)
+        except InvalidBatchError:
+            self.rejections[MALFORMED_BATCH] += 1
+            raise
+        x, y, report = filter_samples(x, y, self._seen)
+        self.rejections.update(report.rejected)
+        if report.num_rejected:
+            log.warning("rejected %d samples: %s", report.num_rejected, dict(report.rejected))
+        self._seen.add(self.num_samples, np.column_stack([x, y]))
+        self.buffer.append(x, y)
+        self.num_pending += report.accepted
+        return report
+
+    def _as_channels(self, x, y) -> tuple[np.ndarray, np.ndarray]:
+        try:
+            x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+        except (TypeError, ValueError) as err:
+            raise InvalidBatchError(f"samples are not numeric arrays: {err}") from None
+        if x.ndim == 1 and self.input_dim == 1:
+            x = x[:, None]
+        if x.ndim != 2 or x.shape[1] != self.input_dim:
+            raise InvalidBatchError(f"inputs must have shape (N, {self.input_dim}), got {x.shape}")
+        if y.ndim == 1 and self.output_dim == 1:
+            y = y[:, None]
+        if y.shape != (x.shape[0], self.output_dim):
+            raise InvalidBatchError(f"targets must have shape ({x.shape[0]}, {self.output_dim}), "
+                                    f"got {y.shape}")
+        return x, np.where(np.isfinite(y), y, np.nan)  # ±inf: not measured
+
+    # ------------------------------------------------------------------ update
+    def update(self, max_new: int | None = None) -> UpdateReport:
+        """As :meth:`OnlineSparseGP.update`, after fitting the scalers of the channels that
+        reached ``channel_min_samples`` (their earlier samples join this E-step)."""
+        scalers = copy.deepcopy(self.y_scaler)
+        count = self.num_pending if max_new is None else min(int(max_new), self.num_pending)
+        first = self.num_fitted
+        if self.x_scaler.fitted and count > 0:  # the first update fits them in the base
+            fresh = self.y_scaler.fit(self.buffer.channels[:first + count])
+            if fresh:
+                measured = np.isfinite(self.buffer.channels[:first][:, fresh]).any(axis=1)
+                self._backlog = np.flatnonzero(measured), fresh
+        try:
+            report = super().update(max_new)
+        except Exception:
+            self.y_scaler = scalers  # the base resets them to a single-channel scaler
+            raise
+        finally:
+            self._backlog = self._estep_batch = None
+        if not report.skipped:
+            report.extra.update(self.diagnostics())
+        return report
+
+    def diagnostics(self) -> dict:
+        """Per-update numbers for ``UpdateReport.extra`` (see the module docstring)."""
+        noise = self.noise.detach().cpu().tolist()
+        correlation = self.channel_correlation()
+        pairs = {f"correlation_{d}_{e}": float(correlation[d, e])
+                 for d in range(self.output_dim) for e in range(d + 1, self.output_dim)}
+        return {"num_latents": self.config.num_latents,
+                "active_channels": int(self.y_scaler.active.sum()),
+                **{f"noise_{d}": value for d, value in enumerate(noise)}, **pairs}
+
+    def channel_correlation(self) -> np.ndarray:
+        """The prior correlations between channels of Σ_q s_q a_q a_qᵀ (D × D): how much one
+        channel's data inform another's map (0 for a channel without weight)."""
+        mixing = self.mixing.detach().cpu().double().numpy()
+        cov = mixing.T @ (self.kernel.scales.detach().cpu().double().numpy()[:, None] * mixing)
+        scale = np.sqrt(np.diag(cov))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.nan_to_num(cov / np.outer(scale, scale))
+
+    def _update_posterior(self, x_new: Tensor, y_new: Tensor, report: UpdateReport) -> None:
+        """The base E-step, on the batch plus, once, the earlier samples of channels that have
+        just entered the model (those channels only). The batch used is kept for the M-step."""
+        if self._backlog is not None:
+            rows, fresh = self._backlog
+            x_old, y_old = self._scaled(rows)
+            keep = torch.zeros(self.output_dim, dtype=torch.bool, device=y_old.device)
+            keep[fresh] = True
+            y_old = torch.where(keep, y_old, torch.full_like(y_old, float("nan")))
+            x_new, y_new = torch.cat([x_old, x_new]), torch.cat([y_old, y_new])
+        self._estep_batch = x_new, y_new
+        super()._update_posterior(x_new, y_new, report)
+
+    def _scaled(self, index: np.ndarray) -> tuple[Tensor, Tensor]:
+        """Buffered samples at ``index`` in scaled units (y: N × D, NaN where not measured or
+        the channel is not in the model yet)."""
+        x = self.x_scaler.transform(self.buffer.x[index])
+        y = self.y_scaler.transform(self.buffer.channels[index])
+        return (torch.as_tensor(x, dtype=self.dtype, device=self.device),
+                torch.as_tensor(y, dtype=self.dtype, device=self.device))
+
+    # ------------------------------------------------------------------ latent kernels
+    @property
+    def noise(self) -> Tensor:
+        """σ_d² (D,), scaled units."""
+        return self.likelihood.noise.reshape(-1)
+
+    @property
+    def mixing(self) -> Tensor:
+        """a (Q × D)."""
+        return self.kernel.mixing
+
+    def latent_choleskys(self, inducing: Tensor, dtype: torch.dtype | None = None) -> list[Tensor]:
+        """L_q = chol(s_q k_q(Z, Z) + jitter·s_q I), q = 1 … Q."""
+        return [robust_cholesky(self.kernel.latent_covariance(q, inducing, inducing).to(
+                    dtype or self.dtype), self.config.jitter, self.config.max_jitter_tries,
+                    f"K_uu of latent {q}")
+                for q in range(self.kernel.num_latents)]
+
+    def k_uu_cholesky(self, inducing: Tensor, cache: Tensor | None = None,
+                      dtype: torch.dtype | None = None) -> Tensor:
+        """L = diag(L_1, …, L_Q) (QM × QM); ``cache`` is unused (the base's interface)."""
+        return block_cholesky(self.latent_choleskys(inducing, dtype))
+
+    def latent_inducing_cross(self, q: int, z1: Tensor, z2: Tensor) -> Tensor:
+        """s_q k_q(z1, z2) plus the jitter of K_q(Z, Z) where z1 and z2 share a point (the
+        single-channel :meth:`inducing_cross_covariance` per latent)."""
+        k = self.kernel.latent_covariance(q, z1, z2)
+        rows, cols = (z1[:, None, :] == z2[None, :, :]).all(-1).nonzero(as_tuple=True)
+        if len(rows):
+            jitter = (self.config.jitter * self.kernel.latents[q].outputscale).expand(len(rows))
+            k = k.index_put((rows, cols), jitter.reshape(-1), accumulate=True)
+        return k
+
+    # ------------------------------------------------------------------ prediction
+    @torch.no_grad()
+    def predict(self, x, include_noise: bool = False, block_rows: int = 2048,
+                kernel_dtype: torch.dtype | None = None, covariance: bool = False):
+        """Per-channel predictive means and standard deviations at x (N × input_dim, world
+        units), in target units: two (N × D) float64 arrays, or (N,) arrays when D = 1; with
+        ``covariance`` also the cross-channel covariance (N × D × D). NaN for a channel not in
+        the model yet. ``include_noise`` adds each channel's noise variance (a new measurement
+        rather than the field); ``kernel_dtype`` evaluates K(x, Z) in that precision (see
+        :meth:`OnlineSparseGP.predict`). Variances are floored at 1e-9 of the prior's."""
+        self._require_ready()
+        x = self._to_scaled_inputs(x)
+        kernel = self.kernel
+        if kernel_dtype not in (None, self.dtype):
+            kernel = copy.deepcopy(self.kernel).to(kernel_dtype)
+        z = self.inducing.to(kernel.mixing.dtype)
+        scales, mixing = self.kernel.scales, self.mixing
+        means, covs = [], []
+        for block in x.split(block_rows):
+            block = block.to(z.dtype)
+            k_fu = torch.cat([kernel.latent_covariance(q, block, z)
+                              for q in range(kernel.num_latents)], 1).to(self.dtype)
+            mean, cov = predictive_covariance(k_fu, self._factors.alpha, self._factors.q, scales,
+                                              mixing)
+            means.append(mean)
+            covs.append(cov)
+        channels = self.output_dim
+        mean = torch.cat(means) if means else x.new_empty(0, channels)
+        cov = torch.cat(covs) if covs else x.new_empty(0, channels, channels)
+        prior = (mixing.square() * scales.unsqueeze(1)).sum(0)
+        var = cov.diagonal(dim1=1, dim2=2)
+        var.copy_(var.clamp_min(1e-9 * prior))
+        if include_noise:
+            var += self.noise
+        mean, cov = mean.cpu().double().numpy(), cov.cpu().double().numpy()  # two transfers
+        std = np.sqrt(np.diagonal(cov, axis1=1, axis2=2))
+        active = self.y_scaler.active
+        if not (np.isfinite(mean[:, active]).all() and np.isfinite(cov[:, active][:, :, active])
+                .all()):
+            raise NumericalError("prediction is not finite")
+        mean, std = self.y_scaler.inverse_mean(mean), self.y_scaler.inverse_std(std)
+        stds = self.y_scaler.stds
+        cov = cov * stds[:, None] * stds[None, :]
+        if channels == 1:
+            mean, std = mean[:, 0], std[:, 0]
+        return (mean, std, cov) if covariance else (mean, std)
+
+    # ------------------------------------------------------------------ state
+    def state_dict(self) -> dict:
+        return {**super().state_dict(), "output_dim": self.output_dim}
+
+    @classmethod
+    def from_state(cls, state: dict, path, device: str | None = None) -> "MultiTaskSparseGP":
+        """:meth:`OnlineSparseGP.from_state` with the saved number of channels."""
+        build = functools.partial(cls, output_dim=int(state.get("output_dim", 1)))
+        return OnlineSparseGP.from_state.__func__(build, state, path, device)
+
+    def _load_state(self, state: dict) -> None:
+        # The base reads one scaler; the channels' scalers replace it.
+        super()._load_state({**state, "y_scaler": StandardScaler(0.0, 1.0).state_dict()})
+        self.y_scaler = ChannelScalers.from_state_dict(state["y_scaler"])
