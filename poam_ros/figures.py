@@ -2,7 +2,9 @@
 
 Every colour bar and axis carries its unit, and a map's title names the map, the method, the
 sample count and, where ground truth scored it, the final SMSE and MSLL, so that a figure
-read on its own says what it shows."""
+read on its own says what it shows. A map whose frame has a geodetic anchor (``geo.*``) is
+drawn in eastings and northings of the anchor's CRS, with a caption naming the CRS, the map
+origin's latitude and longitude and the vertical reference; else in map metres."""
 
 from __future__ import annotations
 
@@ -41,7 +43,8 @@ def map_title(map_name: str, method: str, samples: int, smse: float | None = Non
     return " · ".join(parts + ([note] if note else []))
 
 
-def plot_mission(result, path: str | Path, map_name: str, note: str = "") -> Path:
+def plot_mission(result, path: str | Path, map_name: str, note: str = "",
+                 georeference=None) -> Path:
     """:func:`plot_map` of a finished mission (a :class:`~poam_ros.mission.MissionResult`) on
     its evaluation grid, titled by :func:`map_title` with the final epoch's scores."""
     model, points, final = result.model, result.eval_points, result.final
@@ -49,26 +52,34 @@ def plot_mission(result, path: str | Path, map_name: str, note: str = "") -> Pat
     title = map_title(map_name, model.method, final.num_samples, final.smse, final.msll, note)
     return plot_map(path, points, mean, std, model.lengthscale_map(points), truth=result.truth,
                     track=result.path[:, :2], samples=result.samples_x,
-                    inducing=model.inducing_inputs, title=title)
+                    inducing=model.inducing_inputs, title=title, georeference=georeference)
 
 
-def plot_remap(grid, layers, track: np.ndarray, path: str | Path, title: str) -> Path:
+def plot_remap(grid, layers, track: np.ndarray, path: str | Path, title: str,
+               georeference=None) -> Path:
     """:func:`plot_map` of a map without ground truth: the ``layers``
     (:class:`~poam_ros.mapping.map_grid.MapLayers`) on their ``grid`` (a
     :class:`~poam_ros.mapping.map_grid.MapGrid`), with the vehicle's ``track`` (P, 2) [m]."""
     lengthscale = None if layers.lengthscale is None else layers.lengthscale.ravel()
     return plot_map(path, grid.points, layers.mean.ravel(), layers.std.ravel(), lengthscale,
-                    track=track, inducing=layers.inducing, title=title)
+                    track=track, inducing=layers.inducing, title=title,
+                    georeference=georeference)
 
 
 def plot_map(path: str | Path, points: np.ndarray, mean: np.ndarray, std: np.ndarray,
              lengthscale: np.ndarray | None = None, *, truth: np.ndarray | None = None,
              track: np.ndarray | None = None, samples: np.ndarray | None = None,
-             inducing: np.ndarray | None = None, title: str = "") -> Path:
+             inducing: np.ndarray | None = None, title: str = "", georeference=None) -> Path:
     """Ground truth (when not None), predicted mean, standard deviation and learned
     lengthscale (when not None) at the grid ``points`` (N, 2) [m], each (N,) [m] with NaN where
     there is nothing to show; the vehicle's ``track`` (P, 2) on the first panel, the
-    ``samples`` (S, 2) on the mean and the ``inducing`` inputs (M, 2) on the std [m]."""
+    ``samples`` (S, 2) on the mean and the ``inducing`` inputs (M, 2) on the std [m], all in
+    map metres. With a ``georeference`` (:class:`~poam_ros.geo.GeoReference`) the axes are
+    its CRS's eastings and northings (map metres plus its origin)."""
+    if georeference is not None:
+        points, track, samples, inducing = (
+            None if xy is None else np.asarray(xy)[:, :2] + georeference.origin
+            for xy in (points, track, samples, inducing))
     xs, ys = np.unique(points[:, 0]), np.unique(points[:, 1])
     half_x = (xs[-1] - xs[0]) / max(len(xs) - 1, 1) / 2  # pixels centred on their points
     half_y = (ys[-1] - ys[0]) / max(len(ys) - 1, 1) / 2
@@ -92,7 +103,12 @@ def plot_map(path: str | Path, points: np.ndarray, mean: np.ndarray, std: np.nda
     for ax, (name, values, cmap, (lo, hi), unit) in zip(axes, panels):
         shown = ax.imshow(image(values), origin="lower", extent=extent, cmap=cmap, vmin=lo, vmax=hi)
         fig.colorbar(shown, ax=ax, shrink=0.85, label=unit)
-        ax.set(title=name, xlabel="x [m]", ylabel="y [m]")
+        if georeference is None:
+            ax.set(title=name, xlabel="x [m]", ylabel="y [m]")
+        else:
+            ax.set(title=name, xlabel="easting [m]", ylabel="northing [m]")
+            ax.ticklabel_format(useOffset=False, style="plain")
+            ax.tick_params(axis="x", labelrotation=30)
         named[name] = ax
     if track is not None and len(track):
         axes[0].plot(track[:, 0], track[:, 1], color="white", lw=0.6, alpha=0.8)
@@ -104,7 +120,16 @@ def plot_map(path: str | Path, points: np.ndarray, mean: np.ndarray, std: np.nda
         named["standard deviation"].legend(loc="upper right", fontsize=7)
     if title:
         fig.suptitle(title)
+    if georeference is not None:
+        fig.supxlabel(georeference_caption(georeference), fontsize=8)
     return save_figure(fig, path)
+
+
+def georeference_caption(georeference) -> str:
+    """``<CRS> · map origin <lat>°, <lon>° (WGS 84) · elevations relative to <reference>``."""
+    lon, lat = (float(v) for v in georeference.to_lonlat(0.0, 0.0))
+    return (f"{georeference.crs.name} · map origin {lat:.6f}°, {lon:.6f}° (WGS 84) · "
+            f"elevations relative to {georeference.vertical_reference}")
 
 
 def plot_curves(curves: Mapping[str, Sequence[dict]], path: str | Path,

@@ -92,6 +92,21 @@ def range_to_reading(reading) -> tuple[float, float, str]:
     return reading.range, time_to_seconds(reading.header.stamp), reading.header.frame_id
 
 
+def navsatfix_to_fix(fix) -> tuple[float, float, float, int, float | None]:
+    """``(t [s], latitude [deg], longitude [deg], status, horizontal std [m] or None)`` of a
+    ``sensor_msgs/NavSatFix``, passed on as sent (NaN included): the ingest judges them.
+
+    ``status`` is ``NavSatStatus.status`` (-1 NO_FIX, -2 never set, 0 … 2 a fix). The std is
+    the square root of the larger of the east and north variances of the ENU
+    ``position_covariance`` [m²], None when its type is ``COVARIANCE_TYPE_UNKNOWN`` (0).
+    """
+    covariance = fix.position_covariance
+    std = (math.sqrt(max(covariance[0], covariance[4])) if fix.position_covariance_type
+           else None)
+    return (time_to_seconds(fix.header.stamp), fix.latitude, fix.longitude,
+            int(fix.status.status), std)
+
+
 # ------------------------------------------------------------------------- grids
 
 def grid_to_array(grid, value_range=None) -> np.ndarray:

@@ -18,6 +18,8 @@ from typing import Callable
 
 import numpy as np
 
+from poam_ros.attitude import quaternion_from_rpy
+from poam_ros.geo.georeference import GeoReference
 from poam_ros.ingest import Ingest, SampleBatch
 from poam_ros.ingest.core import NO_RETURN, OUTSIDE_WORKSPACE
 from poam_ros.mapping.epochs import EpochRecord, epoch_averages
@@ -78,13 +80,15 @@ class Mission:
 
     Args:
         setup: the configuration of every component.
-        terrain: the terrain to survey; built from ``setup.terrain`` when None (pass one to
-            share a loaded map between runs).
+        terrain: the terrain to survey; built from ``setup.terrain`` (placed through the
+            anchor ``setup.geo`` when georeferenced) when None (pass one to share a loaded
+            map between runs).
     """
 
     def __init__(self, setup: MissionSetup, terrain: Terrain | None = None):
         self.setup = setup
-        self.terrain = terrain or terrain_from_config(setup.terrain)
+        self.terrain = terrain or terrain_from_config(setup.terrain,
+                                                      GeoReference.from_config(setup.geo))
         self.workspace = Workspace.from_config(setup.workspace)
         self._check_workspace()
         seeds = mission_seeds(setup.mission.seed)
@@ -99,6 +103,12 @@ class Mission:
         self.model = make_model(setup.mapping.replace(seed=seeds["model"]))
         self.planner = make_planner(setup.planning.planner, self.workspace, self.rng,
                                     setup.planner_config())
+        radius = setup.vehicle.turn_radius
+        if setup.planning.planner == "max_entropy" and \
+                setup.max_entropy.turning_radius != radius:
+            log.warning("max_entropy.turning_radius %g m differs from the vehicle's turn "
+                        "radius %g m: the planner's distances are not the paths flown",
+                        setup.max_entropy.turning_radius, radius)
         self.eval_points = evaluation_points(self.workspace, setup.mission.eval_grid)
         self.truth = self.terrain.elevation(self.eval_points)
         self.loop = MappingLoop(self.model, Scoring(self.eval_points, self.truth), self.workspace)
@@ -133,7 +143,7 @@ class Mission:
                                f"mission.max_samples or shorten the pilot survey")
         while self.model.num_samples < budget:
             position = np.asarray(self.auv.pose[:2])
-            goal = self.planner.plan(position, self._predict_std)
+            goal = self.planner.plan(position, self._predict_std, self.auv.pose[2])
             records.append(self._epoch(len(records), goal, on_epoch))
         return MissionResult(records, self.model, self.terrain, self.workspace,
                              self.eval_points, self.truth, self.model.buffer.x.copy(),
@@ -148,14 +158,15 @@ class Mission:
         """Drive ``waypoints`` and feed the ingest as the nodes would: the plan, then every
         pose and sounding in time order (the event's sim time stands for the wall clock);
         returns the batches cut, the leg's arrival last."""
-        auv, ingest, plane_z = self.auv, self.ingest, self.setup.vehicle.plane_z
-        sonar = self.setup.sonar
+        auv, ingest, sonar = self.auv, self.ingest, self.setup.sonar
         ingest.set_plan(waypoints, auv.time, auv.time)
         auv.set_plan(waypoints)
         for event in auv.advance(math.inf):
             if isinstance(event, Odom):
                 self._path.append((event.x, event.y, event.yaw))
-                ingest.add_pose(event.t, event.x, event.y, plane_z, event.yaw, event.t)
+                ingest.add_pose(event.t, event.x, event.y, event.z, event.yaw, event.t,
+                                orientation=quaternion_from_rpy(event.roll, event.pitch,
+                                                                event.yaw))
             elif isinstance(event, Sounding):
                 ingest.add_range(event.t, event.range, sonar.min_range, sonar.max_range,
                                  event.t)

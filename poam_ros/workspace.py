@@ -49,6 +49,10 @@ class WorkspaceConfig(Params):
                                      "order of no_go_vertex_counts: x0, y0, x1, y1, ...",
                                  unit="m")
     no_go_vertex_counts: list[int] = param([], "number of vertices of each no-go zone")
+    geojson: str = param("", "a GeoJSON file (RFC 7946, WGS 84 lon/lat) of the workspace and "
+                             "its no-go zones, converted into the map frame with the geodetic "
+                             "anchor geo.*; replaces vertices and the no-go lists; empty: "
+                             "those lists, in map metres")
 
     def validate(self) -> None:
         self.vertices = _float_list("WorkspaceConfig.vertices", self.vertices)
@@ -128,6 +132,12 @@ class Workspace:
 
     @classmethod
     def from_config(cls, config: WorkspaceConfig) -> Workspace:
+        """The workspace of ``config``'s vertices; a ``geojson`` file must have been read
+        into them first (:func:`poam_ros.geo.resolve_workspace`, which needs the anchor)."""
+        if config.geojson:
+            raise ConfigError(f"workspace.geojson {config.geojson!r} is in latitude/longitude "
+                              f"and was not converted into the map frame: the component "
+                              f"reading it needs the map's geodetic anchor (geo.*)")
         return cls.from_vertices(config.vertices, config.no_go_zones())
 
     @property

@@ -75,7 +75,8 @@ class SimulatedAuvConfig(Params):
 
 
 class Odom(NamedTuple):
-    """Vehicle state at ``t`` s: pose (m, m, rad) and the last step's speed and yaw rate."""
+    """Vehicle state at ``t`` s: pose (m, m, rad), the last step's speed and yaw rate, the
+    height ``z`` (m, map frame, up) and the attitude's ``roll`` and ``pitch`` (rad)."""
 
     t: float
     x: float
@@ -83,6 +84,9 @@ class Odom(NamedTuple):
     yaw: float
     speed: float
     yaw_rate: float
+    z: float
+    roll: float = 0.0
+    pitch: float = 0.0
 
 
 class Sounding(NamedTuple):
@@ -97,6 +101,16 @@ class Ping(NamedTuple):
 
     t: float
     swath: Swath
+
+
+class _State(NamedTuple):
+    """The vehicle at ``t`` s: pose (x m, y m, yaw rad), height z m, roll and pitch rad."""
+
+    t: float
+    pose: Pose
+    z: float
+    roll: float
+    pitch: float
 
 
 Event = Odom | Sounding | Ping
@@ -191,9 +205,10 @@ class SimulatedAuv:
                 return events
             self._started = True
             x, y, yaw = self.pose
-            events.append(Odom(self.time, x, y, yaw, 0.0, 0.0))
+            state = self._state()
+            events.append(Odom(state.t, x, y, yaw, 0.0, 0.0, state.z, state.roll, state.pitch))
             events.extend(self._soundings(self.simulator.sound_due()))
-            events.extend(self._pings_between(self.time, self.pose, self.time, self.pose))
+            events.extend(self._pings_between(state, state))
         self._progress()
         dt = self.simulator.vehicle.dt
         steps = 0
@@ -215,18 +230,24 @@ class SimulatedAuv:
                 return self._abandon(f"waypoint #{self._index} ({goal_x:g}, {goal_y:g}) not "
                                      f"reached within {self._step_limit} control steps")
             goal = self._plan[self._index]
-        before, t0 = self.pose, self.time
+        before = self._state()
         log = self.simulator.step(goal)
         if goal is not None:
             self._steps_on_waypoint += 1
-        after, t1 = self.pose, self.time
-        dt = t1 - t0
-        events: list[Event] = [Odom(t1, *after, math.hypot(after[0] - before[0],
-                                                          after[1] - before[1]) / dt,
-                                    wrap_angle(after[2] - before[2]) / dt)]
+        after = self._state()
+        dt = after.t - before.t
+        (x0, y0, yaw0), (x1, y1, yaw1) = before.pose, after.pose
+        events: list[Event] = [Odom(after.t, x1, y1, yaw1, math.hypot(x1 - x0, y1 - y0) / dt,
+                                    wrap_angle(yaw1 - yaw0) / dt, after.z, after.roll,
+                                    after.pitch)]
         events.extend(self._soundings(log))
-        events.extend(self._pings_between(t0, before, t1, after))
+        events.extend(self._pings_between(before, after))
         return events
+
+    def _state(self) -> _State:
+        simulator = self.simulator
+        t = simulator.time
+        return _State(t, simulator.pose, simulator.z, *simulator.vehicle.roll_pitch(t))
 
     def _abandon(self, reason: str) -> list[Event]:
         """Drop the plan after a failure; lockstep then holds, realtime holds position."""
@@ -256,22 +277,27 @@ class SimulatedAuv:
     def _soundings(log) -> list[Sounding]:
         return [Sounding(t, r) for t, r in zip(log.times.tolist(), log.ranges.tolist())]
 
-    def _pings_between(self, t0: float, before: Pose, t1: float, after: Pose) -> list[Ping]:
-        """Multibeam pings due by ``t1`` on the step ``before`` (at ``t0``) -> ``after``."""
+    def _pings_between(self, before: _State, after: _State) -> list[Ping]:
+        """Multibeam pings due by ``after.t`` on the step ``before`` -> ``after``, at the
+        pose, height and attitude interpolated linearly (yaw along the shorter arc) as the
+        ingest interpolates the odometry, so that it places each beam where it was cast."""
         if self.multibeam is None:
             return []
+        t0, t1, start, end = before.t, after.t, before.pose, after.pose
         pings = []
         while self._pings * self.ping_period <= t1 + CLOCK_TOLERANCE:
             t = self._pings * self.ping_period
             self._pings += 1
             fraction = 1.0 if t1 <= t0 else min(max((t - t0) / (t1 - t0), 0.0), 1.0)
-            pose = (before[0] + fraction * (after[0] - before[0]),
-                    before[1] + fraction * (after[1] - before[1]),
-                    wrap_angle(before[2] + fraction * wrap_angle(after[2] - before[2])))
+            pose = (start[0] + fraction * (end[0] - start[0]),
+                    start[1] + fraction * (end[1] - start[1]),
+                    wrap_angle(start[2] + fraction * wrap_angle(end[2] - start[2])))
             if not self.simulator.terrain.contains([pose[:2]])[0]:
                 self.pings_off_terrain += 1
                 continue
-            pings.append(Ping(t, self.multibeam.ping(pose)))
+            z, roll, pitch = (a + fraction * (b - a) for a, b in (
+                (before.z, after.z), (before.roll, after.roll), (before.pitch, after.pitch)))
+            pings.append(Ping(t, self.multibeam.ping(pose, z, roll, pitch)))
         return pings
 
 

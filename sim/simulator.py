@@ -22,6 +22,8 @@ from typing import Sequence
 
 import numpy as np
 
+from poam_ros.params import ConfigError
+from poam_ros.sim.depth_keeping import HeightKeeper
 from poam_ros.sim.sonar import SingleBeamSonar, SonarConfig
 from poam_ros.sim.terrain import Terrain, check_extent
 from poam_ros.sim.vehicle import Pose, Unicycle, VehicleConfig, wrap_angle
@@ -43,7 +45,7 @@ class SurveyLog:
     and ``ranges`` (N,), and the noise-free ``true_elevations`` (N,); off the terrain a
     sounding returns nothing (range +inf, elevations NaN). Trajectory (M poses,
     from the start of the call, one per control step): ``pose_times`` (M,) s and ``poses``
-    (M, 3) as (x m, y m, yaw rad).
+    (M, 3) as (x m, y m, yaw rad); ``heights`` (M,) m is the vehicle's z at each pose.
     """
 
     times: np.ndarray
@@ -53,6 +55,7 @@ class SurveyLog:
     true_elevations: np.ndarray
     pose_times: np.ndarray
     poses: np.ndarray
+    heights: np.ndarray
 
     def __len__(self) -> int:
         return len(self.times)
@@ -81,8 +84,16 @@ class SurveySimulator:
                  start_pose: Sequence[float] | None = None) -> None:
         self.terrain = terrain
         self.vehicle = Unicycle(vehicle_config or VehicleConfig())
-        self.sonar = SingleBeamSonar(terrain, sonar_config or SonarConfig(),
-                                     self.vehicle.config.plane_z, np.random.default_rng(seed))
+        self.height = HeightKeeper(self.vehicle.config, terrain)
+        sonar_config = sonar_config or SonarConfig()
+        if self.height.constant is None:
+            altitude = self.vehicle.config.altitude
+            if not sonar_config.min_range <= altitude <= sonar_config.max_range:
+                raise ConfigError(f"VehicleConfig.altitude={altitude:g} m lies outside the "
+                                  f"sonar's [{sonar_config.min_range:g}, "
+                                  f"{sonar_config.max_range:g}] m range limits")
+        self.sonar = SingleBeamSonar(terrain, sonar_config, self.height.constant,
+                                     np.random.default_rng(seed))
         if start_pose is None:
             start_pose = lower_right_start(terrain.extent)
         x, y, yaw = (float(v) for v in start_pose)
@@ -90,6 +101,7 @@ class SurveySimulator:
             raise SimulationError(f"start yaw must be finite, got {yaw}")
         terrain.require_inside([[x, y]], "start position")
         self._pose: Pose = (x, y, wrap_angle(yaw))
+        self._z = self.height.height(x, y)
         self._steps = 0
         self._soundings = 0
 
@@ -108,6 +120,16 @@ class SurveySimulator:
         """Current (x m, y m, yaw rad)."""
         return self._pose
 
+    @property
+    def z(self) -> float:
+        """Current height in metres (map frame, up)."""
+        return self._z
+
+    def _moved(self, pose: Pose, command: tuple[float, float]) -> tuple[Pose, float]:
+        """The pose and height one control step after ``pose`` under ``command``."""
+        after = self.vehicle.step(pose, *command)
+        return after, self.height.height(after[0], after[1])
+
     def follow(self, waypoints) -> SurveyLog:
         """Drive through the (K, 2) ``waypoints`` in order, sounding at the sonar rate.
 
@@ -122,35 +144,29 @@ class SurveySimulator:
         if not len(goals):
             raise ValueError("follow() needs at least one waypoint, got none")
         vehicle, dt = self.vehicle, self.vehicle.dt
-        period = 1.0 / self.sonar.config.rate
         radius = vehicle.config.goal_radius
-        pose, steps, soundings = self._pose, self._steps, self._soundings
-        poses, sound_times, sound_xs, sound_ys = [pose], [], [], []
-
-        t = steps * dt
-        while soundings * period <= t + CLOCK_TOLERANCE:
-            sound_times.append(soundings * period)
-            sound_xs.append(pose[0])
-            sound_ys.append(pose[1])
-            soundings += 1
+        pose, z, steps, soundings = self._pose, self._z, self._steps, self._soundings
+        poses, heights = [pose], [z]
+        sound_times, sound_xs, sound_ys, sound_zs, soundings = self._due(
+            steps * dt, soundings, (pose, z), (pose, z), 1.0)
         for index, (goal_x, goal_y) in enumerate(goals.tolist()):
             distance = math.hypot(goal_x - pose[0], goal_y - pose[1])
             limit = vehicle.leg_step_limit(distance)
             for _ in range(limit):
                 if distance <= radius:
                     break
-                x0, y0, _ = pose
-                pose = vehicle.step(pose, *vehicle.go_to_goal(pose, goal_x, goal_y))
+                before = (pose, z)
+                pose, z = self._moved(pose, vehicle.go_to_goal(pose, goal_x, goal_y))
                 poses.append(pose)
+                heights.append(z)
                 steps += 1
-                t = steps * dt
                 # Soundings due during this step lie on its straight segment.
-                while soundings * period <= t + CLOCK_TOLERANCE:
-                    fraction = 1.0 - (t - soundings * period) / dt
-                    sound_times.append(soundings * period)
-                    sound_xs.append(x0 + fraction * (pose[0] - x0))
-                    sound_ys.append(y0 + fraction * (pose[1] - y0))
-                    soundings += 1
+                times, xs, ys, zs, soundings = self._due(steps * dt, soundings, before,
+                                                         (pose, z), dt)
+                sound_times += times
+                sound_xs += xs
+                sound_ys += ys
+                sound_zs += zs
                 distance = math.hypot(goal_x - pose[0], goal_y - pose[1])
             if distance > radius:
                 raise SimulationError(
@@ -158,15 +174,11 @@ class SurveySimulator:
                     f"control steps; the vehicle is still {distance:.3g} m away at "
                     f"({pose[0]:.3g}, {pose[1]:.3g})")
 
-        positions = np.column_stack((sound_xs, sound_ys)) if sound_xs else np.empty((0, 2))
-        measured = self.sonar.measure(positions)
         start_step = self._steps
-        self._pose, self._steps, self._soundings = pose, steps, soundings
-        return SurveyLog(
-            times=np.asarray(sound_times, dtype=float), positions=positions,
-            elevations=measured.elevation, ranges=measured.range,
-            true_elevations=measured.true_elevation,
-            pose_times=(start_step + np.arange(len(poses))) * dt, poses=np.asarray(poses))
+        log = self._log(sound_times, sound_xs, sound_ys, sound_zs,
+                        (start_step + np.arange(len(poses))) * dt, poses, heights)
+        self._pose, self._z, self._steps, self._soundings = pose, z, steps, soundings
+        return log
 
     def sound_due(self) -> SurveyLog:
         """The soundings due at the current time and not yet taken, without moving.
@@ -175,9 +187,9 @@ class SurveySimulator:
         find any; :meth:`step` takes them itself, so this matters when the vehicle has a
         plan it need not move for. ``poses`` holds the current pose alone.
         """
-        pose, t = self._pose, self.time
-        times, xs, ys, soundings = self._due(t, self._soundings, pose, pose, 1.0)
-        log = self._log(times, xs, ys, [t], [pose])
+        pose, z, t = self._pose, self._z, self.time
+        times, xs, ys, zs, soundings = self._due(t, self._soundings, (pose, z), (pose, z), 1.0)
+        log = self._log(times, xs, ys, zs, [t], [pose], [z])
         self._soundings = soundings
         return log
 
@@ -192,48 +204,55 @@ class SurveySimulator:
         the terrain the sonar returns nothing (see :meth:`SingleBeamSonar.measure`).
         """
         vehicle, dt = self.vehicle, self.vehicle.dt
-        pose, steps = self._pose, self._steps
+        pose, z, steps = self._pose, self._z, self._steps
         t = steps * dt
-        times, xs, ys, soundings = self._due(t, self._soundings, pose, pose, 1.0)
+        times, xs, ys, zs, soundings = self._due(t, self._soundings, (pose, z), (pose, z), 1.0)
         if goal is None:
             command = (0.0, 0.0)
         else:
             goal_x, goal_y = (float(v) for v in goal)
             command = vehicle.go_to_goal(pose, goal_x, goal_y)
-        after = vehicle.step(pose, *command)
+        after, z_after = self._moved(pose, command)
         t_after = (steps + 1) * dt
-        more_times, more_xs, more_ys, soundings = self._due(t_after, soundings, pose, after, dt)
-        log = self._log(times + more_times, xs + more_xs, ys + more_ys, [t, t_after],
-                        [pose, after])
-        self._pose, self._steps, self._soundings = after, steps + 1, soundings
+        more_times, more_xs, more_ys, more_zs, soundings = self._due(
+            t_after, soundings, (pose, z), (after, z_after), dt)
+        log = self._log(times + more_times, xs + more_xs, ys + more_ys, zs + more_zs,
+                        [t, t_after], [pose, after], [z, z_after])
+        self._pose, self._z, self._steps, self._soundings = after, z_after, steps + 1, soundings
         return log
 
-    def _due(self, t: float, soundings: int, before: Pose, after: Pose, dt: float
-             ) -> tuple[list[float], list[float], list[float], int]:
+    def _due(self, t: float, soundings: int, before: tuple[Pose, float],
+             after: tuple[Pose, float], dt: float
+             ) -> tuple[list[float], list[float], list[float], list[float], int]:
         """Soundings due by time ``t`` from count ``soundings`` on, at the points of the
-        segment ``before`` -> ``after`` that ends at ``t`` and lasts ``dt`` (the same
-        expressions as :meth:`follow`, so the positions agree to the last bit)."""
+        segment ``before`` -> ``after`` ((pose, height) each) that ends at ``t`` and lasts
+        ``dt``: their times, x, y, z and the new count. :meth:`follow` and :meth:`step` both
+        use it, so the positions agree to the last bit."""
         period = 1.0 / self.sonar.config.rate
-        x0, y0, _ = before
-        times, xs, ys = [], [], []
+        (x0, y0, _), z0 = before
+        (x1, y1, _), z1 = after
+        times, xs, ys, zs = [], [], [], []
         while soundings * period <= t + CLOCK_TOLERANCE:
             if before is after:
                 xs.append(x0)
                 ys.append(y0)
+                zs.append(z0)
             else:
                 fraction = 1.0 - (t - soundings * period) / dt
-                xs.append(x0 + fraction * (after[0] - x0))
-                ys.append(y0 + fraction * (after[1] - y0))
+                xs.append(x0 + fraction * (x1 - x0))
+                ys.append(y0 + fraction * (y1 - y0))
+                zs.append(z0 + fraction * (z1 - z0))
             times.append(soundings * period)
             soundings += 1
-        return times, xs, ys, soundings
+        return times, xs, ys, zs, soundings
 
-    def _log(self, times, xs, ys, pose_times, poses) -> SurveyLog:
+    def _log(self, times, xs, ys, zs, pose_times, poses, heights) -> SurveyLog:
         """Measure at the positions (one noise draw each, in order) and bundle the log."""
         positions = np.column_stack((xs, ys)) if xs else np.empty((0, 2))
-        measured = self.sonar.measure(positions)
+        measured = self.sonar.measure(positions, np.asarray(zs, dtype=float))
         return SurveyLog(
             times=np.asarray(times, dtype=float), positions=positions,
             elevations=measured.elevation, ranges=measured.range,
             true_elevations=measured.true_elevation,
-            pose_times=np.asarray(pose_times, dtype=float), poses=np.asarray(poses))
+            pose_times=np.asarray(pose_times, dtype=float), poses=np.asarray(poses),
+            heights=np.asarray(heights, dtype=float))

@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 #: The topics ``poam-ros record`` and the recorder node take by default: every input and
 #: output of the stack (relative names resolve in the recorder's namespace, as the nodes'
 #: own do).
-STACK_TOPICS = ("odom", "sonar/range", "sonar/swath", "plan", "goal", "samples", "map",
+STACK_TOPICS = ("odom", "sonar/range", "sonar/swath", "fix", "plan", "goal", "samples", "map",
                 "map/std", "map/inducing", "uncertainty/query", "uncertainty/response",
                 "/clock", "/diagnostics")
 

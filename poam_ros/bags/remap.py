@@ -3,7 +3,7 @@ mapping core, with any method and parameters, without ROS or DDS.
 
 Pipeline (what the live graph does, message for message):
 
-1. The bag's ``odom``, ``sonar/range``, ``sonar/swath`` and ``plan`` messages go into
+1. The bag's ``odom``, ``sonar/range``, ``sonar/swath``, ``fix`` and ``plan`` messages go into
    :class:`~poam_ros.ingest.Ingest` with the numbers the ingest node reads off the same
    messages (:mod:`poam_ros.messages`), in data-time order: sensor messages by header
    stamp (a stamp behind its topic's newest keeps its place after that one, where the live
@@ -59,6 +59,7 @@ import numpy as np
 from poam_ros import messages as msg
 from poam_ros.bags.bag_reader import BagError, BagReader, ReadReport
 from poam_ros.bags.message_types import MessageTypes
+from poam_ros.geo import GeoReference
 from poam_ros.ingest import Ingest, SampleBatch
 from poam_ros.ingest.clock_jumps import ClockJumps, Verdict
 from poam_ros.mapping.epochs import EpochRecord
@@ -77,6 +78,7 @@ POLL_PERIOD = 0.05  # s: the ingest node's poll timer
 ODOMETRY, RANGE, CLOUD, PATH = ("nav_msgs/msg/Odometry", "sensor_msgs/msg/Range",
                                 "sensor_msgs/msg/PointCloud2", "nav_msgs/msg/Path")
 DIAGNOSTICS = "diagnostic_msgs/msg/DiagnosticArray"
+NAVSATFIX = "sensor_msgs/msg/NavSatFix"
 # Counters in the ingest node's /diagnostics of what depends on its wall clock and DDS:
 # where any is non-zero, the live batches cannot be reproduced from the sensor topics.
 _TIMING_DEPENDENT = ("flushes_on_grace", "dropped.late", "dropped.no_pose",
@@ -91,6 +93,8 @@ class RemapConfig(Params):
     range_topic: str = param("/sonar/range", "echo sounder (sensor_msgs/Range)")
     swath_topic: str = param("/sonar/swath", "multibeam swaths (sensor_msgs/PointCloud2)")
     plan_topic: str = param("/plan", "plans (nav_msgs/Path): their ends cut the batches")
+    fix_topic: str = param("/fix", "position fixes (sensor_msgs/NavSatFix): resets of the "
+                                   "horizontal position, as live (needs geo.*)")
     map_topic: str = param("/map", "the live mapper's maps: update grouping and comparison")
     samples_topic: str = param("/samples", "the live ingest's batches (sensor_msgs/"
                                            "PointCloud2): the source with source=samples, "
@@ -176,7 +180,8 @@ def remap_bag(bag, setup: MissionSetup, config: RemapConfig | None = None,
     reader = bag if isinstance(bag, BagReader) else BagReader(bag)
     check_topics(reader, config)
     types = MessageTypes()
-    ingest = Ingest(setup.ingest, Workspace.from_config(setup.ingest_workspace))
+    ingest = Ingest(setup.ingest, Workspace.from_config(setup.ingest_workspace),
+                    GeoReference.from_config(setup.geo))
     notes: list[str] = []
     batches, path, counts, live_maps, sim_bag, on_wire = _ingest(reader, types, ingest, config,
                                                                  notes)
@@ -282,7 +287,8 @@ def check_topics(reader: BagReader, config: RemapConfig) -> None:
                        f"{listing}")
     expected = {config.odom_topic: ODOMETRY, config.range_topic: RANGE,
                 config.swath_topic: CLOUD, config.plan_topic: PATH, config.map_topic: CLOUD,
-                config.diagnostics_topic: DIAGNOSTICS, config.samples_topic: CLOUD}
+                config.diagnostics_topic: DIAGNOSTICS, config.samples_topic: CLOUD,
+                config.fix_topic: NAVSATFIX}
     for name, msgtype in expected.items():
         if name in topics and topics[name].msgtype != msgtype:
             stored = topics[name].msgtype or "a type it does not name"
@@ -346,7 +352,8 @@ def _read(reader: BagReader, types: MessageTypes, ingest: Ingest, config: RemapC
     and what the live graph recorded of itself."""
     recording = _Recording()
     wanted = {config.odom_topic, config.range_topic, config.swath_topic, config.plan_topic,
-              config.map_topic, config.diagnostics_topic, config.samples_topic}
+              config.map_topic, config.diagnostics_topic, config.samples_topic,
+              config.fix_topic}
     for sequence, message in enumerate(reader.messages(wanted)):
         try:
             decoded = types.deserialize(message.data, message.msgtype)
@@ -355,7 +362,8 @@ def _read(reader: BagReader, types: MessageTypes, ingest: Ingest, config: RemapC
             log.debug("undecodable %s message: %s", message.topic, error)
             continue
         topic, sent = message.topic, message.publish_time or message.log_time
-        if topic in (config.odom_topic, config.range_topic, config.swath_topic):
+        if topic in (config.odom_topic, config.range_topic, config.swath_topic,
+                     config.fix_topic):
             _read_sensor(recording, config, ingest, sequence, message, sent, decoded)
         elif topic == config.plan_topic:
             recording.plans.append((sent, sequence, decoded, message.log_time))
@@ -485,7 +493,8 @@ def _feed(recording: _Recording, ingest: Ingest, config: RemapConfig, from_sampl
 
 
 def _feed_reading(ingest: Ingest, config: RemapConfig, topic: str, decoded, now: float) -> None:
-    """One range, swath or plan message into the ingest, as the ingest node hands it over."""
+    """One range, swath, fix or plan message into the ingest, as the ingest node hands it
+    over."""
     stamp = msg.time_to_seconds(decoded.header.stamp)
     if topic == config.range_topic:
         ingest.add_range(stamp, decoded.range, decoded.min_range, decoded.max_range, now,
@@ -497,6 +506,9 @@ def _feed_reading(ingest: Ingest, config: RemapConfig, topic: str, decoded, now:
             ingest.drop_malformed(f"sonar/swath: {error}")
         else:
             ingest.add_swath(stamp, points, now, decoded.header.frame_id)
+    elif topic == config.fix_topic:
+        t, latitude, longitude, status, horizontal_std = msg.navsatfix_to_fix(decoded)
+        ingest.add_fix(t, latitude, longitude, now, status, horizontal_std)
     elif topic == config.plan_topic:
         ingest.set_plan(msg.path_to_waypoints(decoded), stamp, now, decoded.header.frame_id)
 

@@ -12,10 +12,13 @@
         journal                    the crash journal's cost and the replay after a crash
         vips-paper                 the VIPS paper's experiments (VIPS, OIPS, CV)
         dual-gp-paper              the memory-based dual GP paper's experiments
+        cmogp-paper                the continual multi-task GP paper's experiments
+        real-scale                 a km-scale mission on a synthetic 1" tile (georeferenced)
     poam-ros fetch-tile NAME URL   download an SRTM tile (.hgt or .hgt.zip) from a mirror
     poam-ros record [-o BAG]       record the stack's topics to a rosbag2 bag (needs rclpy)
     poam-ros play BAG              play a bag with its original timing (needs rclpy)
     poam-ros remap BAG             re-map a bag's sensor data offline, any method (no ROS)
+    poam-ros export SOURCE -o TIF  a saved model or a bag as a georeferenced GeoTIFF (no ROS)
 
 A bad option or parameter file is refused before anything starts: one line on stderr, exit
 status 2. Ctrl-C or SIGTERM stops a command within about a second, keeping what it has
@@ -36,12 +39,13 @@ from poam_ros.cli.common import (
 )
 from poam_ros.params import ConfigError
 
-COMMANDS = ("sim", "mission", "bench", "fetch-tile", "record", "play", "remap")
+COMMANDS = ("sim", "mission", "bench", "fetch-tile", "record", "play", "remap", "export")
 #: ``poam-ros bench NAME``: the module of poam_ros.benchmark whose ``main(argv)`` runs it
 BENCHMARKS = {"core": "core_speed", "sweep": "sweep", "remap": "remap_speed",
               "recorder": "recorder", "ingest": "ingest_throughput", "latency": "map_latency",
               "journal": "journal_cost", "vips-paper": "vips_paper",
-              "dual-gp-paper": "dual_gp_paper"}
+              "dual-gp-paper": "dual_gp_paper", "cmogp-paper": "cmogp_paper",
+              "real-scale": "real_scale"}
 
 
 def main(argv=None) -> int:
@@ -74,6 +78,10 @@ def run(command: str, argv: list[str]) -> int:
         from poam_ros.cli.mission import mission
 
         return mission(argv)
+    if command == "export":
+        from poam_ros.cli.export import export
+
+        return export(argv)
     return {"bench": bench, "fetch-tile": fetch}[command](argv)
 
 

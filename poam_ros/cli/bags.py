@@ -174,7 +174,7 @@ def _play_topics(args, reader) -> set[str]:
 
 # ----------------------------------------------------------------------------- remap
 
-REMAP_TOPICS = ("odom", "range", "swath", "plan", "map", "samples", "diagnostics")
+REMAP_TOPICS = ("odom", "range", "swath", "fix", "plan", "map", "samples", "diagnostics")
 FIRST_UPDATE_NOTE = ("       (update 0 fits the scalers and chooses the inducing inputs from "
                      "scratch, so it can take longer)")
 
@@ -293,15 +293,21 @@ def _print_remap(result, out: Path) -> None:
     if result.read_report.damaged:
         print(f"warning: damaged bag, everything readable was used: "
               f"{result.read_report.summary()}", file=sys.stderr)
-    print(f"outputs: {out}/ (remap.json, epochs.jsonl, map.npz, model.pt, remap.png)")
+    written = sorted(path.name for path in out.iterdir() if path.is_file())
+    print(f"outputs: {out}/ ({', '.join(written)})")
 
 
 def _write_remap(result, out: Path, bag: Path, setup) -> None:
-    """``remap.json``, the final map (``map.npz``), the model and the figure."""
+    """``remap.json``, the final map (``map.npz``), the model, the survey product
+    (``map.tif``, where the map frame has an anchor) and the figure."""
     import numpy as np
 
     from poam_ros.cli.mission import map_name
     from poam_ros.figures import map_title, plot_mission, plot_remap
+    from poam_ros.geo import GeoReference
+    from poam_ros.mapping.survey_product import PRODUCT_NAME, export_map
+
+    georeference = GeoReference.from_config(setup.geo)
 
     comparison = result.comparison
     summary = {
@@ -323,11 +329,15 @@ def _write_remap(result, out: Path, bag: Path, setup) -> None:
             layers["lengthscale"] = result.layers.lengthscale
         np.savez_compressed(out / "map.npz", **layers)
         result.model.save(out / "model.pt")
+        if georeference is not None:
+            export_map(out / PRODUCT_NAME, result.model, result.grid, georeference,
+                       setup.mapper_node.std_includes_noise)
     note = f"remap of {bag.resolve().name}, seed {setup.mission.seed}"
     mission = result.mission_result()
     if mission is not None:
-        plot_mission(mission, out / "remap.png", map_name(setup), note)
+        plot_mission(mission, out / "remap.png", map_name(setup), note, georeference)
     elif result.layers is not None:  # the bag's own survey: no ground truth, no scores
         title = map_title(f"the survey of {bag.resolve().name}", setup.mapping.method,
                           result.model.num_samples, note=f"remap, seed {setup.mission.seed}")
-        plot_remap(result.grid, result.layers, result.path[:, :2], out / "remap.png", title)
+        plot_remap(result.grid, result.layers, result.path[:, :2], out / "remap.png", title,
+                   georeference)

@@ -154,6 +154,7 @@ def print_unmapped(outside_workspace: int, no_return: int) -> None:
 def mission(argv) -> int:
     """The simulated mission (Algorithm 1) in one process, printing progress and a summary."""
     from poam_ros.figures import plot_mission
+    from poam_ros.geo import GeoReference
 
     parser = ArgumentParser(prog="poam-ros mission", description=mission.__doc__)
     add_setup_arguments(parser, "results/mission")
@@ -176,7 +177,7 @@ def mission(argv) -> int:
             return fail("mission", error)
     dropped = {"outside_workspace": run.outside_workspace, "no_return": run.no_return}
     figure = plot_mission(result, args.out / "mission.png", map_name(setup),
-                          f"seed {setup.mission.seed}")
+                          f"seed {setup.mission.seed}", GeoReference.from_config(setup.geo))
     report(summarize(result.records, result.wall_time, setup, dropped=dropped,
                      outcome="budget"), args.out, "mission", figure)
     print_unmapped(run.outside_workspace, run.no_return)

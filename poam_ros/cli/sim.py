@@ -141,6 +141,7 @@ def describe_bag(path: Path) -> dict:
 def plot_final_map(run, path, setup):
     """The last scored map as published, with the ground truth at its cells."""
     from poam_ros.figures import map_title, plot_map
+    from poam_ros.geo import GeoReference
 
     stamp = run.monitor.record_stamps[-1]
     layers = run.monitor.map_layers(stamp)
@@ -155,7 +156,7 @@ def plot_final_map(run, path, setup):
                       final.msll, f"over ROS, seed {setup.mission.seed}")
     return plot_map(path, points, layers["mean"], layers["std"], layers["lengthscale"],
                     truth=truth, track=samples, samples=samples, inducing=layers["inducing"],
-                    title=title)
+                    title=title, georeference=GeoReference.from_config(setup.geo))
 
 
 def compare(setup, run, torch_threads: int | None) -> dict:

@@ -21,6 +21,7 @@ import shapely
 from shapely.geometry import Polygon, shape
 
 from poam_ros.geo.georeference import GeoError, GeoReference, check_lonlat
+from poam_ros.params import ConfigError
 from poam_ros.workspace import Workspace, WorkspaceConfig
 
 ROLES = ("workspace", "no_go")
@@ -62,6 +63,33 @@ class SurveyArea:
             return np.column_stack(georeference.to_map(lon, lat))
         except GeoError as exc:
             raise GeoError(f"{self.source}: {exc}") from exc
+
+
+def resolve_workspace(config: WorkspaceConfig, georeference: GeoReference | None
+                      ) -> WorkspaceConfig:
+    """``config`` with its ``geojson`` file read into map-metre vertices and no-go zones
+    (and ``geojson`` cleared, so that whoever is handed it needs no anchor); ``config``
+    itself when it names no file. ``~`` is expanded; a relative path is taken from the
+    working directory.
+
+    Raises:
+        ConfigError: naming the file, when it is bad (see :func:`read_survey_area`) or
+            there is no anchor (``georeference`` None) to place its latitudes and
+            longitudes.
+    """
+    if not config.geojson:
+        return config
+    path = Path(config.geojson).expanduser()
+    if georeference is None:
+        raise ConfigError(f"workspace.geojson {str(path)!r} is in latitude/longitude: set "
+                          f"the map frame's geodetic anchor (geo.anchor latlon or projected) "
+                          f"to place it, or give the workspace in map metres (vertices)")
+    try:
+        area = read_survey_area(path)
+        area.workspace(georeference)  # a polygon that is degenerate in metres is refused now
+        return area.workspace_config(georeference)
+    except GeoError as error:
+        raise ConfigError(f"workspace.geojson: {error}") from error
 
 
 def read_survey_area(path) -> SurveyArea:

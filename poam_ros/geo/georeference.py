@@ -218,3 +218,7 @@ class GeoConfig(Params):
                 projected_crs(self.crs)
             except GeoError as exc:
                 raise ConfigError(f"GeoConfig.crs: {exc}") from exc
+        try:  # the anchor as a whole: its origin projected into its CRS
+            GeoReference.from_config(self)
+        except GeoError as exc:
+            raise ConfigError(f"GeoConfig ({self.anchor} anchor): {exc}") from exc

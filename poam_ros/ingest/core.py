@@ -13,10 +13,13 @@ elevation)`` in the world frame and hands out :class:`SampleBatch` es:
 * when the batch reaches ``max_batch_size`` samples or spans ``max_batch_age`` seconds
   (continuous surveys).
 
-Geometry. The sonar frame sits at the vehicle's origin with the vehicle's axes (x forward,
-y left, z up). A range is measured straight down, so its sample is ``(x, y, z - range)``
-at the interpolated pose; a swath point ``p`` in the sonar frame becomes ``position +
-R(yaw) p``.
+Geometry. A range is measured straight down, so its sample is ``(x, y, z - range)`` at the
+interpolated pose. A swath point ``p`` in the sonar frame becomes ``position + R_vehicle
+(t_mount + R_mount p)``: the sonar sits at the lever arm ``t_mount`` (``sonar_mount_xyz``,
+vehicle frame: x forward, y left, z up) rotated by ``R_mount`` (``sonar_mount_rpy``), and the
+vehicle's attitude ``R_vehicle`` = R(roll, pitch, yaw) (:mod:`poam_ros.attitude`) comes from
+the odometry's quaternion (level when a pose comes without one). Sound-velocity (ray
+bending) correction is out of scope: beams are straight.
 
 Decision-point exactness. DDS keeps each topic in order but not the topics among
 themselves: the odometry at the arrival time can come before a sounding stamped earlier.
@@ -54,6 +57,21 @@ and ``malformed_message`` count messages) and the latest case's detail is in
 quaternion, a norm off 1 by more than ``orientation_tolerance``) is refused rather than
 placed with the heading atan2 makes up for it.
 
+Navigation (:mod:`~poam_ros.ingest.navigation`). Odometry may also come in ``odom_frame``,
+placed in the world frame by the declared static transform ``map_from_odom`` before any pose
+check. A position fix (:meth:`Ingest.add_fix`: latitude and longitude, converted with the
+map's geodetic anchor) is a declared reset of the horizontal position, never fused: the
+correction fix − odometry at the fix's stamp is added to the odometry from that stamp on,
+including to readings placed since then and not yet handed out (those already handed out
+stay where they were). The pose history keeps the odometry as it came, so the speed limit
+judges the odometry against itself and a 100 m USBL correction drops no pose. A fix whose
+stamp is ahead of every pose waits for one (``pending_timeout``). Fixes are dropped, counted
+per message, without the anchor (``fix_no_anchor``), with status NO_FIX (``fix_no_fix``), a
+non-finite stamp, latitude or longitude (``fix_nonfinite``), a latitude or longitude out of
+range or where the anchor's projection has no place for it (``fix_out_of_range``), a
+reported horizontal std above ``fix_max_std`` (``fix_imprecise``), a stamp not after the
+previous fix's (``fix_out_of_order``) or no pose to reset at its stamp (``fix_no_pose``).
+
 A node cuts batches in its callbacks (cheap) and checks them (:meth:`Ingest.finish`: swath
 filters, workspace, duplicates; the heavy part) on a worker thread; :meth:`take_batches`
 does both at once for callers without threads.
@@ -65,10 +83,11 @@ import logging
 import math
 from collections import Counter, deque
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from poam_ros.attitude import roll_pitch_from_quaternion, rotation_matrix
 from poam_ros.ingest.clock_jumps import ClockJumps, Verdict
 from poam_ros.ingest.cloud_filters import (
     BACKENDS,
@@ -76,9 +95,13 @@ from poam_ros.ingest.cloud_filters import (
     statistical_inliers,
     voxel_downsample,
 )
+from poam_ros.ingest.navigation import HorizontalResets, StaticTransform
 from poam_ros.ingest.pose_history import STAMP_TOLERANCE, Lookup, PoseHistory, not_a_rotation
 from poam_ros.params import ConfigError, Params, param
 from poam_ros.workspace import Workspace
+
+if TYPE_CHECKING:  # the anchor is handed in: the ingest itself needs no pyproj or rasterio
+    from poam_ros.geo.georeference import GeoReference
 
 log = logging.getLogger(__name__)
 
@@ -109,12 +132,22 @@ POSE_STAMP_OUTLIER = "pose_stamp_outlier"  # a glitched stamp, far from the odom
 STAMP_OUTLIER = "stamp_outlier"            # the same for a range or swath
 CLOCK_RESET = "clock_reset"  # a reading waiting for a pose of a clock that a reset abandoned
 DUPLICATE = "duplicate"  # a second message of a stream with the same stamp
+# Position fixes, counted in messages (see the module docstring).
+FIX_NO_ANCHOR = "fix_no_anchor"
+FIX_NO_FIX = "fix_no_fix"
+FIX_NONFINITE = "fix_nonfinite"
+FIX_OUT_OF_RANGE = "fix_out_of_range"
+FIX_IMPRECISE = "fix_imprecise"
+FIX_OUT_OF_ORDER = "fix_out_of_order"
+FIX_NO_POSE = "fix_no_pose"
+FIX_REASONS = (FIX_NO_ANCHOR, FIX_NO_FIX, FIX_NONFINITE, FIX_OUT_OF_RANGE, FIX_IMPRECISE,
+               FIX_OUT_OF_ORDER, FIX_NO_POSE)
 REASONS = (WRONG_FRAME, NO_RETURN, NONFINITE_RANGE, NEGATIVE_RANGE, RANGE_OUT_OF_LIMITS,
            NONFINITE_POINT, MALFORMED, DUPLICATE, OUT_OF_ORDER, STALE_STAMP, STAMP_OUTLIER,
            CLOCK_RESET, POSE_GAP, NO_POSE, QUEUE_OVERFLOW, LATE, OUTSIDE_WORKSPACE,
            VOXEL_MERGED, STATISTICAL_OUTLIER, POSE_WRONG_FRAME, POSE_NONFINITE,
            POSE_INVALID_ORIENTATION, POSE_DUPLICATE, POSE_OUT_OF_ORDER, POSE_STAMP_OUTLIER,
-           POSE_JUMP)
+           POSE_JUMP, *FIX_REASONS)
 
 ODOM, RANGE, SWATH = "odom", "range", "swath"  # streams; RANGE and SWATH are reading kinds
 
@@ -125,8 +158,23 @@ class IngestConfig(Params):
 
     world_frame: str = param("map", "frame of odometry poses, plans and the samples")
     base_frame: str = param("base_link", "odometry child_frame_id expected")
+    odom_frame: str = param("", "a second frame odometry may come in (e.g. odom), placed in "
+                                "world_frame by map_from_odom; empty: odometry in world_frame "
+                                "only")
+    map_from_odom: list = param([0.0, 0.0, 0.0, 0.0], "static world_frame <- odom_frame "
+                                "transform: x, y, z [m], yaw [rad] (both frames z-up, REP-105)"
+                                ", or x, y, z, qx, qy, qz, qw with a rotation about z")
+    fix_max_std: float = param(0.0, "a position fix whose reported horizontal std (the larger "
+                                    "of its east and north) exceeds this is dropped "
+                                    "(fix_imprecise; one reporting none passes); 0: off",
+                               unit="m", low=0.0)
     sonar_frame: str = param("sonar_link", "frame_id expected of sonar/range and "
-                                           "sonar/swath (at base_link's origin and axes)")
+                                           "sonar/swath (placed by sonar_mount_xyz/rpy)")
+    sonar_mount_xyz: list = param([0.0, 0.0, 0.0], "lever arm: sonar_frame's origin in "
+                                                   "base_frame (x forward, y left, z up)",
+                                  unit="m")
+    sonar_mount_rpy: list = param([0.0, 0.0, 0.0], "sonar_frame's roll, pitch, yaw relative "
+                                                   "to base_frame (swath points)", unit="rad")
     pose_history: float = param(300.0, "pose history kept, in stamp time: a reading stamped "
                                        "earlier than this before the newest pose is stale; "
                                        "generous, as a fast simulation may deliver readings "
@@ -190,6 +238,20 @@ class IngestConfig(Params):
                                          "sensor_msgs/Range's float32 range)")
 
     def validate(self) -> None:
+        for name in ("sonar_mount_xyz", "sonar_mount_rpy"):
+            values = getattr(self, name)
+            if len(values) != 3 or not all(isinstance(v, (int, float)) and not isinstance(
+                    v, bool) and math.isfinite(v) for v in values):
+                raise ConfigError(f"IngestConfig.{name} must be three finite numbers, got "
+                                  f"{values!r}")
+            setattr(self, name, [float(v) for v in values])
+        try:
+            StaticTransform.from_values(self.map_from_odom, self.orientation_tolerance)
+        except ValueError as error:
+            raise ConfigError(f"IngestConfig.map_from_odom: {error}") from None
+        if self.odom_frame == self.world_frame:
+            raise ConfigError(f"IngestConfig.odom_frame must differ from world_frame "
+                              f"({self.world_frame!r}); empty: no second frame")
         if self.swath_max_range <= self.swath_min_range:
             raise ConfigError(f"IngestConfig.swath_max_range ({self.swath_max_range:g}) must "
                               f"exceed swath_min_range ({self.swath_min_range:g})")
@@ -255,10 +317,17 @@ class _Stream:
 
 class Ingest:
     """The ingest core; see the module docstring. ``workspace``: samples outside it are
-    dropped (None keeps all)."""
+    dropped (None keeps all); ``georeference``: the map's geodetic anchor, which position
+    fixes need (None: they are dropped)."""
 
-    def __init__(self, config: IngestConfig, workspace: Workspace | None = None) -> None:
+    def __init__(self, config: IngestConfig, workspace: Workspace | None = None,
+                 georeference: GeoReference | None = None) -> None:
         self.workspace = workspace
+        self.georeference = georeference
+        self.fixes = 0                    # position fixes applied
+        self.last_fix_correction = 0.0    # m, how far the latest fix moved the position
+        self._resets = HorizontalResets()
+        self._pending_fixes: deque = deque()  # (t, x, y, received) ahead of every pose
         self.dropped: Counter = Counter()
         self.details: dict[str, str] = {}
         self.accepted = 0        # samples placed in a batch-to-be
@@ -286,6 +355,8 @@ class Ingest:
     def configure(self, config: IngestConfig) -> None:
         """Apply a new configuration; the pose history keeps what it holds."""
         self.config = config
+        self._map_from_odom = StaticTransform.from_values(config.map_from_odom,
+                                                          config.orientation_tolerance)
         if not hasattr(self, "poses"):
             self.poses = PoseHistory(config.pose_history, config.max_pose_gap)
             self._streams = {RANGE: _Stream(config.sonar_rate),
@@ -343,13 +414,18 @@ class Ingest:
         ``orientation``: the quaternion (x, y, z, w) ``yaw`` was read from, when the pose
         came as one (odometry): unless it is a rotation (finite, norm within
         ``orientation_tolerance`` of 1) the pose is refused (``pose_invalid_orientation``);
-        the atan2 of a zero quaternion's yaw is a made-up heading of 0."""
+        the atan2 of a zero quaternion's yaw is a made-up heading of 0. Its roll and pitch
+        place the swath points; without it the vehicle counts as level."""
         config = self.config
-        if frame_id is not None and (frame_id != config.world_frame
+        frames = (config.world_frame, config.odom_frame) if config.odom_frame else \
+            (config.world_frame,)
+        if frame_id is not None and (frame_id not in frames
                                      or child_frame_id != config.base_frame):
             return self._drop(POSE_WRONG_FRAME, 1, f"odometry in {frame_id!r} -> "
-                              f"{child_frame_id!r}, expected {config.world_frame!r} -> "
-                              f"{config.base_frame!r}")
+                              f"{child_frame_id!r}, expected {' or '.join(map(repr, frames))}"
+                              f" -> {config.base_frame!r}")
+        if frame_id is not None and frame_id == config.odom_frame:
+            x, y, z, yaw = self._map_from_odom.apply(x, y, z, yaw)
         if not all(math.isfinite(v) for v in (t, x, y, z, yaw)):
             return self._drop(POSE_NONFINITE, 1, f"odometry at t={t} has non-finite values")
         problem = (None if orientation is None
@@ -357,10 +433,13 @@ class Ingest:
         if problem is not None:
             return self._drop(POSE_INVALID_ORIENTATION, 1, f"odometry at t={t:.6f} s with "
                               f"{problem}")
-        return self._judge(ODOM, t, 1, lambda: self._add_pose(t, x, y, z, yaw, now))
+        roll, pitch = (0.0, 0.0) if orientation is None else \
+            roll_pitch_from_quaternion(orientation)
+        return self._judge(ODOM, t, 1,
+                           lambda: self._add_pose(t, x, y, z, yaw, now, roll, pitch))
 
-    def _add_pose(self, t: float, x: float, y: float, z: float, yaw: float, now: float
-                  ) -> bool:
+    def _add_pose(self, t: float, x: float, y: float, z: float, yaw: float, now: float,
+                  roll: float = 0.0, pitch: float = 0.0) -> bool:
         """Order, duplicates and jumps of a pose past the clock rule; then it is kept."""
         config = self.config
         latest = self.poses.latest
@@ -375,8 +454,10 @@ class Ingest:
             if distance > config.max_speed * (t - t_last) + config.jump_tolerance:
                 return self._drop(POSE_JUMP, 1, f"odometry jumped {distance:.3g} m in "
                                   f"{t - t_last:.3g} s (max_speed {config.max_speed:g} m/s)")
-        self.poses.append(t, x, y, z, yaw)
+        self.poses.append(t, x, y, z, yaw, roll, pitch)
+        self._resets.forget_before(self.poses.oldest_time)
         self._last_pose_wall = now
+        self._resolve_fixes(now)
         self._resolve_pending(now)
         self._progress(t, x, y)
         self._try_flush(now)
@@ -438,6 +519,68 @@ class Ingest:
         """Count a message the node could not read at all."""
         self._drop(MALFORMED, 1, detail)
 
+    def add_fix(self, t: float, latitude: float, longitude: float, now: float,
+                status: int = 0, horizontal_std: float | None = None) -> bool:
+        """A horizontal position fix at ``t`` s: WGS 84 ``latitude``, ``longitude`` [deg];
+        ``status`` as ``sensor_msgs/NavSatStatus`` (below 0: NO_FIX, or -2: never set, is no
+        fix); ``horizontal_std`` [m]: its reported accuracy, None when unknown. True when
+        applied or waiting for a pose; each drop reason is in the module docstring."""
+        where = f"fix at t={t:.6f} s ({latitude!r}, {longitude!r})"
+        if self.georeference is None:
+            return self._drop(FIX_NO_ANCHOR, 1, f"{where}: no geodetic anchor for the map "
+                              f"frame (set geo.anchor), so a latitude/longitude has no place")
+        if status < 0:
+            return self._drop(FIX_NO_FIX, 1, f"{where}: status {status} (NO_FIX is -1, "
+                              f"-2 never set)")
+        if not all(math.isfinite(v) for v in (t, latitude, longitude)):
+            return self._drop(FIX_NONFINITE, 1, f"{where}: non-finite stamp or position")
+        if abs(latitude) > 90.0 or abs(longitude) > 180.0:
+            return self._drop(FIX_OUT_OF_RANGE, 1, f"{where}: latitude beyond ±90° or "
+                              f"longitude beyond ±180°")
+        limit = self.config.fix_max_std
+        if limit and horizontal_std is not None and not horizontal_std <= limit:
+            return self._drop(FIX_IMPRECISE, 1, f"{where}: horizontal std "
+                              f"{horizontal_std:.3g} m above fix_max_std {limit:g} m")
+        newest = max((f[0] for f in self._pending_fixes), default=self._resets.latest_stamp)
+        if t <= newest + STAMP_TOLERANCE:
+            return self._drop(FIX_OUT_OF_ORDER, 1, f"{where}: not after the previous fix "
+                              f"stamped {newest:.6f} s")
+        try:  # GeoError (a ValueError): a place the anchor's CRS cannot project
+            x, y = (float(v) for v in self.georeference.to_map(longitude, latitude))
+        except ValueError as error:
+            return self._drop(FIX_OUT_OF_RANGE, 1, f"{where}: {error}")
+        self._pending_fixes.append((t, x, y, now))
+        self._resolve_fixes(now)
+        return True
+
+    def _resolve_fixes(self, now: float) -> None:
+        """Apply the waiting fixes that the pose history now reaches, in stamp order."""
+        while self._pending_fixes:
+            t, x, y, _ = self._pending_fixes[0]
+            status, pose = self.poses.lookup(t)
+            if status in (Lookup.EMPTY, Lookup.FUTURE):
+                return
+            self._pending_fixes.popleft()
+            if status is Lookup.PLACED:
+                self._reset_position(t, x - pose.x, y - pose.y)
+            else:
+                self._drop(FIX_NO_POSE, 1, f"fix at t={t:.6f} s: no odometry to reset ("
+                           f"{status.value}: poses more than {self.config.max_pose_gap:g} s "
+                           f"apart around it, or older than the pose history)")
+
+    def _reset_position(self, t: float, dx: float, dy: float) -> None:
+        """From stamp ``t`` on, odometry positions get (dx, dy) [m]; samples placed since
+        ``t`` and not handed out move by the change."""
+        old_x, old_y = self._resets.latest
+        shift = np.array([dx - old_x, dy - old_y])
+        for stamp, _, points in self._chunks:
+            if stamp >= t:
+                points[:, :2] += shift
+        self._resets.reset(t, dx, dy)
+        self.fixes += 1
+        self.last_fix_correction = float(np.hypot(*shift))
+        log.info("fix at t=%.6f s: horizontal position reset by (%+.3f, %+.3f) m", t, *shift)
+
     def set_plan(self, waypoints, stamp: float, now: float, frame_id: str | None = None
                  ) -> None:
         """The vehicle's new plan (K, 2) m; K = 0 clears it.
@@ -478,6 +621,11 @@ class Ingest:
                 else:
                     keep.append(entry)
             self._pending = keep
+        while self._pending_fixes and now - max(self._pending_fixes[0][3],
+                                                 self._last_pose_wall) > timeout:
+            t = self._pending_fixes.popleft()[0]
+            self._drop(FIX_NO_POSE, 1, f"fix at t={t:.6f} s: no pose came after it for "
+                       f"{timeout:g} s")
         self._try_flush(now)
 
     # ---------------------------------------------------------------------- internals
@@ -528,10 +676,15 @@ class Ingest:
             if self._chunks:
                 self._flush(math.inf, "reset")
             self.poses.clear()
+            self._resets.restart()
             self._flushed_until = self._last_arrival = -math.inf
             low = stamps[0] - self.config.stamp_jump_threshold
             high = stamps[-1] + self.config.stamp_jump_threshold
             keep = [low <= entry[0] <= high for entry in self._pending]
+            for fix in [f for f in self._pending_fixes if not low <= f[0] <= high]:
+                self._pending_fixes.remove(fix)
+                self._drop(FIX_NO_POSE, 1, f"fix at t={fix[0]:.6f} s: of the odometry clock "
+                           f"before its reset")
         else:
             self._streams[stream].last = -math.inf
             keep = [entry[1] != stream for entry in self._pending]
@@ -600,13 +753,16 @@ class Ingest:
         self._pending = waiting
 
     def _add_chunk(self, t: float, kind: str, payload, pose) -> None:
+        dx, dy = self._resets.at(t)
+        pose = pose._replace(x=pose.x + dx, y=pose.y + dy)
         if kind == RANGE:
             points = np.array([[pose.x, pose.y, pose.z - payload]])
-        else:
-            c, s = math.cos(pose.yaw), math.sin(pose.yaw)
-            px, py, pz = payload[:, 0], payload[:, 1], payload[:, 2]
-            points = np.column_stack((pose.x + c * px - s * py, pose.y + s * px + c * py,
-                                      pose.z + pz))
+        else:  # position + R_vehicle (t_mount + R_mount p), row vectors
+            config = self.config
+            mounted = config.sonar_mount_xyz + payload @ rotation_matrix(
+                *config.sonar_mount_rpy).T
+            points = (np.array([pose.x, pose.y, pose.z])
+                      + mounted @ rotation_matrix(pose.roll, pose.pitch, pose.yaw).T)
         self._chunks.append((t, kind, points))
         self._batch_samples += len(points)
         self.accepted += len(points)
@@ -618,10 +774,13 @@ class Ingest:
             self._flush(math.inf, "age")
 
     def _progress(self, t: float, x: float, y: float) -> None:
-        """Advance the plan past waypoints within the goal radius of (x, y) at ``t``."""
+        """Advance the plan past waypoints within the goal radius of the odometry's (x, y)
+        at ``t`` plus the fixes' correction."""
         plan = self._plan
         if plan is None:
             return
+        dx, dy = self._resets.at(t)
+        x, y = x + dx, y + dy
         radius = self.config.goal_radius
         while self._plan_index < len(plan):
             goal_x, goal_y = plan[self._plan_index]

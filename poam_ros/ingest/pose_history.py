@@ -1,8 +1,9 @@
 """A short, time-ordered history of vehicle poses, interpolated at sensor timestamps.
 
-Poses are ``(t, x, y, z, yaw)``: seconds, metres in the world frame, radians about +z.
-Between two stored poses, position is interpolated linearly and yaw along the shorter arc
-of the circle, so a heading crossing ±π does not swing through zero. Readings are placed
+Poses are ``(t, x, y, z, yaw, roll, pitch)``: seconds, metres in the world frame, radians
+(yaw about +z; roll and pitch as in :mod:`poam_ros.attitude`, 0 for a level vehicle).
+Between two stored poses, position is interpolated linearly and the angles along the
+shorter arc of the circle, so a heading crossing ±π does not swing through zero. Readings are placed
 only between two poses (never extrapolated), and only when those poses are close enough
 in time for a straight segment to describe the motion between them.
 
@@ -27,6 +28,8 @@ class PlacedPose(NamedTuple):
     y: float
     z: float
     yaw: float
+    roll: float = 0.0
+    pitch: float = 0.0
 
 
 class Lookup(Enum):
@@ -58,15 +61,15 @@ class PoseHistory:
         self.horizon = float(horizon)
         self.max_gap = float(max_gap)
         self._times: list[float] = []
-        self._poses: list[tuple[float, float, float, float]] = []
+        self._poses: list[tuple[float, float, float, float, float, float]] = []
         self._first = 0  # index of the oldest pose kept; the prefix is dropped lazily
 
     def __len__(self) -> int:
         return len(self._times) - self._first
 
     @property
-    def latest(self) -> tuple[float, float, float, float, float] | None:
-        """(t, x, y, z, yaw) of the newest pose, or None."""
+    def latest(self) -> tuple[float, ...] | None:
+        """(t, x, y, z, yaw, roll, pitch) of the newest pose, or None."""
         if not len(self):
             return None
         return (self._times[-1], *self._poses[-1])
@@ -75,17 +78,18 @@ class PoseHistory:
     def oldest_time(self) -> float | None:
         return self._times[self._first] if len(self) else None
 
-    def poses_since(self, t: float) -> list[tuple[float, float, float, float, float]]:
-        """(t, x, y, z, yaw) of the poses from the newest one at or before ``t`` on (all of
-        them when none is)."""
+    def poses_since(self, t: float) -> list[tuple[float, ...]]:
+        """(t, x, y, z, yaw, roll, pitch) of the poses from the newest one at or before ``t``
+        on (all of them when none is)."""
         index = max(bisect_left(self._times, t + STAMP_TOLERANCE, self._first) - 1,
                     self._first)
         return [(self._times[i], *self._poses[i]) for i in range(index, len(self._times))]
 
-    def append(self, t: float, x: float, y: float, z: float, yaw: float) -> None:
+    def append(self, t: float, x: float, y: float, z: float, yaw: float, roll: float = 0.0,
+               pitch: float = 0.0) -> None:
         """Store a pose; the caller guarantees ``t`` is newer than :attr:`latest`."""
         self._times.append(t)
-        self._poses.append((x, y, z, yaw))
+        self._poses.append((x, y, z, yaw, roll, pitch))
         cutoff = t - self.horizon
         first = self._first
         while first < len(self._times) - 1 and self._times[first] < cutoff:
@@ -122,10 +126,12 @@ class PoseHistory:
         if t1 - t0 > self.max_gap:
             return Lookup.GAP, None
         f = (t - t0) / (t1 - t0)
-        x0, y0, z0, yaw0 = self._poses[i - 1]
-        x1, y1, z1, yaw1 = self._poses[i]
+        x0, y0, z0, *angles0 = self._poses[i - 1]
+        x1, y1, z1, *angles1 = self._poses[i]
         return Lookup.PLACED, PlacedPose(x0 + f * (x1 - x0), y0 + f * (y1 - y0),
-                                         z0 + f * (z1 - z0), wrap(yaw0 + f * wrap(yaw1 - yaw0)))
+                                         z0 + f * (z1 - z0),
+                                         *(wrap(a0 + f * wrap(a1 - a0))
+                                           for a0, a1 in zip(angles0, angles1)))
 
 
 def not_a_rotation(orientation, tolerance: float) -> str | None:

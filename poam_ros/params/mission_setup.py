@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 import yaml
 
+from poam_ros.geo.geojson import resolve_workspace
+from poam_ros.geo.georeference import GeoConfig, GeoReference
 from poam_ros.ingest import IngestConfig
 from poam_ros.mapping.journal import JournalConfig
 from poam_ros.mapping.map_grid import MapGridConfig
@@ -75,6 +77,9 @@ class MissionSetup:
     max_entropy: MaxEntropyConfig = field(default_factory=MaxEntropyConfig)
     lawnmower: LawnmowerConfig = field(default_factory=LawnmowerConfig)
     grid: MapGridConfig = field(default_factory=MapGridConfig)
+    #: the map frame's geodetic anchor (``geo.*`` in the mapper's section); handed to every
+    #: node of :data:`GEO_NODES`
+    geo: GeoConfig = field(default_factory=GeoConfig)
     mapper_node: MapperSettings = field(default_factory=MapperSettings)
     planner_node: PlannerSettings = field(default_factory=PlannerSettings)
     ingest: IngestConfig = field(default_factory=IngestConfig)
@@ -87,19 +92,31 @@ class MissionSetup:
     NODES = {
         "simulated_auv": {"terrain": "terrain", "vehicle": "vehicle", "sonar": "sonar"},
         "sensor_ingest": {"": "ingest", "workspace": "ingest_workspace"},
-        "mapper": {"": "mapper_node", "mapping": "mapping", "grid": "grid"},
+        "mapper": {"": "mapper_node", "mapping": "mapping", "grid": "grid", "geo": "geo"},
         "planner": {"": "planner_node", "planning": "planning", "workspace": "workspace",
                     "pilot": "pilot", "max_entropy": "max_entropy", "lawnmower": "lawnmower"},
         "mission": {"mission": "mission"},
     }
+    #: nodes that declare ``geo.*`` and are handed the mapper's anchor (one per graph)
+    GEO_NODES = ("mapper", "sensor_ingest", "planner")
     #: node name -> {parameter prefix: config class} of the parameters the ROS nodes declare
     #: besides those above; the ROS-free mission does not use them, but a file naming them
     #: is still checked against them.
     ROS_ONLY = {
         "simulated_auv": {"": SimulatedAuvConfig, "multibeam": MultibeamStreamConfig},
         "mapper": {"journal": JournalConfig},
-        "planner": {"odometry": InputCheckConfig},
+        # a robot's file (robot.launch.xml) repeats the mapper's anchor for these nodes
+        "planner": {"odometry": InputCheckConfig, "geo": GeoConfig},
+        "sensor_ingest": {"geo": GeoConfig},
     }
+
+    def __post_init__(self) -> None:
+        """Workspaces given as a GeoJSON file (lat/lon) become map-metre vertices with the
+        anchor ``geo``, so that every component and node is handed plain vertices."""
+        if self.workspace.geojson or self.ingest_workspace.geojson:
+            georeference = GeoReference.from_config(self.geo)
+            self.workspace = resolve_workspace(self.workspace, georeference)
+            self.ingest_workspace = resolve_workspace(self.ingest_workspace, georeference)
 
     @classmethod
     def from_file(cls, path) -> "MissionSetup":
@@ -128,8 +145,9 @@ class MissionSetup:
         The node's configs, plus what the ROS graph needs to run :class:`Mission`'s loop:
         the simulator's, the mapper's model and the planner's seeds derived from
         ``mission.seed`` and the vehicle's start pose (as :class:`Mission` derives them),
-        and the planner's workspace for the mapper (its map covers the workspace) and the
-        ingest (it drops samples outside). Empty lists are left out: ROS cannot tell their
+        the planner's workspace for the mapper (its map covers the workspace) and the
+        ingest (it drops samples outside), and the map frame's anchor ``geo`` for the nodes
+        of :data:`GEO_NODES`. Empty lists are left out: ROS cannot tell their
         element type, and each such field's default is empty.
         """
         if node not in self.NODES:
@@ -139,6 +157,9 @@ class MissionSetup:
                    for prefix, attribute in self.NODES[node].items()}
         if node in ("mapper", "sensor_ingest"):
             configs["workspace"] = self.workspace
+        if node in self.GEO_NODES or (node == "simulated_auv"
+                                      and self.terrain.placement == "georeferenced"):
+            configs["geo"] = self.geo  # the simulator places a georeferenced raster with it
         if node == "mapper":
             configs["mapping"] = self.mapping.replace(seed=seeds["model"])
         if node == "planner":

@@ -29,6 +29,9 @@ class MapperSettings(Params):
                                                            "state (~ is expanded); the crash "
                                                            "journal's default directory is "
                                                            "named after it")
+    export_path: str = param("~/.ros/poam_ros/map.tif", "where ~/export writes the map as a "
+                                                       "georeferenced cloud-optimised GeoTIFF "
+                                                       "(needs geo.anchor; ~ is expanded)")
     publish_lengthscale: bool = param(True, "add the learned lengthscale field to the map")
     std_includes_noise: bool = param(False, "the map's std is that of a new measurement "
                                             "(field plus observation noise) rather than of "

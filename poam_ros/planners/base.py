@@ -25,10 +25,13 @@ class Planner(ABC):
         self.rng = rng
 
     @abstractmethod
-    def plan(self, position: np.ndarray, predict_std: PredictStd | None = None) -> np.ndarray:
-        """The next waypoints (K, 2) in metres, given the robot position (2,).
+    def plan(self, position: np.ndarray, predict_std: PredictStd | None = None,
+             heading: float | None = None) -> np.ndarray:
+        """The next waypoints (K, 2) in metres, given the robot position (2,) and its
+        heading (rad; None where unknown).
 
-        Non-informative planners ignore ``predict_std``.
+        Non-informative planners ignore ``predict_std``; planners that measure no path
+        ignore ``heading``.
         """
 
     def reset(self) -> None:

@@ -51,7 +51,8 @@ class LawnmowerPlanner(Planner):
         self._legs: list[np.ndarray] = []
         self._next = 0
 
-    def plan(self, position: np.ndarray, predict_std: PredictStd | None = None) -> np.ndarray:
+    def plan(self, position: np.ndarray, predict_std: PredictStd | None = None,
+             heading: float | None = None) -> np.ndarray:
         position = checked_position(position)
         if not self._legs:
             self._legs = _nearest_start(self._lines, position)

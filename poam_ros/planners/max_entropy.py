@@ -9,6 +9,7 @@ import numpy as np
 
 from poam_ros.params import Params, param
 from poam_ros.planners.base import Planner, PredictStd, checked_position
+from poam_ros.sim.vehicle import forward_path_length
 from poam_ros.workspace import Workspace
 
 
@@ -18,6 +19,11 @@ class MaxEntropyConfig(Params):
 
     num_candidates: int = param(2000, "candidate goals drawn uniformly per plan", low=1)
     distance_weight: float = param(0.5, "weight of the normalised distance penalty", low=0.0)
+    turning_radius: float = param(0.0, "the vehicle's turn radius at cruise speed "
+                                       "(vehicle.turning_radius, or max_speed / max_yaw_rate "
+                                       "if wider): the distance is then the length of its "
+                                       "turn-then-straight path; 0: Euclidean (the paper)",
+                                  unit="m", low=0.0)
 
 
 class MaxEntropyPlanner(Planner):
@@ -30,6 +36,11 @@ class MaxEntropyPlanner(Planner):
     where ``std`` is the predictive standard deviation at the candidate, ``d`` its Euclidean
     distance from the robot and ``minmax`` rescales over the candidates to [0, 1] (all zeros
     when the values are equal). The best candidate is returned as waypoints (1, 2).
+
+    With a ``turning_radius`` R, ``d`` is the length of the path a forward-only vehicle with
+    that radius flies from its pose and heading (a turn, then straight:
+    :func:`~poam_ros.sim.vehicle.forward_path_length`), so a goal just behind the vehicle
+    costs a turn of about πR rather than looking close.
     """
 
     def __init__(self, workspace: Workspace, rng: np.random.Generator,
@@ -37,15 +48,24 @@ class MaxEntropyPlanner(Planner):
         super().__init__(workspace, rng)
         self.config = config or MaxEntropyConfig()
 
-    def plan(self, position: np.ndarray, predict_std: PredictStd | None = None) -> np.ndarray:
+    def plan(self, position: np.ndarray, predict_std: PredictStd | None = None,
+             heading: float | None = None) -> np.ndarray:
+        """``heading``: the vehicle's yaw (rad), needed with a turning radius."""
         if predict_std is None:
             raise ValueError("MaxEntropyPlanner needs predict_std")
         position = checked_position(position)
+        radius = self.config.turning_radius
+        if radius > 0.0 and (heading is None or not math.isfinite(heading)):
+            raise ValueError(f"MaxEntropyPlanner with turning_radius {radius:g} m needs the "
+                             f"vehicle's finite heading, got {heading!r}")
         candidates = self.workspace.sample_uniform(self.config.num_candidates, self.rng)
         std = _checked_std(predict_std(candidates), len(candidates))
         # log(std) rather than log(std**2): squaring a tiny std could underflow to zero.
         entropy = 0.5 * math.log(2.0 * math.pi * math.e) + np.log(std)
-        distance = np.linalg.norm(candidates - position, axis=1)
+        if radius > 0.0:
+            distance = forward_path_length((*position, heading), candidates, radius)
+        else:
+            distance = np.linalg.norm(candidates - position, axis=1)
         score = _minmax(entropy) - self.config.distance_weight * _minmax(distance)
         return candidates[np.argmax(score)][None, :]
 

@@ -28,6 +28,7 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import PointCloud2, PointField, Range
 from std_msgs.msg import Header
 
+from poam_ros.attitude import quaternion_from_rpy
 from poam_ros.messages import NANOSECONDS_PER_SECOND, XYZ, seconds_to_nanoseconds
 
 # --------------------------------------------------------------------------- time
@@ -74,15 +75,17 @@ def path_from_waypoints(header: Header, waypoints, yaws=None, z: float = 0.0) ->
 
 
 def odometry_from_state(header: Header, child_frame_id: str, xy, yaw: float,
-                        speed: float = 0.0, yaw_rate: float = 0.0, z: float = 0.0) -> Odometry:
-    """``Odometry`` of a planar vehicle: pose in ``header.frame_id`` at height ``z`` [m]
-    (an AUV's fixed-altitude plane), twist in the body frame ``child_frame_id`` (forward
-    ``speed`` [m/s], ``yaw_rate`` [rad/s])."""
+                        speed: float = 0.0, yaw_rate: float = 0.0, z: float = 0.0,
+                        roll: float = 0.0, pitch: float = 0.0) -> Odometry:
+    """``Odometry`` of a vehicle: pose in ``header.frame_id`` at height ``z`` [m] with the
+    attitude ``roll``, ``pitch``, ``yaw`` [rad] (:mod:`poam_ros.attitude`), twist in the body
+    frame ``child_frame_id`` (forward ``speed`` [m/s], ``yaw_rate`` [rad/s])."""
     x, y = _planar_point(xy)
     odometry = Odometry(header=header, child_frame_id=child_frame_id)
     odometry.pose.pose.position.x, odometry.pose.pose.position.y = x, y
     odometry.pose.pose.position.z = float(z)
-    odometry.pose.pose.orientation = yaw_to_quaternion(yaw)
+    qx, qy, qz, qw = quaternion_from_rpy(float(roll), float(pitch), float(yaw))
+    odometry.pose.pose.orientation = Quaternion(x=qx, y=qy, z=qz, w=qw)
     odometry.twist.twist.linear.x = float(speed)
     odometry.twist.twist.angular.z = float(yaw_rate)
     return odometry

@@ -35,6 +35,7 @@ from rclpy.executors import SingleThreadedExecutor
 
 import poam_ros
 from poam_ros.bags import RecorderConfig
+from poam_ros.geo.georeference import GeoReference
 from poam_ros.mapping.epochs import EpochRecord
 from poam_ros.params.files import PARAMETERS_KEY, load_config
 from poam_ros.params.mission_setup import MissionSetup
@@ -184,7 +185,7 @@ def run_graph(setup: MissionSetup, params_file: Path, options: GraphOptions, log
     # The mission's own crash journal: a killed run never resumes into the next one.
     parameters["mapper"]["journal.path"] = str(log_dir / "mapper.journal")
     files = [params_file, write_parameter_file(log_dir / "graph_parameters.yaml", parameters)]
-    terrain = terrain_from_config(setup.terrain)
+    terrain = terrain_from_config(setup.terrain, GeoReference.from_config(setup.geo))
     env = child_environment()
     # The recorder first, so that it hears every node from its first message; stopped last.
     starts = ([RECORDER] if options.record is not None else []) + list(NODES.items())

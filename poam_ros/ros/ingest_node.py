@@ -11,11 +11,17 @@ restarted, a bag looped), per stream.
 
 Topics (names relative, remappable):
 
-* subscribes ``odom`` (nav_msgs/Odometry), ``sonar/range`` (sensor_msgs/Range) and
-  ``sonar/swath`` (sensor_msgs/PointCloud2): reliable, depth 2000 by default. A robot whose
-  drivers publish best-effort sets, per topic, e.g. ``qos_overrides./sonar/range.
-  subscription.reliability: best_effort`` (also ``depth`` and ``history``); the names hold
-  the fully resolved topic, so a namespace or remapping changes them.
+* subscribes ``odom`` (nav_msgs/Odometry), ``sonar/range`` (sensor_msgs/Range),
+  ``sonar/swath`` (sensor_msgs/PointCloud2) and ``fix`` (sensor_msgs/NavSatFix): reliable,
+  depth 2000 by default. A robot whose drivers publish best-effort sets, per topic, e.g.
+  ``qos_overrides./sonar/range.subscription.reliability: best_effort`` (also ``depth`` and
+  ``history``); the names hold the fully resolved topic, so a namespace or remapping
+  changes them. Odometry is in ``world_frame``, or in ``odom_frame`` placed by the static
+  transform ``map_from_odom`` (a parameter: tf2 is not used; on a robot with tf2 the same
+  transform is on ``/tf_static``, which this node does not read). A ``fix`` (GNSS at the
+  surface, a USBL fix relayed by the vehicle) resets the horizontal position from its
+  stamp on; it is not fused (robot_localization's job on a robot) and needs the map's
+  geodetic anchor ``geo.*``; the antenna's or transponder's lever arm is not applied.
 * subscribes ``plan`` (nav_msgs/Path): reliable, transient local, depth 1.
 * publishes ``samples`` (sensor_msgs/PointCloud2 in the world frame, float32 x, y, z with
   z the seafloor elevation; float64 with ``float64_samples``): reliable, depth 10, stamped
@@ -27,8 +33,9 @@ Topics (names relative, remappable):
   messages that never reached the callbacks (a subscription queue that overflowed, or
   best-effort transport), seen as gaps in each publisher's DDS sequence numbers; and
   ``clock_resets.<stream>`` (odom, range, swath) with ``stamps_held``, the messages whose
-  stamps are suspect until the next ones tell a glitch from a clock change. A drop or a
-  reset in the last period makes the status WARN.
+  stamps are suspect until the next ones tell a glitch from a clock change; ``fixes_applied``
+  and ``last_fix_correction`` (m). A drop or a reset in the last period makes the status
+  WARN.
 """
 
 from __future__ import annotations
@@ -41,10 +48,11 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from nav_msgs.msg import Odometry, Path
 from rclpy.clock import Clock, ClockType
 from rclpy.qos_overriding_options import QoSOverridingOptions
-from sensor_msgs.msg import PointCloud2, Range
+from sensor_msgs.msg import NavSatFix, PointCloud2, Range
 from std_msgs.msg import Header
 
 from poam_ros import messages as msg
+from poam_ros.geo import GeoConfig, GeoReference, resolve_workspace
 from poam_ros.ingest import REASONS, Ingest, IngestConfig, SequenceGaps
 from poam_ros.ingest.core import NO_RETURN, ODOM, OUTSIDE_WORKSPACE, RANGE, SWATH
 from poam_ros.params import ConfigError
@@ -70,14 +78,20 @@ class IngestNode(StartingNode):
         super().__init__(node_name, **node_kwargs)
 
     def _start(self, node_name: str) -> None:
-        config = declare_config(self, IngestConfig, read_only=["filter_backend"])
-        workspace_config = declare_config(self, WorkspaceConfig, "workspace",
-                                          read_only=["vertices", "no_go_vertices",
-                                                     "no_go_vertex_counts"])
+        config = declare_config(self, IngestConfig, read_only=["filter_backend", "odom_frame",
+                                                               "map_from_odom"])
+        georeference = GeoReference.from_config(declare_config(
+            self, GeoConfig, "geo", read_only=[spec.name for spec in GeoConfig.specs()]))
+        workspace_config = resolve_workspace(declare_config(
+            self, WorkspaceConfig, "workspace",
+            read_only=[spec.name for spec in WorkspaceConfig.specs()]), georeference)
         try:  # a self-intersecting workspace, or filter_backend open3d where it is missing
-            self.core = Ingest(config, Workspace.from_config(workspace_config))
+            self.core = Ingest(config, Workspace.from_config(workspace_config), georeference)
         except ValueError as error:
             raise ConfigError(str(error)) from error
+        if georeference is None:
+            self.get_logger().info("no geodetic anchor (geo.anchor none): fix messages will "
+                                   "be dropped (fix_no_anchor)")
         self._lock = threading.Lock()
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest_batches")
         add_config_callback(self, IngestConfig, self._reconfigure)
@@ -85,7 +99,8 @@ class IngestNode(StartingNode):
         overridable = QoSOverridingOptions.with_default_policies()
         for msg_type, topic, callback in ((Odometry, "odom", self._on_odom),
                                           (Range, "sonar/range", self._on_range),
-                                          (PointCloud2, "sonar/swath", self._on_swath)):
+                                          (PointCloud2, "sonar/swath", self._on_swath),
+                                          (NavSatFix, "fix", self._on_fix)):
             self.create_subscription(msg_type, topic, callback, qos.SENSOR_BACKLOG,
                                      qos_overriding_options=overridable)
         self.create_subscription(Path, "plan", self._on_plan, qos.LATCHED)
@@ -136,6 +151,13 @@ class IngestNode(StartingNode):
             with self._lock:
                 self.core.add_swath(msg.time_to_seconds(message.header.stamp), points,
                                     time.monotonic(), message.header.frame_id)
+        self._after()
+
+    def _on_fix(self, message: NavSatFix, info) -> None:
+        self._count_lost("fix", info)
+        t, latitude, longitude, status, horizontal_std = msg.navsatfix_to_fix(message)
+        with self._lock:
+            self.core.add_fix(t, latitude, longitude, time.monotonic(), status, horizontal_std)
         self._after()
 
     def _on_plan(self, path: Path) -> None:
@@ -233,6 +255,8 @@ class IngestNode(StartingNode):
                   "latest_pose_time": f"{latest[0]:.6f}" if latest else "none",
                   "plan_waypoints_reached": reached, "plan_waypoints": waypoints,
                   "flushes_on_grace": core.flushes_on_grace, "stamps_held": core.held,
+                  "fixes_applied": core.fixes,
+                  "last_fix_correction": f"{core.last_fix_correction:.3f}",
                   f"dropped.{LOST_IN_TRANSPORT}": self.lost_in_transport}
         values.update({f"dropped.{reason}": core.dropped.get(reason, 0) for reason in REASONS})
         values.update({f"clock_resets.{stream}": core.clock_resets.get(stream, 0)

@@ -30,9 +30,14 @@ Topics (names relative, remappable):
 | uncertainty/response   | sensor_msgs/PointCloud2         | out       | reliable, depth 10   |
 | /diagnostics           | diagnostic_msgs/DiagnosticArray | out       | reliable, depth 10   |
 
-Services: ``~/save`` (std_srvs/Trigger), ``~/reset`` (Trigger), ``~/pause`` (SetBool). At
-start the node deletes the temporaries that saves to ``save_path`` killed mid-write left beside
-it; a ``state_file`` it cannot load stops the start with one line naming the file.
+Services: ``~/save`` (std_srvs/Trigger), ``~/reset`` (Trigger), ``~/pause`` (SetBool),
+``~/export`` (Trigger): the published map's model on the map grid as a georeferenced,
+cloud-optimised GeoTIFF at ``export_path`` (mean, std, learned lengthscale, sample density;
+:mod:`poam_ros.mapping.survey_product`) in the CRS of the map frame's anchor (``geo.*``),
+refused without an anchor or a map. Like ``~/save`` it runs beside the worker, on the
+served model, and answers with the file's name. At start the node deletes the temporaries
+that saves to ``save_path`` killed mid-write left beside it; a ``state_file`` it cannot load
+stops the start with one line naming the file.
 
 Crash journal (``journal.*``, :mod:`poam_ros.mapping.journal`): every samples message the node
 accepts is appended to the journal as it arrives, and the model is autosaved into the journal's
@@ -48,9 +53,10 @@ removes the journal, so the next start begins a new map as before: ``~/save`` ke
 Parameters: ``mapping.*`` (:class:`MappingConfig`) take effect when a model is created: at
 start and on ``~/reset`` (a model resumed from ``state_file`` keeps the settings saved with
 it, except the device). ``grid.*`` (:class:`MapGridConfig`), ``workspace.*`` (the map's
-default extent and mask), ``map_frame``, ``save_path``, ``publish_lengthscale`` and
-``std_includes_noise`` apply at once (the map is republished); ``state_file``,
-``diagnostics_period``, ``evaluation_grid``, ``torch_threads`` and ``journal.*`` are read-only.
+default extent and mask), ``map_frame``, ``save_path``, ``export_path``,
+``publish_lengthscale`` and ``std_includes_noise`` apply at once (the map is republished);
+``state_file``, ``diagnostics_period``, ``evaluation_grid``, ``torch_threads``, ``journal.*``
+and ``geo.*`` (the map frame's anchor, :class:`GeoConfig`) are read-only.
 
 With ``evaluation_grid`` set, each map is followed by ``map/evaluation``, stamped as the
 map: the same model's mean and std of a new measurement, float64, at the mission's
@@ -79,10 +85,12 @@ from std_msgs.msg import Header
 from std_srvs.srv import SetBool, Trigger
 
 from poam_ros import messages as msg
+from poam_ros.geo import GeoConfig, GeoError, GeoReference
 from poam_ros.mapping.journal import Journal, JournalConfig, Recovery, journal_directory
 from poam_ros.mapping.loop import MappingLoop
 from poam_ros.mapping.map_grid import MapGrid, MapGridConfig
 from poam_ros.mapping.metrics import TargetBaseline, evaluation_points
+from poam_ros.mapping.survey_product import export_map
 from poam_ros.models import (
     MappingConfig,
     ModelNotReadyError,
@@ -169,6 +177,8 @@ class MapperNode(StartingNode):
                                                    "evaluation_grid", "torch_threads"))
         self._journal_config = declare_config(
             self, JournalConfig, "journal", read_only=[s.name for s in JournalConfig.specs()])
+        self._georeference = GeoReference.from_config(declare_config(
+            self, GeoConfig, "geo", read_only=[s.name for s in GeoConfig.specs()]))
         self._settings.use_torch_threads()
         resolve_device(self._mapping.device)  # a device torch can use, or ConfigError
         self._grid = _make_grid(grid_config, workspace_config)
@@ -228,6 +238,7 @@ class MapperNode(StartingNode):
         self.create_service(Trigger, "~/save", self._on_save, callback_group=services)
         self.create_service(Trigger, "~/reset", self._on_reset, callback_group=services)
         self.create_service(SetBool, "~/pause", self._on_pause, callback_group=services)
+        self.create_service(Trigger, "~/export", self._on_export, callback_group=services)
         self.create_timer(self._settings.diagnostics_period, self._publish_diagnostics)
         if self._journal is not None and self._journal_config.sync_period > 0:
             self.create_timer(self._journal_config.sync_period, self._sync_journal,
@@ -339,6 +350,29 @@ class MapperNode(StartingNode):
                                             f"({model.num_samples} samples, "
                                             f"{model.inducing.shape[0]} inducing inputs) to "
                                             f"{path}")
+
+    def _on_export(self, _request, response):
+        """The served model's map on the map grid as a GeoTIFF at ``export_path``."""
+        anchor = self._georeference
+        if anchor is None:
+            return self._answer(response, False, "no geodetic anchor (geo.anchor: none): the "
+                                                 "map has no place on the Earth to export; "
+                                                 "set geo.anchor to latlon or projected")
+        model = self._served_model()
+        with self._lock:
+            path = Path(self._settings.export_path).expanduser()
+            grid, include_noise = self._grid, self._settings.std_includes_noise
+        if model is None:
+            return self._answer(response, False, "no map to export yet")
+        try:
+            export_map(path, model, grid, anchor, include_noise)
+        except (GeoError, ModelNotReadyError, NumericalError) as error:
+            return self._answer(response, False, f"cannot export to {path}: {error}")
+        rows, cols = grid.shape
+        return self._answer(response, True, f"exported the published map ({rows} x {cols} "
+                                            f"cells of {grid.resolution:g} m, "
+                                            f"{model.num_samples} samples) to {path} in "
+                                            f"{anchor.crs.name}")
 
     def _on_reset(self, _request, response):
         """Drop the model, the map and buffered batches; later samples start a new model."""

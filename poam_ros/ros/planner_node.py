@@ -39,9 +39,10 @@ the ingest's clock rule (``odometry.stamp_jump_threshold``, ``odometry.stamp_res
 a glitched stamp is dropped (``pose_stamp_outlier``), a clock change is counted
 (``clock_resets``) and makes lockstep wait for a map handled after the goal is reached.
 
-Parameters: ``planning.*``, ``workspace.*``, ``pilot.*``, ``max_entropy.*``,
-``lawnmower.*``, ``seed``, ``map_frame`` and ``diagnostics_period`` are read-only (they fix
-the mission and its random stream); ``mode``, ``goal_radius`` (from the next plan),
+Parameters: ``planning.*``, ``workspace.*`` (a ``workspace.geojson`` file is placed with
+the anchor ``geo.*``), ``pilot.*``, ``max_entropy.*``, ``lawnmower.*``, ``geo.*``, ``seed``,
+``map_frame`` and ``diagnostics_period`` are read-only (they fix the mission and its random
+stream); ``mode``, ``goal_radius`` (from the next plan),
 ``query_timeout`` and ``odometry.*`` can change while it runs.
 """
 
@@ -60,6 +61,7 @@ from sensor_msgs.msg import PointCloud2
 from std_msgs.msg import Header
 
 from poam_ros import messages as msg
+from poam_ros.geo import GeoConfig
 from poam_ros.params import ConfigError
 from poam_ros.params.mission_setup import MissionSetup, PlanningConfig
 from poam_ros.params.node_settings import REALTIME, PlannerSettings
@@ -119,7 +121,8 @@ class PlannerNode(StartingNode):
                                        ("workspace", WorkspaceConfig),
                                        ("pilot", PilotSurveyConfig),
                                        ("max_entropy", MaxEntropyConfig),
-                                       ("lawnmower", LawnmowerConfig))}
+                                       ("lawnmower", LawnmowerConfig),
+                                       ("geo", GeoConfig))}
         self._settings = declare_config(self, PlannerSettings,
                                         read_only=("seed", "map_frame", "diagnostics_period"))
         add_config_callback(self, PlannerSettings, self._apply_settings)
@@ -143,6 +146,7 @@ class PlannerNode(StartingNode):
         self._state = PILOT
         self._stopping = False
         self._position: np.ndarray | None = None
+        self._heading: float | None = None  # rad, the vehicle's yaw with _position
         self._progress: PlanProgress | None = None
         self._waypoints = pilot
         # When the goal was reached and maps arrived: callback events are numbered in the
@@ -199,7 +203,7 @@ class PlannerNode(StartingNode):
 
     # ---------------------------------------------------------------- callbacks
     def _on_odom(self, message: Odometry) -> None:
-        t, x, y, z, _ = msg.odometry_to_pose(message)
+        t, x, y, z, yaw = msg.odometry_to_pose(message)
         with self._lock:
             inputs = self._inputs
             drops, resets = inputs.total, inputs.clock_resets
@@ -213,7 +217,7 @@ class PlannerNode(StartingNode):
                                           f"[{inputs.clock_resets} so far]")
             if position is None:
                 return
-            self._position = position
+            self._position, self._heading = position, yaw
             if self._state in (PILOT, DRIVING) and self._progress.update(self._position):
                 self._events += 1
                 self._state, self._reached_event = WAITING, self._events
@@ -287,11 +291,11 @@ class PlannerNode(StartingNode):
                 if self._stopping:
                     return
                 self._state = PLANNING
-                position = self._position.copy()
+                position, heading = self._position.copy(), self._heading
             start = time.perf_counter()
             state = self._rng.bit_generator.state
             try:
-                waypoints = self._planner.plan(position, self._predict_std)
+                waypoints = self._planner.plan(position, self._predict_std, heading)
                 self._workspace.check(waypoints, "planned waypoint")
             except Exception as error:  # noqa: BLE001 - any failure: rewind, report, retry
                 # The next attempt draws the same candidates, as the ROS-free mission would.

@@ -7,6 +7,11 @@ replace the current one. In ``lockstep`` mode the clock stands still while the v
 no plan, so that a mission over ROS makes exactly the ROS-free mission's poses and
 soundings; in ``realtime`` mode it always runs.
 
+The odometry carries the vehicle's height (``vehicle.vertical_mode``: plane, depth or
+altitude) and its full attitude (roll and pitch with ``vehicle.roll_amplitude`` and
+``pitch_amplitude``). ``geo.*``: the map's anchor, which a ``terrain.placement:
+georeferenced`` raster is placed with (``poam-ros sim`` passes the mapper's).
+
 Topics (names relative, remappable): publishes ``odom`` (nav_msgs/Odometry),
 ``sonar/range`` (sensor_msgs/Range), ``sonar/swath`` (sensor_msgs/PointCloud2, with
 ``multibeam.enabled``), ``/clock`` and ``/diagnostics``; subscribes ``plan``
@@ -27,6 +32,7 @@ from sensor_msgs.msg import PointCloud2, Range
 from std_msgs.msg import Header
 
 from poam_ros import messages as msg
+from poam_ros.geo.georeference import GeoConfig, GeoReference
 from poam_ros.params import ConfigError
 from poam_ros.ros import conversions as cv
 from poam_ros.ros import qos
@@ -60,10 +66,11 @@ class SimulatedAuvNode(StartingNode):
         sonar = declare_config(self, SonarConfig, "sonar", read_only=_all(SonarConfig))
         swath = declare_config(self, MultibeamStreamConfig, "multibeam",
                                read_only=_all(MultibeamStreamConfig))
+        geo = declare_config(self, GeoConfig, "geo", read_only=_all(GeoConfig))
         add_config_callback(self, SimulatedAuvConfig, self._reconfigure)
-        self.sonar_config, self.plane_z = sonar, vehicle.plane_z
+        self.sonar_config = sonar
         try:  # a terrain file that cannot be read, a start off the terrain, a sonar too short
-            terrain = terrain_from_config(terrain_config)
+            terrain = terrain_from_config(terrain_config, GeoReference.from_config(geo))
             simulator = SurveySimulator(terrain, vehicle, sonar, seed=self.config.seed,
                                         start_pose=self.config.start_pose or None)
             multibeam = None
@@ -71,7 +78,8 @@ class SimulatedAuvNode(StartingNode):
                 # Its own noise stream: switching it on leaves the echo sounder's unchanged.
                 rng = np.random.default_rng(np.random.SeedSequence(self.config.seed,
                                                                    spawn_key=(1,)))
-                multibeam = MultibeamSonar(terrain, swath.sonar_config(), vehicle.plane_z, rng)
+                multibeam = MultibeamSonar(terrain, swath.sonar_config(),
+                                           simulator.height.constant, rng)
         except ValueError as error:
             raise ConfigError(str(error)) from error
         self.auv = SimulatedAuv(simulator, self.config.mode, multibeam, swath.rate)
@@ -184,7 +192,7 @@ class SimulatedAuvNode(StartingNode):
             header = Header(frame_id=config.world_frame, stamp=cv.seconds_to_time(event.t))
             self._odom_pub.publish(cv.odometry_from_state(
                 header, config.base_frame, (event.x, event.y), event.yaw, event.speed,
-                event.yaw_rate, z=self.plane_z))
+                event.yaw_rate, z=event.z, roll=event.roll, pitch=event.pitch))
         elif isinstance(event, Sounding):
             header = Header(frame_id=config.sonar_frame, stamp=cv.seconds_to_time(event.t))
             sonar = self.sonar_config

@@ -94,3 +94,28 @@ def test_curves_and_speed_label_their_axes_with_units(tmp_path, saved):
     assert (ax.get_xlabel(), ax.get_ylabel()) == ("samples in the model",
                                                   "median time per update [s]")
     assert (tmp_path / "c.png").stat().st_size > 0 and (tmp_path / "s.png").stat().st_size > 0
+
+
+def test_a_georeferenced_map_is_drawn_in_eastings_and_northings(tmp_path, saved):
+    from poam_ros.geo import GeoReference
+
+    anchor = GeoReference.at_lonlat("UTM 10N", 47.5, -123.5, "chart datum")
+    east0, north0 = anchor.origin
+    grid = MapGrid((0, 40, 0, 20), 2.0)
+    mean = field(grid.points).reshape(grid.shape)
+    layers = MapLayers(mean, np.ones(grid.shape), None, grid.points[::9], mean.ravel()[::9],
+                       0.0)
+    track = np.column_stack([np.linspace(0, 40, 50), np.linspace(0, 20, 50)])
+    figures.plot_remap(grid, layers, track, tmp_path / "g.png", "a title", anchor)
+    [fig] = saved
+    panels, _ = panels_and_bars(fig, 2)
+    assert [(ax.get_xlabel(), ax.get_ylabel()) for ax in panels] == \
+        [("easting [m]", "northing [m]")] * 2
+    # The map's cells and track sit at their UTM coordinates, ticks written out in full.
+    assert panels[0].images[0].get_extent() == pytest.approx(
+        [east0, east0 + 40, north0, north0 + 20])
+    np.testing.assert_allclose(panels[0].lines[0].get_xydata(), track + anchor.origin)
+    assert panels[0].xaxis.get_major_formatter().get_offset() == ""
+    assert fig._supxlabel.get_text() == ("WGS 84 / UTM zone 10N · map origin 47.500000°, "
+                                         "-123.500000° (WGS 84) · elevations relative to "
+                                         "chart datum")

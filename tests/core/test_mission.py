@@ -148,3 +148,31 @@ def test_soundings_beyond_the_terrain_return_nothing_and_the_mission_goes_on(set
     assert result.records[-1].num_samples >= 1000
     assert np.isfinite(result.samples_y).all()
     assert mission.terrain.contains(result.samples_x).all()
+
+
+def test_the_default_file_keeps_the_paper_s_plane_and_its_soundings():
+    """Every real-scale option is off in the default file: the vehicle flies the paper's
+    plane with no turning radius or roll, the terrain is stretched over its extent, and the
+    pilot survey's samples are exactly follow()'s soundings at plane_z - range."""
+    from poam_ros.params.mission_setup import default_parameter_file
+    from poam_ros.planners import pilot_survey
+    from poam_ros.sim import SurveySimulator, lower_right_start
+
+    setup = MissionSetup.from_file(default_parameter_file())
+    vehicle = setup.vehicle
+    assert (vehicle.vertical_mode, vehicle.turning_radius, vehicle.roll_amplitude,
+            vehicle.pitch_amplitude) == ("plane", 0.0, 0.0, 0.0)
+    assert setup.terrain.placement == "extent" and setup.max_entropy.turning_radius == 0.0
+    assert setup.ingest.sonar_mount_xyz == [0.0] * 3 == setup.ingest.sonar_mount_rpy
+    mission = Mission(setup)
+    waypoints = pilot_survey(mission.workspace, mission.rng, setup.pilot)
+    points = np.concatenate([batch.points for batch in mission._survey(waypoints)])
+    reference = SurveySimulator(mission.terrain, vehicle, setup.sonar,
+                                seed=mission_seeds(setup.mission.seed)["simulator"],
+                                start_pose=lower_right_start(mission.workspace.bounds)
+                                ).follow(waypoints)
+    kept = np.isfinite(reference.ranges) & mission.workspace.contains(reference.positions)
+    # The ingest interpolates the pose its own way: positions agree to rounding.
+    np.testing.assert_allclose(points[:, :2], reference.positions[kept], rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(points[:, 2], vehicle.plane_z - reference.ranges[kept])
+    np.testing.assert_array_equal(reference.heights, vehicle.plane_z)

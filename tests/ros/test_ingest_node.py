@@ -16,10 +16,11 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
 from nav_msgs.msg import Odometry, Path  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
-from sensor_msgs.msg import PointCloud2, Range  # noqa: E402
+from sensor_msgs.msg import NavSatFix, NavSatStatus, PointCloud2, Range  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
 
 from poam_ros import messages as msg  # noqa: E402
+from poam_ros.geo import GeoReference  # noqa: E402
 from poam_ros.ingest import core as ig  # noqa: E402
 from poam_ros.params.files import load_node_parameters  # noqa: E402
 from poam_ros.ros import conversions as cv  # noqa: E402
@@ -46,6 +47,7 @@ class Tester:
         self.odom = self.node.create_publisher(Odometry, "odom", sensor_qos)
         self.range = self.node.create_publisher(Range, "sonar/range", sensor_qos)
         self.swath = self.node.create_publisher(PointCloud2, "sonar/swath", sensor_qos)
+        self.fix = self.node.create_publisher(NavSatFix, "fix", sensor_qos)
         self.batches, self.diagnostics = [], []
         self.node.create_subscription(PointCloud2, "samples", self.batches.append,
                                       QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
@@ -70,6 +72,11 @@ class Tester:
     def send_pose(self, t, x, y=0.0, frame_id="map", child="base_link"):
         header = Header(frame_id=frame_id, stamp=cv.seconds_to_time(t))
         self.odom.publish(cv.odometry_from_state(header, child, (x, y), 0.0, z=300.0))
+
+    def send_fix(self, t, latitude, longitude, status=NavSatStatus.STATUS_FIX):
+        header = Header(frame_id="usbl", stamp=cv.seconds_to_time(t))
+        self.fix.publish(NavSatFix(header=header, status=NavSatStatus(status=status),
+                                   latitude=latitude, longitude=longitude))
 
     def send_range(self, t, distance, frame_id="sonar_link"):
         header = Header(frame_id=frame_id, stamp=cv.seconds_to_time(t))
@@ -149,6 +156,44 @@ def test_bad_input_is_counted_and_never_published(start_node, make_node, spin_un
                       ingest, tester.node, timeout=5.0), tester.counts
     assert tester.count("samples_published") == 2 and tester.count("batches_published") == 1
     assert ingest.core.dropped == expected
+
+
+def test_odometry_in_odom_and_a_usbl_fix_place_the_samples_in_map(start_node, make_node,
+                                                                   spin_until):
+    """Odometry in ``odom`` (map <- odom: a quarter turn, then 100 m east and 50 m north) and
+    a USBL fix at t = 5 s placing the vehicle 100 m east of its odometry: the sounding before
+    the fix lies on the odometry's track in map, the one after 100 m east of it; no pose is
+    dropped as a jump, and a NO_FIX message is counted."""
+    anchor = GeoReference.local(59.0, 10.0)
+    ingest = start_node(IngestNode, flush_grace=0.2, odom_frame="odom",
+                        map_from_odom=[100.0, 50.0, 0.0, math.pi / 2], **{
+                            "geo.anchor": "latlon", "geo.origin_latitude": 59.0,
+                            "geo.origin_longitude": 10.0,
+                            "workspace.vertices": [0.0, 0.0, 300.0, 0.0, 300.0, 100.0,
+                                                   0.0, 100.0]})
+    tester = Tester(make_node)
+    assert spin_until(lambda: tester.odom.get_subscription_count() and
+                      tester.fix.get_subscription_count(), ingest, tester.node)
+    for i in range(12):                    # odom: x from -5 m at 1 m/s; map: (100, 45 + t)
+        tester.send_pose(0.5 * i, -5.0 + 0.5 * i, frame_id="odom")
+    lon, lat = anchor.to_lonlat(200.0, 50.0)  # at t = 5 s the odometry says (100, 50)
+    tester.send_fix(4.0, 0.0, 0.0, status=NavSatStatus.STATUS_NO_FIX)
+    tester.send_fix(5.0, float(lat), float(lon))
+    assert spin_until(lambda: ingest.core.fixes == 1, ingest, tester.node, timeout=10.0)
+    for i in range(12, 21):
+        tester.send_pose(0.5 * i, -5.0 + 0.5 * i, frame_id="odom")
+    tester.send_range(1.0, 310.0)
+    tester.send_range(8.0, 310.0)
+    tester.send_plan([[200.0, 55.0]])      # where the corrected track is at t = 10 s
+    assert spin_until(lambda: tester.batches, ingest, tester.node, timeout=10.0)
+    assert msg.time_to_seconds(tester.batches[0].header.stamp) == pytest.approx(10.0)
+    np.testing.assert_allclose(msg.cloud_to_points(tester.batches[0]),
+                               [[100.0, 46.0, -10.0], [200.0, 53.0, -10.0]], atol=1e-4)
+    assert spin_until(lambda: tester.count("fixes_applied") == 1 and
+                      tester.count(f"dropped.{ig.FIX_NO_FIX}") == 1, ingest, tester.node,
+                      timeout=5.0), tester.counts
+    assert float(tester.counts["last_fix_correction"]) == pytest.approx(100.0, abs=1e-3)
+    assert ingest.core.dropped == {ig.FIX_NO_FIX: 1}
 
 
 def test_a_single_future_stamped_pose_does_not_stop_the_samples(start_node, make_node,
@@ -267,3 +312,23 @@ def test_parameters_are_vetted_when_set(start_node):
     assert not ingest.set_parameters([Parameter("filter_backend", value="numpy")])[0].successful
     assert ingest.set_parameters([Parameter("max_batch_age", value=30.0)])[0].successful
     assert ingest.core.config.max_batch_age == 30.0 and ingest.core.config.outlier_neighbors == 20
+
+
+def test_a_geojson_workspace_is_placed_with_the_anchor_or_refused_without(start_node,
+                                                                          ros_context,
+                                                                          tmp_path):
+    from poam_ros.params import ConfigError
+
+    area = tmp_path / "area.geojson"
+    area.write_text('{"type": "Polygon", "coordinates": [[[10.0, 59.0], [10.01, 59.0], '
+                    '[10.01, 59.01], [10.0, 59.01], [10.0, 59.0]]]}')
+    ingest = start_node(IngestNode, **{"workspace.geojson": str(area), "geo.anchor": "latlon",
+                                       "geo.origin_latitude": 59.0,
+                                       "geo.origin_longitude": 10.0})
+    xmin, xmax, ymin, ymax = ingest.core.workspace.bounds
+    assert (xmin, ymin) == pytest.approx((0.0, 0.0), abs=1e-6)
+    assert (xmax, ymax) == pytest.approx((573.0, 1112.0), abs=2.0)  # 0.01° at 59° N
+    assert ingest.core.georeference is not None
+    with pytest.raises(ConfigError, match="area.geojson' is in latitude/longitude: set"):
+        IngestNode(context=ros_context, parameter_overrides=[
+            Parameter("workspace.geojson", value=str(area))])

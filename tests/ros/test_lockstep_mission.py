@@ -46,8 +46,8 @@ def setup_and_goals():
     mission = Mission(setup, terrain)
     goals, plan = [], mission.planner.plan
 
-    def recorded_plan(position, predict_std):
-        goals.append(plan(position, predict_std))
+    def recorded_plan(*args, **kwargs):
+        goals.append(plan(*args, **kwargs))
         return goals[-1]
 
     def stop_after_goals(_record):

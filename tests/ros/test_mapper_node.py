@@ -9,7 +9,10 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy", exc_type=ModuleNotFoundError)
 
+import pyproj  # noqa: E402
+import rasterio  # noqa: E402
 import torch  # noqa: E402
+from affine import Affine  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticStatus  # noqa: E402
 from graph_helpers import Probe, call  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
@@ -17,6 +20,7 @@ from sensor_msgs.msg import PointCloud2  # noqa: E402
 from std_srvs.srv import SetBool, Trigger  # noqa: E402
 
 from poam_ros import messages as msg  # noqa: E402
+from poam_ros.geo import read_map_product  # noqa: E402
 from poam_ros.mapping.map_grid import MapGrid  # noqa: E402
 from poam_ros.mapping.metrics import evaluation_points  # noqa: E402
 from poam_ros.models import POAM, MappingConfig, NumericalError, load_model, make_model  # noqa: E402
@@ -227,6 +231,50 @@ def test_save_then_resume_from_the_state_file(graph, start_mapper, make_node, sp
     late.send_query(points, stamp_ns=21)
     assert spin_until(lambda: late.response_to(21) is not None, resumed, late.node)
     np.testing.assert_array_equal(late.response_to(21)[1], probe.response_to(20)[1])
+
+
+def test_export_writes_the_published_map_as_a_georeferenced_cog(start_mapper, make_node,
+                                                                spin_until, tmp_path):
+    path = tmp_path / "products" / "map.tif"
+    mapper = start_mapper(**{"geo.anchor": "projected", "geo.crs": "UTM 33N",
+                             "geo.origin_easting": 400_000.0,
+                             "geo.origin_northing": 5_000_000.0,
+                             "geo.vertical_reference": "chart datum",
+                             "export_path": str(path)})
+    probe = Probe(make_node("probe"))
+    export = probe.node.create_client(Trigger, "/mapper/export")
+    answer = call(export, Trigger.Request(), spin_until, mapper, probe.node)
+    assert not answer.success and answer.message == "no map to export yet"
+
+    assert spin_until(lambda: probe.samples_pub.get_subscription_count() > 0, mapper,
+                      probe.node)
+    probe.send_samples(*batch(12))
+    assert spin_until(lambda: probe.maps, mapper, probe.node, timeout=TIMEOUT)
+    answer = call(export, Trigger.Request(), spin_until, mapper, probe.node)
+    assert answer.success and answer.message.endswith(
+        f"to {path} in WGS 84 / UTM zone 33N"), answer.message
+    product = read_map_product(path)
+    assert product.crs == pyproj.CRS.from_epsg(32633)
+    assert product.vertical_reference == "chart datum"
+    # The 10 x 10 grid of 2 m cells over [0, 20]^2, its north-west corner in UTM.
+    assert product.transform == Affine(2.0, 0.0, 400_000.0, 0.0, -2.0, 5_000_020.0)
+    published = msg.cloud_to_arrays(probe.maps[-1])
+    for name in ("mean", "std", "lengthscale"):  # the map as published (float32 both)
+        np.testing.assert_array_equal(product.layers[name].ravel(), published[name])
+    assert product.layers["sample_density"].sum() == 80
+    with rasterio.open(path) as dataset:
+        assert dataset.tags(ns="IMAGE_STRUCTURE")["LAYOUT"] == "COG"
+
+
+def test_export_is_refused_without_an_anchor(graph, spin_until, tmp_path):
+    mapper, probe = graph
+    mapper.set_parameters([Parameter("export_path", value=str(tmp_path / "map.tif"))])
+    probe.send_samples(*batch(13))
+    assert spin_until(lambda: probe.maps, mapper, probe.node, timeout=TIMEOUT)
+    export = probe.node.create_client(Trigger, "/mapper/export")
+    answer = call(export, Trigger.Request(), spin_until, mapper, probe.node)
+    assert not answer.success and "geo.anchor" in answer.message
+    assert not (tmp_path / "map.tif").exists()
 
 
 def test_a_state_file_that_cannot_be_read_stops_the_start(start_mapper, tmp_path):

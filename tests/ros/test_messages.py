@@ -78,3 +78,19 @@ def test_grids_and_query_clouds_read_alike_from_a_bag_and_a_subscription():
                          msg.cloud_to_response)]:
         for a, b in zip(read(stored(cloud, "sensor_msgs/msg/PointCloud2")), read(received(cloud))):
             np.testing.assert_array_equal(a, b)
+
+
+def test_navsatfix_reads_alike_from_a_bag_and_a_subscription():
+    from sensor_msgs.msg import NavSatFix, NavSatStatus
+
+    fix = NavSatFix(header=Header(frame_id="usbl", stamp=cv.seconds_to_time(12.5)),
+                    status=NavSatStatus(status=NavSatStatus.STATUS_FIX),
+                    latitude=59.123456789, longitude=-10.987654321, altitude=float("nan"))
+    unknown = (12.5, 59.123456789, -10.987654321, 0, None)  # COVARIANCE_TYPE_UNKNOWN
+    assert msg.navsatfix_to_fix(stored(fix, "sensor_msgs/msg/NavSatFix")) == unknown
+    assert msg.navsatfix_to_fix(received(fix)) == unknown
+    fix.position_covariance[:] = [4.0, 0.0, 0.0, 0.0, 9.0, 0.0, 0.0, 0.0, 100.0]  # m², ENU
+    fix.position_covariance_type = NavSatFix.COVARIANCE_TYPE_DIAGONAL_KNOWN
+    fix.status.status = NavSatStatus.STATUS_NO_FIX
+    for read in (stored(fix, "sensor_msgs/msg/NavSatFix"), received(fix)):
+        assert msg.navsatfix_to_fix(read)[3:] == (-1, 3.0)  # the larger horizontal std

@@ -256,3 +256,20 @@ def test_best_effort_odometry_through_qos_overrides(ros_context, make_node, spin
         assert spin_until(send, planner, node)
     finally:
         planner.destroy_node()
+
+
+def test_a_geojson_workspace_is_placed_with_the_planner_s_own_anchor(ros_context, tmp_path):
+    """A robot's parameter file names the workspace in lat/lon and repeats the anchor under
+    the planner: the planner plans in the map-metre polygon."""
+    area = tmp_path / "area.geojson"
+    area.write_text('{"type": "Polygon", "coordinates": [[[10.0, 59.0], [10.001, 59.0], '
+                    '[10.001, 59.001], [10.0, 59.001], [10.0, 59.0]]]}')
+    planner = PlannerNode(context=ros_context, parameter_overrides=overrides(
+        {**SMALL, "workspace.geojson": str(area), "geo.anchor": "latlon",
+         "geo.origin_latitude": 59.0, "geo.origin_longitude": 10.0}))
+    try:
+        xmin, xmax, ymin, ymax = planner._workspace.bounds
+        assert (xmin, ymin) == pytest.approx((0.0, 0.0), abs=1e-6)
+        assert (xmax, ymax) == pytest.approx((57.3, 111.2), abs=0.2)  # 0.001° at 59° N
+    finally:
+        planner.destroy_node()

@@ -1,8 +1,14 @@
-"""TerrainConfig validation and building a terrain from it."""
+"""TerrainConfig validation and building a terrain from it, stretched over an extent or
+placed at its true size through the map's geodetic anchor."""
+
+import math
 
 import numpy as np
 import pytest
+from rasterio.transform import Affine
+from sim_data import write_float_geotiff
 
+from poam_ros.geo import GeoError, GeoReference
 from poam_ros.params import ConfigError
 from poam_ros.sim.terrain_config import TerrainConfig, terrain_from_config
 
@@ -34,5 +40,72 @@ def test_config_loads_a_file_with_its_options(tmp_path):
     ({"extent_m": [0, 1, 0, 1]}, "unknown parameter"),
 ])
 def test_bad_config(values, message):
+    with pytest.raises(ConfigError, match=message):
+        TerrainConfig.from_dict(values)
+
+
+# ------------------------------------------------------------- georeferenced placement
+
+ANCHOR = GeoReference.local(47.5, -123.5)
+TILE = Affine(0.01, 0, -123.6, 0, -0.01, 47.6)  # 0.2° × 0.2° of 0.01° cells about the anchor
+
+
+def depth_tile(tmp_path, values=None, **georeference):
+    grid = np.linspace(-900.0, -100.0, 400).reshape(20, 20) if values is None else values
+    georeference = georeference or {"crs": "EPSG:4326", "transform": TILE}
+    return str(write_float_geotiff(tmp_path / "depths.tif", grid, **georeference))
+
+
+def georeferenced(path, **values):
+    return TerrainConfig(path=path, placement="georeferenced", **values)
+
+
+def test_a_georeferenced_raster_is_placed_at_its_true_size(tmp_path):
+    box = [-123.52, -123.48, 47.49, 47.51]
+    terrain = terrain_from_config(georeferenced(depth_tile(tmp_path), survey_box=box,
+                                                resolution=50.0), ANCHOR)
+    xmin, xmax, ymin, ymax = terrain.extent
+    # 0.04° of longitude at 47.5° N is about 3.0 km; 0.02° of latitude about 2.2 km.
+    assert xmax - xmin == pytest.approx(0.04 * 111_320 * math.cos(math.radians(47.5)),
+                                        rel=5e-3)
+    assert ymax - ymin == pytest.approx(0.02 * 111_132, rel=5e-3)
+    assert terrain.cell_size == pytest.approx((50.0, 50.0), rel=0.05)
+    assert -900.0 < terrain.min_elevation < terrain.max_elevation < -100.0
+
+
+@pytest.mark.parametrize("case, message", [
+    ("no anchor", "placement georeferenced needs the map frame's geodetic anchor"),
+    ("no georeference", "the raster has no georeference"),
+    ("partly outside", "lies partly outside the raster"),
+    ("all nodata", "every sample under the survey area is nodata"),
+])
+def test_bad_georeferenced_input_is_one_clear_error(tmp_path, case, message):
+    box = [-123.55, -123.45, 47.45, 47.55]
+    anchor = ANCHOR
+    if case == "no anchor":
+        path, anchor = depth_tile(tmp_path), None
+    elif case == "no georeference":
+        path = str(write_float_geotiff(tmp_path / "plain.tif", np.full((20, 20), -50.0)))
+    elif case == "partly outside":
+        path, box = depth_tile(tmp_path), [-123.7, -123.5, 47.45, 47.55]
+    else:
+        path = depth_tile(tmp_path, np.full((20, 20), -9999.0), crs="EPSG:4326",
+                          transform=TILE, nodata=-9999.0)
+    with pytest.raises(GeoError, match=message):
+        terrain_from_config(georeferenced(path, survey_box=box), anchor)
+
+
+@pytest.mark.parametrize("values, message", [
+    ({"placement": "georeferenced"}, "needs a raster file in path"),
+    ({"path": "a.tif", "placement": "georeferenced", "extent": [0, 1, 0, 1]},
+     "extent apply to placement extent"),
+    ({"path": "a.tif", "survey_box": [0, 1, 0, 1]}, "survey_box apply to placement "
+                                                    "georeferenced"),
+    ({"path": "a.tif", "placement": "georeferenced", "survey_box": [0, 1]},
+     "survey_box must be empty or four numbers"),
+    ({"path": "a.tif", "placement": "georeferenced", "survey_box": [0, 1, 0, 1],
+      "survey_area_file": "area.geojson"}, "not both"),
+])
+def test_bad_georeferenced_config(values, message):
     with pytest.raises(ConfigError, match=message):
         TerrainConfig.from_dict(values)

@@ -134,3 +134,36 @@ def test_a_bag_looped_backwards_is_a_clock_reset_in_recorded_order(tmp_path, sur
     assert any("odom clock reset" in note for note in result.notes)
     assert not any("going backwards" in note for note in result.notes)
     assert result.model.num_samples >= 76  # each lap's last sounding has no pose after it
+
+
+def test_a_recorded_fix_resets_the_position_as_live(tmp_path, survey_bag):
+    """A NavSatFix 30 m north of the odometry at t = 2 s: the remap feeds it to the ingest
+    as the node does, so the soundings after it are placed 30 m north, those before not."""
+    from poam_ros.bags.sim_survey import STORE, T, header
+    from poam_ros.geo import GeoConfig, GeoReference
+
+    setup, _ = survey_bag
+    geo = GeoConfig(anchor="latlon", origin_latitude=59.0, origin_longitude=10.0)
+    anchored = copy.deepcopy(setup)
+    anchored.geo = geo
+    lon, lat = GeoReference.from_config(geo).to_lonlat(20.0 - 2.0, -20.0 + 30.0)
+    fix = T["sensor_msgs/msg/NavSatFix"](
+        header=header(2.0, "usbl"), status=T["sensor_msgs/msg/NavSatStatus"](status=0, service=1),
+        latitude=float(lat), longitude=float(lon), altitude=float("nan"),
+        position_covariance=np.zeros(9), position_covariance_type=0)
+    with BagWriter(tmp_path / "fixed") as writer:
+        odom = add(writer, "/odom", "nav_msgs/msg/Odometry")
+        ranges = add(writer, "/sonar/range", "sensor_msgs/msg/Range")
+        fixes = add(writer, "/fix", "sensor_msgs/msg/NavSatFix")
+        for k in range(41):  # west at 1 m/s from (20, -20), a sounding between poses
+            writer.write(odom, k * 10**8, odometry(0.1 * k, 20.0 - 0.1 * k, -20.0, math.pi))
+            if k < 40:
+                writer.write(ranges, k * 10**8 + 5 * 10**7, sounding(0.1 * k + 0.05, 1500.0))
+        writer.write(fixes, 25 * 10**8, STORE.serialize_cdr(fix, "sensor_msgs/msg/NavSatFix")
+                     .tobytes())
+    result = remap_bag(tmp_path / "fixed", anchored, RemapConfig(tail="map", truth="none"))
+    points = np.concatenate([batch.points for batch in result.batches])
+    t = 0.1 * np.arange(40) + 0.05
+    np.testing.assert_allclose(points[:, 0], 20.0 - t, atol=1e-5)
+    np.testing.assert_allclose(points[:, 1], np.where(t >= 2.0, 10.0, -20.0), atol=1e-5)
+    assert not result.ingest_drops

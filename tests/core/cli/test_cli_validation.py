@@ -40,7 +40,9 @@ def test_every_benchmark_runs_as_bench_name(name, capsys):
 def test_the_bench_usage_lists_every_benchmark(capsys):
     assert cli.main(["bench"]) == 2
     assert capsys.readouterr().out == ("usage: poam-ros bench {core,sweep,remap,recorder,ingest,"
-                                       "latency,journal,vips-paper,dual-gp-paper} [options]   "
+                                       "latency,journal,vips-paper,dual-gp-paper,cmogp-paper,"
+                                       "real-scale} "
+                                       "[options]   "
                                        "(--help for each)\n")
 
 

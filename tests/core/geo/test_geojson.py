@@ -8,10 +8,11 @@ import pytest
 from affine import Affine
 from geo_data import meridian_radius, prime_vertical_radius, write_geotiff
 
-from poam_ros.geo.geojson import read_survey_area
+from poam_ros.geo.geojson import read_survey_area, resolve_workspace
 from poam_ros.geo.georeference import GeoError, GeoReference
 from poam_ros.geo.raster import load_geo_terrain
-from poam_ros.workspace import WorkspaceConfig
+from poam_ros.params import ConfigError
+from poam_ros.workspace import Workspace, WorkspaceConfig
 
 ANCHOR = GeoReference.local(47.5, -123.5)
 # A 0.02° square about the anchor with a 0.002° square hole, and a no-go triangle.
@@ -114,3 +115,25 @@ def test_unreadable_and_degenerate_files(tmp_path):
     area = read_survey_area(_write(tmp_path / "bowtie.geojson", _feature("Polygon", [bowtie])))
     with pytest.raises(GeoError, match="bowtie.geojson: workspace polygon is degenerate"):
         area.workspace(ANCHOR)
+
+
+def test_a_workspace_config_naming_a_file_is_resolved_with_the_anchor(tmp_path):
+    path = _write(tmp_path / "area.geojson", _collection(
+        _feature("Polygon", [OUTER], "workspace"), _feature("Polygon", [NO_GO], "no_go")))
+    resolved = resolve_workspace(WorkspaceConfig(geojson=str(path)), ANCHOR)
+    assert resolved == read_survey_area(path).workspace_config(ANCHOR)
+    assert resolved.geojson == "" and resolved.no_go_vertex_counts == [3]
+    plain = WorkspaceConfig()
+    assert resolve_workspace(plain, None) is plain
+    with pytest.raises(ConfigError, match="area.geojson' is in latitude/longitude and was "
+                                          "not converted"):
+        Workspace.from_config(WorkspaceConfig(geojson=str(path)))
+
+
+def test_a_file_without_an_anchor_or_a_bad_file_is_one_config_error(tmp_path):
+    path = _write(tmp_path / "area.geojson", _feature("Polygon", [OUTER]))
+    with pytest.raises(ConfigError, match="area.geojson' is in latitude/longitude: set the "
+                                          "map frame's geodetic anchor"):
+        resolve_workspace(WorkspaceConfig(geojson=str(path)), None)
+    with pytest.raises(ConfigError, match="workspace.geojson: .*missing.geojson: unreadable"):
+        resolve_workspace(WorkspaceConfig(geojson=str(tmp_path / "missing.geojson")), ANCHOR)

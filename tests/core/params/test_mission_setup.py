@@ -60,10 +60,78 @@ def test_node_parameters_carry_the_derived_seeds_and_the_shared_workspace():
         setup.node_parameters("mapper_typo")
 
 
+def test_the_anchor_loads_from_the_mapper_s_section_and_reaches_the_geo_nodes(tmp_path):
+    path = tmp_path / "params.yaml"
+    path.write_text(textwrap.dedent("""
+        mapper:
+          ros__parameters:
+            geo: {anchor: latlon, origin_latitude: 47.5, origin_longitude: -123.5,
+                  crs: UTM 10N, vertical_reference: chart datum}
+    """))
+    setup = MissionSetup.from_file(path)
+    assert (setup.geo.anchor, setup.geo.crs) == ("latlon", "UTM 10N")
+    geo = {"geo.anchor": "latlon", "geo.origin_latitude": 47.5,
+           "geo.origin_longitude": -123.5, "geo.crs": "UTM 10N", "geo.origin_easting": 0.0,
+           "geo.origin_northing": 0.0, "geo.vertical_reference": "chart datum"}
+    assert "mapper" in MissionSetup.GEO_NODES
+    for node in MissionSetup.NODES:
+        parameters = setup.node_parameters(node)
+        handed = {name: value for name, value in parameters.items()
+                  if name.startswith("geo.")}
+        assert handed == (geo if node in MissionSetup.GEO_NODES else {}), node
+    assert "geo.anchor" not in MissionSetup().node_parameters("simulated_auv")
+    assert MissionSetup().node_parameters("mapper")["geo.anchor"] == "none"
+
+
+@pytest.mark.parametrize("geo, message", [
+    ("{anchor: utm}", "GeoConfig.anchor must be one of ['none', 'latlon', 'projected']"),
+    ("{anchor: projected, crs: EPSG:4326}", "GeoConfig.crs: CRS 'EPSG:4326'"),
+    ("{anchor: projected, crs: 'UTM 61N'}", "UTM zones run from 1 to 60"),
+    ("{origin_latitude: 47.5}", "origin_latitude apply to an anchor"),
+    ("{anchor: latlon, origin_latitude: 91.0}", "origin_latitude must be <= 90"),
+])
+def test_a_bad_anchor_is_one_error_naming_the_file(tmp_path, geo, message):
+    path = tmp_path / "params.yaml"
+    path.write_text(f"mapper:\n  ros__parameters:\n    geo: {geo}\n")
+    with pytest.raises(ConfigError, match="params.yaml: node /mapper under 'geo'") as error:
+        MissionSetup.from_file(path)
+    assert message in str(error.value) and "\n" not in str(error.value)
+
+
 def test_a_missing_or_broken_parameter_file_is_a_config_error(tmp_path):
     with pytest.raises(ConfigError, match="missing.yaml: no such parameter file"):
         MissionSetup.from_file(tmp_path / "missing.yaml")
     path = tmp_path / "broken.yaml"
     path.write_text("mapper:\n  ros__parameters: {mapping: [\n")
     with pytest.raises(ConfigError, match="broken.yaml: not a YAML parameter file: "):
+        MissionSetup.from_file(path)
+
+
+def test_a_geojson_workspace_reaches_every_node_as_map_metres(tmp_path):
+    area = tmp_path / "area.geojson"
+    area.write_text('{"type": "Polygon", "coordinates": [[[10.0, 59.0], [10.01, 59.0], '
+                    '[10.01, 59.01], [10.0, 59.0]]]}')
+    path = tmp_path / "params.yaml"
+    path.write_text(textwrap.dedent(f"""
+        mapper:
+          ros__parameters:
+            geo: {{anchor: latlon, origin_latitude: 59.0, origin_longitude: 10.0}}
+        planner:
+          ros__parameters:
+            workspace: {{geojson: {str(area)!r}}}
+        """))
+    setup = MissionSetup.from_file(path)
+    assert setup.workspace.geojson == "" and len(setup.workspace.vertices) == 6
+    assert setup.workspace.vertices[:2] == pytest.approx([0.0, 0.0], abs=1e-6)
+    x, y = setup.workspace.vertices[2:4]  # 0.01° east along the parallel at 59° N
+    assert x == pytest.approx(6.39e6 * math.cos(math.radians(59.0)) * math.radians(0.01),
+                              rel=1e-3)
+    assert y == pytest.approx(x ** 2 * math.tan(math.radians(59.0)) / (2 * 6.39e6), rel=1e-2)
+    for node in ("planner", "mapper", "sensor_ingest"):
+        parameters = setup.node_parameters(node)
+        assert parameters["workspace.vertices"] == setup.workspace.vertices
+        assert parameters["workspace.geojson"] == ""
+    path.write_text(path.read_text().replace("anchor: latlon", "anchor: none").replace(
+        ", origin_latitude: 59.0, origin_longitude: 10.0", ""))
+    with pytest.raises(ConfigError, match="area.geojson' is in latitude/longitude: set"):
         MissionSetup.from_file(path)
