@@ -64,10 +64,12 @@ class MapStep:
 
 @dataclass
 class Scoring:
-    """Ground truth at evaluation points: ``points`` (G, 2) [m], ``truth`` (G,)."""
+    """Ground truth at evaluation points: ``points`` (G, 2) [m], ``truth`` (G,), or (G, D)
+    for a multi-channel model with the channels' ``names`` (D,), depth first."""
 
     points: np.ndarray
     truth: np.ndarray
+    names: tuple[str, ...] = ()
 
 
 class MappingLoop:
@@ -84,7 +86,8 @@ class MappingLoop:
         self.workspace = workspace
 
     def step(self, batches: Iterable[tuple[np.ndarray, np.ndarray]]) -> MapStep:
-        """Add each batch (positions (N, 2) [m], elevations (N,)), then update once."""
+        """Add each batch (positions (N, 2) [m], elevations (N,) or, for a multi-channel
+        model, values (N, D) with NaN where not measured), then update once."""
         refused = []
         for xy, z in batches:
             try:
@@ -102,7 +105,7 @@ class MappingLoop:
         if self.workspace is None:
             return xy, z
         xy, z = np.asarray(xy), np.asarray(z)
-        if xy.ndim != 2 or xy.shape[-1] != 2 or z.shape != xy.shape[:1]:
+        if xy.ndim != 2 or xy.shape[-1] != 2 or z.shape[:1] != xy.shape[:1]:
             return xy, z
         xmin, xmax, ymin, ymax = self.workspace.bounds
         with np.errstate(invalid="ignore"):
@@ -149,23 +152,37 @@ class MappingLoop:
                predict_time: float = math.nan) -> EpochRecord:
         """The epoch's record: the step's timings, scored against the ground truth when
         there is one (the prediction's time is then ``predict_time``), NaN metrics
-        otherwise or where they are undefined (constant targets after one batch)."""
-        metrics = dict.fromkeys(METRICS, math.nan)
+        otherwise or where they are undefined (constant targets after one batch, a channel
+        not in the model yet). With several channels the record's metrics are the first
+        channel's (depth) and ``extra`` holds every channel's as ``<metric>_<name>``."""
+        metrics, per_channel = dict.fromkeys(METRICS, math.nan), {}
         if self.scoring is not None and self.model.ready:
             tic = time.perf_counter()
             mean, std = self.evaluation(self.scoring.points)
             predict_time = time.perf_counter() - tic
-            scored = score(self.scoring.truth, mean, std, self.model.buffer.y)
-            if scored is not None:
-                metrics = scored.as_dict()
+            truth, targets = self.scoring.truth, self.model.buffer.y
+            if truth.ndim == 1:
+                scored = score(truth, mean, std, targets)
+                metrics = metrics if scored is None else scored.as_dict()
+            else:
+                for d, name in enumerate(self.scoring.names):
+                    measured = targets[:, d][np.isfinite(targets[:, d])]
+                    scored = score(truth[:, d], mean[:, d], std[:, d], measured)
+                    channel = dict.fromkeys(METRICS, math.nan) if scored is None else \
+                        scored.as_dict()
+                    metrics = channel if d == 0 else metrics
+                    per_channel.update({f"{key}_{name}": value
+                                        for key, value in channel.items()})
         report = step.report
         return EpochRecord(epoch, self.model.num_samples, **metrics,
                            update_time=report.total_time, inducing_time=report.inducing_time,
                            variational_time=report.variational_time,
                            training_time=report.training_time, predict_time=predict_time,
-                           num_inducing=report.num_inducing, sim_time=sim_time,
+                           num_inducing=self.model.inducing.shape[0] if self.model.ready
+                           else 0, sim_time=sim_time,
                            training_failure=report.training_failure,
-                           update_failure=step.failure, extra=dict(report.extra))
+                           update_failure=step.failure,
+                           extra={**report.extra, **per_channel})
 
 
 def _describe(error: BaseException) -> str:

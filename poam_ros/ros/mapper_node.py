@@ -576,7 +576,8 @@ class MapperNode(StartingNode):
             status.failed = False
             status.report = report
             status.map_time = map_time
-            status.num_samples, status.num_inducing = model.num_samples, report.num_inducing
+            status.num_samples = model.num_samples
+            status.num_inducing = model.inducing.shape[0] if model.ready else 0  # also if skipped
             if model.num_samples:
                 status.targets = TargetBaseline.of(model.buffer.y)
             status.device, status.method = str(model.device), model.method

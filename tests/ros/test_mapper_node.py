@@ -452,6 +452,10 @@ def test_a_batch_that_adds_nothing_republishes_the_map_with_its_stamp(graph, spi
     assert msg.time_to_nanoseconds(probe.maps[-1].header.stamp) == 9_000_000_000
     np.testing.assert_array_equal(second["mean"], first["mean"])
     assert updates(probe) == 1
+    # The diagnostics still describe the map: its M, not the empty update's 0.
+    assert spin_until(lambda: probe.last_status(STATUS)[2]["map_stamp"] == "9000000000",
+                      mapper, probe.node)
+    assert probe.last_status(STATUS)[2]["inducing_points"] == str(probe.inducing[-1].width)
 
 
 def test_a_new_grid_republishes_the_map(graph, spin_until):

@@ -103,3 +103,13 @@ def test_set_aside_samples_leave_the_duplicate_index_consistent():
     report = model.add_data(*third)  # set aside, so new again
     assert report.accepted == 10 and model.num_samples == 60
     np.testing.assert_array_equal(model.buffer.x[50:], third[0])
+
+
+def test_an_epoch_without_new_samples_records_the_model_s_inducing_inputs():
+    """An epoch with nothing new (an empty batch, or every sample refused) keeps the map it
+    had: its record gives that map's M, not 0 (the sweep's curve of M would drop to 0)."""
+    loop = MappingLoop(make_model(MappingConfig(num_inducing=40, train_steps=1)))
+    rng = np.random.default_rng(3)
+    first = loop.record(0, loop.step([batch(rng, 60)]), sim_time=1.0)
+    empty = loop.record(1, loop.step([(np.empty((0, 2)), np.empty(0))]), sim_time=2.0)
+    assert first.num_inducing == empty.num_inducing == loop.model.inducing.shape[0] > 0
