@@ -46,12 +46,17 @@ def map_title(map_name: str, method: str, samples: int, smse: float | None = Non
 def plot_mission(result, path: str | Path, map_name: str, note: str = "",
                  georeference=None) -> Path:
     """:func:`plot_map` of a finished mission (a :class:`~poam_ros.mission.MissionResult`) on
-    its evaluation grid, titled by :func:`map_title` with the final epoch's scores."""
+    its evaluation grid, titled by :func:`map_title` with the final epoch's scores. With
+    several channels it shows the first (depth), its scores and the samples that measured it."""
     model, points, final = result.model, result.eval_points, result.final
     mean, std = model.predict(points)
+    truth, samples = result.truth, result.samples_x
+    if truth.ndim == 2:
+        mean, std, truth = mean[:, 0], std[:, 0], truth[:, 0]
+        samples = samples[np.isfinite(result.samples_y[:, 0])]
     title = map_title(map_name, model.method, final.num_samples, final.smse, final.msll, note)
-    return plot_map(path, points, mean, std, model.lengthscale_map(points), truth=result.truth,
-                    track=result.path[:, :2], samples=result.samples_x,
+    return plot_map(path, points, mean, std, model.lengthscale_map(points), truth=truth,
+                    track=result.path[:, :2], samples=samples,
                     inducing=model.inducing_inputs, title=title, georeference=georeference)
 
 

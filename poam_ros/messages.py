@@ -92,6 +92,30 @@ def range_to_reading(reading) -> tuple[float, float, str]:
     return reading.range, time_to_seconds(reading.header.stamp), reading.header.frame_id
 
 
+def temperature_to_reading(reading) -> tuple[float, float, str]:
+    """``(temperature [°C], t [s], frame_id)`` of a ``sensor_msgs/Temperature``, as sent
+    (NaN included: the ingest judges it)."""
+    return reading.temperature, time_to_seconds(reading.header.stamp), reading.header.frame_id
+
+
+def fluid_pressure_to_reading(reading) -> tuple[float, float, str]:
+    """``(pressure [Pa], t [s], frame_id)`` of a ``sensor_msgs/FluidPressure``, as sent."""
+    return (reading.fluid_pressure, time_to_seconds(reading.header.stamp),
+            reading.header.frame_id)
+
+
+def cloud_to_channel_readings(cloud, channels) -> tuple[float, dict[str, np.ndarray]]:
+    """``(t [s], {channel: values (N,)})`` of a stamped ``PointCloud2`` from any other scalar
+    sensor: one field per channel (one point per reading, usually one), the fields named
+    in ``channels`` that it carries; ``ValueError`` when it carries none of them."""
+    arrays = cloud_to_fields(cloud, required=())
+    values = {name: arrays[name] for name in channels if name in arrays}
+    if not values:
+        raise ValueError(f"PointCloud2 with fields {', '.join(arrays) or 'none'} carries "
+                         f"none of the channels {', '.join(channels)}")
+    return time_to_seconds(cloud.header.stamp), values
+
+
 def navsatfix_to_fix(fix) -> tuple[float, float, float, int, float | None]:
     """``(t [s], latitude [deg], longitude [deg], status, horizontal std [m] or None)`` of a
     ``sensor_msgs/NavSatFix``, passed on as sent (NaN included): the ingest judges them.
@@ -168,11 +192,13 @@ def cloud_to_arrays(cloud) -> dict[str, np.ndarray]:
     return cloud_to_fields(cloud, required=XYZ)
 
 
-def cloud_to_points(cloud) -> np.ndarray:
-    """(N, 3) float64 x, y, z of any ``PointCloud2``; other fields are ignored."""
-    arrays = cloud_to_arrays(cloud)
-    return np.column_stack([arrays[name] for name in XYZ]) if len(arrays["x"]) else \
-        np.empty((0, 3))
+def cloud_to_points(cloud, channels=()) -> np.ndarray:
+    """(N, 3 + C) float64 x, y, z and the fields named in ``channels`` (C of them, a
+    ``samples`` cloud's channels) of any ``PointCloud2``; other fields are ignored."""
+    names = (*XYZ, *channels)
+    arrays = cloud_to_fields(cloud, required=names)
+    return np.column_stack([arrays[name] for name in names]) if len(arrays["x"]) else \
+        np.empty((0, len(names)))
 
 
 def cloud_is_float64(cloud) -> bool:
@@ -181,9 +207,14 @@ def cloud_is_float64(cloud) -> bool:
     return all(field.datatype == FLOAT64 for field in cloud.fields if field.name in XYZ)
 
 
-def cloud_to_samples(cloud) -> tuple[np.ndarray, np.ndarray]:
+def cloud_to_samples(cloud, channels=()) -> tuple[np.ndarray, np.ndarray]:
     """Positions (N, 2) [m] and elevations (N,) of a ``samples`` cloud (any datatype), as
-    float64; non-finite values are passed on for the model to count and drop."""
+    float64; non-finite values are passed on for the model to count and drop. With
+    ``channels`` (the ingest's), the values (N, 1 + C), elevation first, NaN where a sample
+    did not measure a channel: a multi-channel model's targets."""
+    if channels:
+        points = cloud_to_points(cloud, channels)
+        return points[:, :2], points[:, 2:]
     arrays = cloud_to_arrays(cloud)
     return np.column_stack([arrays["x"], arrays["y"]]), arrays["z"]
 

@@ -6,6 +6,13 @@ sampling, update the model with the new samples, evaluate} until the sample budg
 The ROS graph (simulated AUV, ingest, mapper, planner) runs the same loop over DDS; in lockstep
 mode it reproduces this one sample for sample, because both draw their random streams from
 :func:`mission_seeds` and build their components from the same configuration dataclasses.
+
+Several channels (opt-in): with ``temperature.enabled`` the vehicle also carries the simulated
+temperature sensor (:mod:`poam_ros.sim.water_temperature`), the ingest's ``channels`` name
+``temperature``, and a multi-channel method (``poam-mt``, ``cmogp``) maps depth and
+temperature jointly from (N, 2) samples with NaN where a channel was not measured; each epoch
+is scored per channel against its truth (``extra``: ``smse_depth``, ``msll_temperature``, ...).
+The planner still scores the depth channel's uncertainty alone.
 """
 
 from __future__ import annotations
@@ -25,21 +32,28 @@ from poam_ros.ingest.core import NO_RETURN, OUTSIDE_WORKSPACE
 from poam_ros.mapping.epochs import EpochRecord, epoch_averages
 from poam_ros.mapping.loop import MappingLoop, Scoring
 from poam_ros.mapping.metrics import evaluation_points
-from poam_ros.models import OnlineSparseGP, make_model
+from poam_ros.models import METHODS, OnlineSparseGP, make_model
+from poam_ros.models.multitask import MultiTaskSparseGP
 from poam_ros.params.mission_setup import MissionSetup, mission_seeds
 from poam_ros.planners import make_planner, pilot_survey
 from poam_ros.sim import (
     SimulatedAuv,
     SimulationError,
     SurveySimulator,
+    TemperatureSensor,
     Terrain,
+    WaterTemperature,
     lower_right_start,
     terrain_from_config,
 )
-from poam_ros.sim.simulated_auv import Odom, Sounding
+from poam_ros.sim.simulated_auv import Odom, Reading, Sounding
+from poam_ros.sim.water_temperature import CHANNEL as TEMPERATURE
 from poam_ros.workspace import Workspace
 
 log = logging.getLogger(__name__)
+
+#: the name of the first channel, the soundings' elevation, in per-channel records
+DEPTH = "depth"
 
 
 class MissionError(ValueError):
@@ -55,9 +69,9 @@ class MissionResult:
     terrain: Terrain
     workspace: Workspace
     eval_points: np.ndarray  # (G, 2)
-    truth: np.ndarray  # (G,)
+    truth: np.ndarray  # (G,); (G, D) with channels, depth first
     samples_x: np.ndarray  # (N, 2)
-    samples_y: np.ndarray  # (N,)
+    samples_y: np.ndarray  # (N,); (N, D) with channels, NaN where not measured
     path: np.ndarray  # (P, 3) x, y, yaw of every control step
     wall_time: float
 
@@ -95,12 +109,16 @@ class Mission:
         simulator = SurveySimulator(self.terrain, setup.vehicle, setup.sonar,
                                     seed=seeds["simulator"],
                                     start_pose=lower_right_start(self.workspace.bounds))
-        self.auv = SimulatedAuv(simulator, "lockstep")
+        self.fields, measured = self._fields()
+        # Its own noise stream, so the soundings are those of a mission without it.
+        sensors = [TemperatureSensor(field, np.random.default_rng([seeds["simulator"], 1]))
+                   for field in measured]
+        self.auv = SimulatedAuv(simulator, "lockstep", sensors=sensors)
         # The ingest drops what lies outside the mission's workspace, as poam-ros sim
         # configures the sensor_ingest node (MissionSetup.node_parameters).
         self.ingest = Ingest(setup.ingest, self.workspace)
         self.rng = np.random.default_rng(seeds["planner"])
-        self.model = make_model(setup.mapping.replace(seed=seeds["model"]))
+        self.model = self._model(setup.mapping.replace(seed=seeds["model"]))
         self.planner = make_planner(setup.planning.planner, self.workspace, self.rng,
                                     setup.planner_config())
         radius = setup.vehicle.turn_radius
@@ -110,9 +128,42 @@ class Mission:
                         "radius %g m: the planner's distances are not the paths flown",
                         setup.max_entropy.turning_radius, radius)
         self.eval_points = evaluation_points(self.workspace, setup.mission.eval_grid)
-        self.truth = self.terrain.elevation(self.eval_points)
-        self.loop = MappingLoop(self.model, Scoring(self.eval_points, self.truth), self.workspace)
+        truths = [field(self.eval_points) for field in self.fields.values()]
+        self.truth = truths[0] if len(truths) == 1 else np.column_stack(truths)
+        scoring = Scoring(self.eval_points, self.truth,
+                          tuple(self.fields) if len(truths) > 1 else ())
+        self.loop = MappingLoop(self.model, scoring, self.workspace)
         self._path: list[tuple[float, float, float]] = []
+
+    def _fields(self) -> tuple[dict, list[WaterTemperature]]:
+        """Channel name -> its true field ((G, 2) m -> (G,)), depth first, then the
+        ingest's ``channels`` in order, each one the simulator measures; and the simulated
+        fields that sensors measure."""
+        fields = {DEPTH: self.terrain.elevation}
+        simulated = {}
+        if self.setup.temperature.enabled:
+            simulated[TEMPERATURE] = WaterTemperature(self.terrain, self.setup.temperature)
+        channels = self.setup.ingest.channels
+        unknown = [name for name in channels if name not in simulated]
+        unread = [name for name in simulated if name not in channels]
+        if unknown or unread:
+            raise MissionError(f"ingest.channels {channels!r} must name exactly the channels "
+                               f"the simulator measures ({list(simulated)!r}; enable one with "
+                               f"temperature.enabled)")
+        fields.update((name, simulated[name].temperature) for name in channels)
+        return fields, list(simulated.values())
+
+    def _model(self, config) -> OnlineSparseGP:
+        """The configured method; with channels one of D = 1 + C outputs."""
+        if len(self.fields) == 1:
+            return make_model(config)
+        method = METHODS[config.method]
+        if not issubclass(method, MultiTaskSparseGP):
+            multi = sorted(name for name, cls in METHODS.items()
+                           if issubclass(cls, MultiTaskSparseGP))
+            raise MissionError(f"mapping.method {config.method!r} maps one channel; with "
+                               f"ingest.channels {list(self.fields)[1:]!r} use one of {multi}")
+        return method(config, 2, output_dim=len(self.fields))
 
     @property
     def outside_workspace(self) -> int:
@@ -151,8 +202,10 @@ class Mission:
                              time.perf_counter() - start)
 
     def _predict_std(self, xy: np.ndarray) -> np.ndarray:
-        # The paper's planner scores the predictive distribution of a measurement.
-        return self.model.predict(xy, include_noise=True)[1]
+        # The paper's planner scores the predictive distribution of a measurement (of the
+        # depth, with several channels).
+        std = self.model.predict(xy, include_noise=True)[1]
+        return std if std.ndim == 1 else std[:, 0]
 
     def _survey(self, waypoints: np.ndarray) -> list[SampleBatch]:
         """Drive ``waypoints`` and feed the ingest as the nodes would: the plan, then every
@@ -170,6 +223,8 @@ class Mission:
             elif isinstance(event, Sounding):
                 ingest.add_range(event.t, event.range, sonar.min_range, sonar.max_range,
                                  event.t)
+            elif isinstance(event, Reading):
+                ingest.add_reading(event.t, event.channel, event.value, event.t)
         if auv.last_failure:
             raise SimulationError(auv.last_failure)
         ingest.poll(math.inf)  # the leg is over: nothing more is in flight
@@ -178,7 +233,7 @@ class Mission:
     def _epoch(self, index: int, waypoints: np.ndarray,
                on_epoch: Callable[[EpochRecord], None] | None) -> EpochRecord:
         batches = self._survey(waypoints)
-        step = self.loop.step((batch.points[:, :2], batch.points[:, 2]) for batch in batches)
+        step = self.loop.step((batch.points[:, :2], batch.targets) for batch in batches)
         if step.failure is not None:
             if not self.model.ready:
                 raise MissionError(f"the first update failed: {step.failure}")

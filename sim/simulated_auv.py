@@ -2,9 +2,10 @@
 
 :class:`SimulatedAuv` drives a :class:`SurveySimulator` one control step at a time along the
 current plan and returns what a vehicle would publish, in time order: an :class:`Odom` per
-control step, a :class:`Sounding` per echo-sounder ping and, with a multibeam sonar, a
-:class:`Ping` per swath. The ROS node (``simulated_auv_node``) only paces :meth:`advance`
-against the wall clock and converts the events to messages.
+control step, a :class:`Sounding` per echo-sounder ping, with a multibeam sonar a
+:class:`Ping` per swath and, with scalar sensors (a temperature sensor: a second survey
+channel), a :class:`Reading` per reading. The ROS node (``simulated_auv_node``) only paces
+:meth:`advance` against the wall clock and converts the events to messages.
 
 Two modes:
 
@@ -103,6 +104,15 @@ class Ping(NamedTuple):
     swath: Swath
 
 
+class Reading(NamedTuple):
+    """A scalar sensor's measured ``value`` at ``t`` s, taken at the vehicle's position
+    (``channel`` names the sensor; NaN off the terrain)."""
+
+    t: float
+    channel: str
+    value: float
+
+
 class _State(NamedTuple):
     """The vehicle at ``t`` s: pose (x m, y m, yaw rad), height z m, roll and pitch rad."""
 
@@ -113,8 +123,8 @@ class _State(NamedTuple):
     pitch: float
 
 
-Event = Odom | Sounding | Ping
-_ORDER = {Odom: 0, Sounding: 1, Ping: 2}  # at equal times: the pose first
+Event = Odom | Sounding | Ping | Reading
+_ORDER = {Odom: 0, Sounding: 1, Ping: 2, Reading: 3}  # at equal times: the pose first
 
 
 class SimulatedAuv:
@@ -127,10 +137,15 @@ class SimulatedAuv:
             at ``k / ping_rate`` s) at the pose interpolated along the control step. It
             draws from its own generator, so the echo sounder's noise does not depend on it.
         ping_rate: multibeam pings per second of simulated time.
+        sensors: scalar sensors (``name``, ``rate`` Hz and ``read(xy)`` -> measured and true
+            values, as :class:`~poam_ros.sim.water_temperature.TemperatureSensor`), each
+            read at its own clock (reading ``k`` at ``k / rate`` s) at the position
+            interpolated along the control step, from its own generator.
     """
 
     def __init__(self, simulator: SurveySimulator, mode: str = "lockstep",
-                 multibeam: MultibeamSonar | None = None, ping_rate: float = 1.0) -> None:
+                 multibeam: MultibeamSonar | None = None, ping_rate: float = 1.0,
+                 sensors: Sequence = ()) -> None:
         self.simulator = simulator
         self.mode = mode
         self.multibeam = multibeam
@@ -138,6 +153,8 @@ class SimulatedAuv:
             raise ValueError(f"ping_rate must be > 0, got {ping_rate}")
         self.ping_period = 1.0 / ping_rate
         self._pings = 0
+        self.sensors = list(sensors)
+        self._readings = [0] * len(self.sensors)
         self._started = False
         self._plan: list[list[float]] | None = None
         self._index = 0
@@ -209,6 +226,7 @@ class SimulatedAuv:
             events.append(Odom(state.t, x, y, yaw, 0.0, 0.0, state.z, state.roll, state.pitch))
             events.extend(self._soundings(self.simulator.sound_due()))
             events.extend(self._pings_between(state, state))
+            events.extend(self._readings_between(state, state))
         self._progress()
         dt = self.simulator.vehicle.dt
         steps = 0
@@ -242,6 +260,7 @@ class SimulatedAuv:
                                     after.pitch)]
         events.extend(self._soundings(log))
         events.extend(self._pings_between(before, after))
+        events.extend(self._readings_between(before, after))
         return events
 
     def _state(self) -> _State:
@@ -299,6 +318,28 @@ class SimulatedAuv:
                 (before.z, after.z), (before.roll, after.roll), (before.pitch, after.pitch)))
             pings.append(Ping(t, self.multibeam.ping(pose, z, roll, pitch)))
         return pings
+
+    def _readings_between(self, before: _State, after: _State) -> list[Reading]:
+        """Scalar readings due by ``after.t`` on the step ``before`` -> ``after``, at the
+        position interpolated linearly at each reading's time (as the ingest places it)."""
+        readings = []
+        t0, t1 = before.t, after.t
+        (x0, y0, _), (x1, y1, _) = before.pose, after.pose
+        for index, sensor in enumerate(self.sensors):
+            period, count, times = 1.0 / sensor.rate, self._readings[index], []
+            while count * period <= t1 + CLOCK_TOLERANCE:
+                times.append(count * period)
+                count += 1
+            self._readings[index] = count
+            if not times:
+                continue
+            fraction = (np.ones(len(times)) if t1 <= t0 else
+                        np.clip((np.asarray(times) - t0) / (t1 - t0), 0.0, 1.0))
+            xy = np.column_stack((x0 + fraction * (x1 - x0), y0 + fraction * (y1 - y0)))
+            measured, _ = sensor.read(xy)
+            readings += [Reading(t, sensor.name, value)
+                         for t, value in zip(times, measured.tolist())]
+        return readings
 
 
 def start_pose(config: SimulatedAuvConfig) -> Sequence[float] | None:

@@ -12,7 +12,9 @@ Run::
 
     poam-ros bench real-scale [--samples 10000] [--num-inducing 500] [--train-steps 10]
 
-``tests/core/test_real_scale_mission.py`` runs the same mission sized for CI.
+``tests/core/test_real_scale_mission.py`` runs the same mission sized for CI, and
+``tests/ros/test_real_scale_graph.py`` runs it through the ROS graph (``poam-ros sim``) to a
+GeoTIFF; ``poam-ros bench export`` times the export of this mission's map.
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ def real_scale_setup(tile, samples: int, num_inducing: int, train_steps: int,
     inner = HALF_BOX - MARGIN
     setup.workspace = WorkspaceConfig(vertices=[-inner, -inner, inner, -inner, inner, inner,
                                                 -inner, inner])
+    setup.ingest_workspace = setup.workspace  # a remap of the mission's bag keeps its samples
     # 1 Hz control at 2 m/s: 2 m a step; max_speed * speed_gain / rate < 2 (no overshoot).
     setup.vehicle = setup.vehicle.replace(
         vertical_mode="altitude", altitude=50.0, control_rate=1.0, max_speed=2.0,
@@ -87,8 +90,11 @@ def real_scale_setup(tile, samples: int, num_inducing: int, train_steps: int,
     setup.sonar = setup.sonar.replace(rate=sonar_rate, noise_std=0.5)
     setup.ingest = setup.ingest.replace(goal_radius=5.0, sonar_rate=sonar_rate,
                                         max_pose_gap=2.0)
+    # Over ROS the planner judges the plan's end too: at least the vehicle's radius.
+    setup.planner_node = setup.planner_node.replace(goal_radius=5.0)
     setup.max_entropy = setup.max_entropy.replace(turning_radius=setup.vehicle.turn_radius)
     setup.mission = setup.mission.replace(max_samples=samples, eval_grid=50)
+    setup.grid = setup.grid.replace(resolution=50.0)  # the mapper's maps: 96 × 96 cells
     setup.mapping = setup.mapping.replace(num_inducing=num_inducing, train_steps=train_steps,
                                           device="cpu")
     return setup

@@ -1,10 +1,12 @@
 """Sensor ingest without ROS: sonar readings + vehicle poses -> validated, georeferenced batches.
 
-:class:`Ingest` takes odometry poses, echo-sounder ranges and multibeam swaths as plain
+:class:`Ingest` takes odometry poses, echo-sounder ranges, multibeam swaths and the readings
+of scalar channels (``channels``: a temperature, a pressure, any stamped scalar) as plain
 numbers and arrays (times in seconds of the readings' own clock, sim time in simulation),
 places each reading at the vehicle pose interpolated at its timestamp
-(:class:`~poam_ros.ingest.pose_history.PoseHistory`), turns it into seafloor samples ``(x, y,
-elevation)`` in the world frame and hands out :class:`SampleBatch` es:
+(:class:`~poam_ros.ingest.pose_history.PoseHistory`), turns it into samples ``(x, y,
+elevation)`` in the world frame (with C channels ``(x, y, elevation, value_1 … value_C)``, NaN
+where a sample did not measure it) and hands out :class:`SampleBatch` es:
 
 * at a **decision point**, when the vehicle reaches the end of the current plan (the same
   rule as :meth:`SurveySimulator.follow`: skip every waypoint within the goal radius, in
@@ -14,12 +16,14 @@ elevation)`` in the world frame and hands out :class:`SampleBatch` es:
   (continuous surveys).
 
 Geometry. A range is measured straight down, so its sample is ``(x, y, z - range)`` at the
-interpolated pose. A swath point ``p`` in the sonar frame becomes ``position + R_vehicle
-(t_mount + R_mount p)``: the sonar sits at the lever arm ``t_mount`` (``sonar_mount_xyz``,
-vehicle frame: x forward, y left, z up) rotated by ``R_mount`` (``sonar_mount_rpy``), and the
-vehicle's attitude ``R_vehicle`` = R(roll, pitch, yaw) (:mod:`poam_ros.attitude`) comes from
-the odometry's quaternion (level when a pose comes without one). Sound-velocity (ray
-bending) correction is out of scope: beams are straight.
+interpolated pose; a channel reading's sample is the vehicle's ``(x, y)`` there (the
+sensor's lever arm is neglected: a scalar field varies little over a vehicle's length). A
+swath point ``p`` in the sonar frame becomes ``position + R_vehicle (t_mount + R_mount p)``:
+the sonar sits at the lever arm ``t_mount`` (``sonar_mount_xyz``, vehicle frame: x forward,
+y left, z up) rotated by ``R_mount`` (``sonar_mount_rpy``), and the vehicle's attitude
+``R_vehicle`` = R(roll, pitch, yaw) (:mod:`poam_ros.attitude`) comes from the odometry's
+quaternion (level when a pose comes without one). Sound-velocity (ray bending) correction is
+out of scope: beams are straight.
 
 Decision-point exactness. DDS keeps each topic in order but not the topics among
 themselves: the odometry at the arrival time can come before a sounding stamped earlier.
@@ -150,6 +154,7 @@ REASONS = (WRONG_FRAME, NO_RETURN, NONFINITE_RANGE, NEGATIVE_RANGE, RANGE_OUT_OF
            POSE_JUMP, *FIX_REASONS)
 
 ODOM, RANGE, SWATH = "odom", "range", "swath"  # streams; RANGE and SWATH are reading kinds
+CHANNEL = "channel:"  # + a channel's name: its stream and reading kind
 
 
 @dataclass
@@ -232,6 +237,12 @@ class IngestConfig(Params):
                                           "the mean by this many std are outliers", low=1e-6)
     filter_backend: str = param("auto", "swath filter implementation; auto prefers open3d",
                                 choices=BACKENDS)
+    channels: list[str] = param([], "scalar channels besides the depth (e.g. temperature): "
+                                    "each reading is placed at the vehicle's position and "
+                                    "becomes a sample with its value in the channel's column "
+                                    "(NaN elsewhere); empty: depth only, samples x, y, z")
+    channel_rates: list = param([], "each channel's reading rate, as sonar_rate (0: unknown); "
+                                    "empty: every channel 0", unit="Hz")
     float64_samples: bool = param(False, "publish samples as float64 fields instead of the "
                                          "contract's float32 (no rounding of x, y: a lockstep "
                                          "mission then differs from the ROS-free one only by "
@@ -258,6 +269,18 @@ class IngestConfig(Params):
         if self.outlier_neighbors == 1:
             raise ConfigError("IngestConfig.outlier_neighbors must be 0 (off) or >= 2: with "
                               "one neighbour (the point itself) every point is an outlier")
+        if len(set(self.channels)) != len(self.channels) or not all(
+                isinstance(name, str) and name.isidentifier() and name not in ("x", "y", "z")
+                for name in self.channels):
+            raise ConfigError(f"IngestConfig.channels must be distinct identifiers other than "
+                              f"x, y, z (each names a field of the samples cloud), got "
+                              f"{self.channels!r}")
+        if self.channel_rates and (len(self.channel_rates) != len(self.channels) or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < math.inf
+                for v in self.channel_rates)):
+            raise ConfigError(f"IngestConfig.channel_rates must be empty or one rate >= 0 Hz "
+                              f"per channel {self.channels!r}, got {self.channel_rates!r}")
+        self.channel_rates = [float(v) for v in self.channel_rates]
         if self.stamp_jump_threshold < self.max_pose_gap:
             raise ConfigError(f"IngestConfig.stamp_jump_threshold ({self.stamp_jump_threshold:g}"
                               f") must be at least max_pose_gap ({self.max_pose_gap:g}): a pause "
@@ -266,7 +289,8 @@ class IngestConfig(Params):
 
 @dataclass
 class SampleBatch:
-    """Samples ready for the mapper: ``points`` (N, 3) = x m, y m, elevation, world frame.
+    """Samples ready for the mapper: ``points`` (N, 3 + C) = x m, y m, elevation and the
+    values of the C configured channels (NaN where a sample did not measure one), world frame.
 
     ``stamp`` [s] is the time the batch runs up to (the arrival pose's time at a decision
     point), ``reason`` why it was cut (``arrival``, ``size`` or ``age``) and ``dropped``
@@ -282,16 +306,24 @@ class SampleBatch:
     def __len__(self) -> int:
         return len(self.points)
 
+    @property
+    def targets(self) -> np.ndarray:
+        """The values per sample, depth first: (N,) elevations without channels, (N, 1 + C)
+        with them (a multi-channel model's y)."""
+        return self.points[:, 2] if self.points.shape[1] == 3 else self.points[:, 2:]
+
 
 class RawBatch(NamedTuple):
     """A batch as cut, before :meth:`Ingest.finish`: (N, 3) samples of ranges and (M, 3)
-    swath points still to filter, world frame; ``sequence`` numbers the batches cut."""
+    swath points still to filter, world frame; ``sequence`` numbers the batches cut;
+    ``readings`` (K, 3 + C): the channels' samples (None without channels)."""
 
     stamp: float
     reason: str
     ranges: np.ndarray
     swaths: np.ndarray
     sequence: int = 0
+    readings: np.ndarray | None = None
 
 
 @dataclass
@@ -353,7 +385,11 @@ class Ingest:
     # ------------------------------------------------------------------ configuration
 
     def configure(self, config: IngestConfig) -> None:
-        """Apply a new configuration; the pose history keeps what it holds."""
+        """Apply a new configuration; the pose history keeps what it holds. The channels fix
+        the samples' columns: ``ValueError`` for other channels than the first configuration's."""
+        if hasattr(self, "config") and config.channels != self.config.channels:
+            raise ValueError(f"the ingest's channels {self.config.channels!r} cannot change to "
+                             f"{config.channels!r}: they fix the samples' columns")
         self.config = config
         self._map_from_odom = StaticTransform.from_values(config.map_from_odom,
                                                           config.orientation_tolerance)
@@ -364,6 +400,12 @@ class Ingest:
         self.poses.horizon, self.poses.max_gap = config.pose_history, config.max_pose_gap
         self._streams[RANGE].rate = config.sonar_rate
         self._streams[SWATH].rate = config.swath_rate
+        rates = config.channel_rates or [0.0] * len(config.channels)
+        for name, rate in zip(config.channels, rates):
+            self._streams.setdefault(CHANNEL + name, _Stream(rate)).rate = rate
+            self._clocks.setdefault(CHANNEL + name, ClockJumps())
+        self._channel_index = {CHANNEL + name: index
+                               for index, name in enumerate(config.channels)}
         if config.filter_backend == "open3d":
             resolve_backend("open3d")  # fail now, not at the first swath, where it is missing
 
@@ -514,6 +556,26 @@ class Ingest:
         if not len(points):
             return False
         return self._place(t, SWATH, points, now)
+
+    def add_reading(self, t: float, channel: str, value: float, now: float) -> bool:
+        """A scalar ``channel``'s ``value`` (its units, e.g. °C or Pa) measured at ``t`` s at
+        the vehicle's position. True when placed or waiting for a pose. A channel not
+        configured is ``wrong_frame`` (not this ingest's), a non-finite value
+        ``nonfinite_point``; stamps follow the rules of the ranges, per channel."""
+        kind = CHANNEL + channel
+        if kind not in self._channel_index:
+            return self._drop(WRONG_FRAME, 1, f"reading of channel {channel!r}, not one of "
+                              f"{self.config.channels!r}")
+        if not self._admit(kind, t, None, 1):
+            return False
+        return self._judge(kind, t, 1, lambda: self._add_reading(t, kind, value, now))
+
+    def _add_reading(self, t: float, kind: str, value: float, now: float) -> bool:
+        if not self._in_order(kind, t, 1):
+            return False
+        if not math.isfinite(value):
+            return self._drop(NONFINITE_POINT, 1, f"{kind} value {value} at t={t:.6f} s")
+        return self._place(t, kind, float(value), now)
 
     def drop_malformed(self, detail: str) -> None:
         """Count a message the node could not read at all."""
@@ -757,6 +819,10 @@ class Ingest:
         pose = pose._replace(x=pose.x + dx, y=pose.y + dy)
         if kind == RANGE:
             points = np.array([[pose.x, pose.y, pose.z - payload]])
+        elif kind != SWATH:  # a channel's reading: its value in its column
+            points = np.full((1, 3 + len(self._channel_index)), np.nan)
+            points[0, :2] = pose.x, pose.y
+            points[0, 3 + self._channel_index[kind]] = payload
         else:  # position + R_vehicle (t_mount + R_mount p), row vectors
             config = self.config
             mounted = config.sonar_mount_xyz + payload @ rotation_matrix(
@@ -827,11 +893,16 @@ class Ingest:
         taken.sort(key=lambda chunk: chunk[0])
         ranges = [c[2] for c in taken if c[1] == RANGE]
         swaths = [c[2] for c in taken if c[1] == SWATH]
+        readings = None
+        if self._channel_index:
+            rows = [c[2] for c in taken if c[1] not in (RANGE, SWATH)]
+            readings = (np.concatenate(rows) if rows else
+                        np.empty((0, 3 + len(self._channel_index))))
         self._cut += 1
         self._ready.append(RawBatch(until, reason,
                                     np.concatenate(ranges) if ranges else np.empty((0, 3)),
                                     np.concatenate(swaths) if swaths else np.empty((0, 3)),
-                                    self._cut))
+                                    self._cut, readings))
 
     def finish(self, raw: RawBatch) -> SampleBatch:
         """The checked batch: swath points filtered, then samples outside the workspace
@@ -842,6 +913,9 @@ class Ingest:
         then adds its counts."""
         dropped: Counter = Counter()
         points = np.concatenate([raw.ranges, self._filtered_swaths(raw.swaths, dropped)])
+        if raw.readings is not None:  # the soundings measured no channel: NaN there
+            channels = np.full((len(points), raw.readings.shape[1] - 3), np.nan)
+            points = np.concatenate([np.hstack([points, channels]), raw.readings])
         if self.workspace is not None and len(points):
             inside = self.workspace.contains(points[:, :2])
             dropped[OUTSIDE_WORKSPACE] += int((~inside).sum())
@@ -880,4 +954,4 @@ class Ingest:
 
 def _samples(entry) -> int:
     """Samples a pending entry (t, kind, payload, ...) stands for."""
-    return 1 if entry[1] == RANGE else len(entry[2])
+    return len(entry[2]) if entry[1] == SWATH else 1

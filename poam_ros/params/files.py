@@ -54,9 +54,21 @@ _RosYamlLoader.add_implicit_resolver(
     list("-+0123456789"))
 
 
-def load_node_parameters(path: str | Path, node_name: str) -> dict[str, Any]:
-    """Parameters the file gives the node ``node_name`` (``mapper`` or ``/ns/mapper``),
-    as ``{dotted name: value}``. A node no section matches gets ``{}``."""
+class _PlainDumper(yaml.SafeDumper):
+    """Writes a value shared by two nodes twice: rcl's parser refuses YAML aliases."""
+
+    def ignore_aliases(self, data) -> bool:
+        return True
+
+
+def dump_parameters(tree: Mapping[str, Any]) -> str:
+    """``tree`` (node -> {ros__parameters: {...}}) as a parameter file's YAML, without
+    aliases, keys in the given order."""
+    return yaml.dump(tree, Dumper=_PlainDumper, sort_keys=False)
+
+
+def load_parameter_tree(path: str | Path) -> dict[str, Any]:
+    """The parameter file at ``path`` as nested dicts, read as rcl reads it ({} if empty)."""
     path = Path(path)
     with path.open() as stream:
         tree = yaml.load(stream, Loader=_RosYamlLoader)
@@ -64,6 +76,14 @@ def load_node_parameters(path: str | Path, node_name: str) -> dict[str, Any]:
         return {}
     if not isinstance(tree, dict):
         raise ConfigError(f"{path}: expected a mapping of node names, got {type(tree).__name__}")
+    return tree
+
+
+def load_node_parameters(path: str | Path, node_name: str) -> dict[str, Any]:
+    """Parameters the file gives the node ``node_name`` (``mapper`` or ``/ns/mapper``),
+    as ``{dotted name: value}``. A node no section matches gets ``{}``."""
+    path = Path(path)
+    tree = load_parameter_tree(path)
     node = _absolute(node_name)
     parameters: dict[str, Any] = {}
     for pattern, section in _sections(tree, path):

@@ -22,7 +22,12 @@ from poam_ros.mapping.journal import JournalConfig
 from poam_ros.mapping.map_grid import MapGridConfig
 from poam_ros.models import MappingConfig
 from poam_ros.params import ConfigError, Params, param
-from poam_ros.params.files import load_configs
+from poam_ros.params.files import (
+    PARAMETERS_KEY,
+    dump_parameters,
+    load_configs,
+    load_parameter_tree,
+)
 from poam_ros.params.node_settings import MapperSettings, PlannerSettings
 from poam_ros.planners import InputCheckConfig, PilotSurveyConfig
 from poam_ros.planners.factory import PLANNERS
@@ -34,6 +39,7 @@ from poam_ros.sim import (
     SonarConfig,
     TerrainConfig,
     VehicleConfig,
+    WaterTemperatureConfig,
     lower_right_start,
 )
 from poam_ros.workspace import Workspace, WorkspaceConfig
@@ -86,6 +92,9 @@ class MissionSetup:
     #: the sensor_ingest node's own workspace (samples outside are dropped): a remap of a
     #: bag uses it; a simulated mission gives the ingest the planner's ``workspace``
     ingest_workspace: WorkspaceConfig = field(default_factory=WorkspaceConfig)
+    #: the simulated bottom-water temperature and its sensor (a second survey channel; the
+    #: ROS-free mission's until the simulated_auv node publishes it)
+    temperature: WaterTemperatureConfig = field(default_factory=WaterTemperatureConfig)
 
     #: node name -> {parameter prefix: attribute holding that config}; the prefix "" holds
     #: the node's own, unprefixed parameters
@@ -95,7 +104,7 @@ class MissionSetup:
         "mapper": {"": "mapper_node", "mapping": "mapping", "grid": "grid", "geo": "geo"},
         "planner": {"": "planner_node", "planning": "planning", "workspace": "workspace",
                     "pilot": "pilot", "max_entropy": "max_entropy", "lawnmower": "lawnmower"},
-        "mission": {"mission": "mission"},
+        "mission": {"mission": "mission", "temperature": "temperature"},
     }
     #: nodes that declare ``geo.*`` and are handed the mapper's anchor (one per graph)
     GEO_NODES = ("mapper", "sensor_ingest", "planner")
@@ -138,6 +147,26 @@ class MissionSetup:
             loaded = load_configs(path, node, {**cls.ROS_ONLY.get(node, {}), **classes})
             values.update({attribute: loaded[prefix] for prefix, attribute in attributes.items()})
         return cls(**values)
+
+    def to_file(self, path, base=None) -> Path:
+        """This setup as a parameter file at ``path`` that :meth:`from_file` reads back as
+        it is: the node sections of the parameter file ``base`` (for what the setup does not
+        hold, e.g. the simulator's clock; None: none) with every config of :data:`NODES`
+        written over them. An empty list is left out (rcl cannot tell its element type; such
+        fields default to empty)."""
+        tree = load_parameter_tree(base) if base else {}
+        for node, attributes in self.NODES.items():
+            section = tree.setdefault(node, {}).setdefault(PARAMETERS_KEY, {})
+            for prefix, attribute in attributes.items():
+                level = section.setdefault(prefix, {}) if prefix else section
+                for name, value in getattr(self, attribute).to_dict().items():
+                    if value == []:
+                        level.pop(name, None)
+                    else:
+                        level[name] = value
+        path = Path(path)
+        path.write_text(dump_parameters(tree))
+        return path
 
     def node_parameters(self, node: str) -> dict[str, Any]:
         """The parameters a launcher gives ``node``, as ``{dotted name: value}``.

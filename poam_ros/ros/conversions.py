@@ -200,12 +200,22 @@ def fields_to_cloud(header: Header, points, *, required=("x", "y"),
     return cloud
 
 
-def points_to_cloud(header: Header, points, float64: bool = False) -> PointCloud2:
+def points_to_cloud(header: Header, points, float64: bool = False,
+                    channels=()) -> PointCloud2:
     """Unorganised x, y, z cloud from (N, 3) ``points`` [m] in ``header.frame_id``:
-    little-endian float32 fields, or float64 ones (no rounding) when ``float64``."""
+    little-endian float32 fields, or float64 ones (no rounding) when ``float64``. With C
+    ``channels`` (the ``samples`` cloud of an ingest with channels), ``points`` is (N, 3 + C)
+    and each channel's column becomes a field of its name after x, y, z (NaN where a sample
+    did not measure it)."""
     points = np.asarray(points, dtype=float)
-    if points.ndim != 2 or points.shape[1] != 3:
-        raise ValueError(f"points must have shape (N, 3), got {points.shape}")
+    if points.ndim != 2 or points.shape[1] != 3 + len(channels):
+        raise ValueError(f"points must have shape (N, {3 + len(channels)}) for the channels "
+                         f"{list(channels)!r}, got {points.shape}")
+    if channels:
+        names = (*XYZ, *channels)
+        return fields_to_cloud(header, {name: points[:, i] for i, name in enumerate(names)},
+                               required=XYZ, datatype=PointField.FLOAT64 if float64 else
+                               PointField.FLOAT32)
     if not float64:
         return xyz_fields_to_cloud(header, {"x": points[:, 0], "y": points[:, 1],
                                             "z": points[:, 2]})

@@ -30,14 +30,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 import rclpy
-import yaml
 from rclpy.executors import SingleThreadedExecutor
 
 import poam_ros
 from poam_ros.bags import RecorderConfig
 from poam_ros.geo.georeference import GeoReference
 from poam_ros.mapping.epochs import EpochRecord
-from poam_ros.params.files import PARAMETERS_KEY, load_config
+from poam_ros.params.files import PARAMETERS_KEY, dump_parameters, load_config
 from poam_ros.params.mission_setup import MissionSetup
 from poam_ros.processes import wait_or_kill
 from poam_ros.ros.mission_monitor import MissionMonitor
@@ -128,15 +127,8 @@ def write_parameter_file(path: Path, parameters: dict[str, dict[str, Any]]) -> P
                 level = level.setdefault(parent, {})
             level[leaf] = value
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.dump(tree, Dumper=_PlainDumper, sort_keys=False))
+    path.write_text(dump_parameters(tree))
     return path
-
-
-class _PlainDumper(yaml.SafeDumper):
-    """Writes a value shared by two nodes twice: rcl's parser refuses YAML aliases."""
-
-    def ignore_aliases(self, data) -> bool:
-        return True
 
 
 def child_environment() -> dict[str, str]:

@@ -78,8 +78,9 @@ class IngestNode(StartingNode):
         super().__init__(node_name, **node_kwargs)
 
     def _start(self, node_name: str) -> None:
+        # channels fix the samples' columns, so they are set once
         config = declare_config(self, IngestConfig, read_only=["filter_backend", "odom_frame",
-                                                               "map_from_odom"])
+                                                               "map_from_odom", "channels"])
         georeference = GeoReference.from_config(declare_config(
             self, GeoConfig, "geo", read_only=[spec.name for spec in GeoConfig.specs()]))
         workspace_config = resolve_workspace(declare_config(
@@ -223,7 +224,8 @@ class IngestNode(StartingNode):
             config = self.core.config
         header = Header(frame_id=config.world_frame, stamp=cv.seconds_to_time(batch.stamp))
         self._samples_pub.publish(cv.points_to_cloud(header, batch.points,
-                                                     float64=config.float64_samples))
+                                                     float64=config.float64_samples,
+                                                     channels=config.channels))
 
     def destroy_node(self) -> None:
         self._worker.shutdown(wait=True)

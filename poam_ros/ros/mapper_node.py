@@ -53,7 +53,8 @@ removes the journal, so the next start begins a new map as before: ``~/save`` ke
 Parameters: ``mapping.*`` (:class:`MappingConfig`) take effect when a model is created: at
 start and on ``~/reset`` (a model resumed from ``state_file`` keeps the settings saved with
 it, except the device). ``grid.*`` (:class:`MapGridConfig`), ``workspace.*`` (the map's
-default extent and mask), ``map_frame``, ``save_path``, ``export_path``,
+default extent and mask; a ``workspace.geojson`` file in lat/lon is placed with the anchor
+``geo.*``, and refused without one), ``map_frame``, ``save_path``, ``export_path``,
 ``publish_lengthscale`` and ``std_includes_noise`` apply at once (the map is republished);
 ``state_file``, ``diagnostics_period``, ``evaluation_grid``, ``torch_threads``, ``journal.*``
 and ``geo.*`` (the map frame's anchor, :class:`GeoConfig`) are read-only.
@@ -85,7 +86,7 @@ from std_msgs.msg import Header
 from std_srvs.srv import SetBool, Trigger
 
 from poam_ros import messages as msg
-from poam_ros.geo import GeoConfig, GeoError, GeoReference
+from poam_ros.geo import GeoConfig, GeoError, GeoReference, resolve_workspace
 from poam_ros.mapping.journal import Journal, JournalConfig, Recovery, journal_directory
 from poam_ros.mapping.loop import MappingLoop
 from poam_ros.mapping.map_grid import MapGrid, MapGridConfig
@@ -171,7 +172,6 @@ class MapperNode(StartingNode):
     def _start(self, node_name: str) -> None:
         self._mapping = declare_config(self, MappingConfig, "mapping")
         grid_config = declare_config(self, MapGridConfig, "grid")
-        workspace_config = declare_config(self, WorkspaceConfig, "workspace")
         self._settings = declare_config(self, MapperSettings,
                                         read_only=("state_file", "diagnostics_period",
                                                    "evaluation_grid", "torch_threads"))
@@ -179,6 +179,8 @@ class MapperNode(StartingNode):
             self, JournalConfig, "journal", read_only=[s.name for s in JournalConfig.specs()])
         self._georeference = GeoReference.from_config(declare_config(
             self, GeoConfig, "geo", read_only=[s.name for s in GeoConfig.specs()]))
+        workspace_config = resolve_workspace(
+            declare_config(self, WorkspaceConfig, "workspace"), self._georeference)
         self._settings.use_torch_threads()
         resolve_device(self._mapping.device)  # a device torch can use, or ConfigError
         self._grid = _make_grid(grid_config, workspace_config)
@@ -259,7 +261,8 @@ class MapperNode(StartingNode):
             resolve_device(proposed_config(self, MappingConfig, parameters,
                                            "mapping").device)
             _make_grid(proposed_config(self, MapGridConfig, parameters, "grid"),
-                       proposed_config(self, WorkspaceConfig, parameters, "workspace"))
+                       resolve_workspace(proposed_config(self, WorkspaceConfig, parameters,
+                                                         "workspace"), self._georeference))
         except (ConfigError, ValueError) as error:
             return SetParametersResult(successful=False, reason=str(error))
         return SetParametersResult(successful=True)
@@ -270,7 +273,8 @@ class MapperNode(StartingNode):
         self.get_logger().info("mapping.* changed: applies from the next ~/reset")
 
     def _apply_grid(self, _config) -> None:
-        workspace = read_config(self, WorkspaceConfig, "workspace")
+        workspace = resolve_workspace(read_config(self, WorkspaceConfig, "workspace"),
+                                      self._georeference)
         grid = _make_grid(read_config(self, MapGridConfig, "grid"), workspace)
         with self._lock:
             self._grid = grid

@@ -119,3 +119,23 @@ def test_a_georeferenced_map_is_drawn_in_eastings_and_northings(tmp_path, saved)
     assert fig._supxlabel.get_text() == ("WGS 84 / UTM zone 10N · map origin 47.500000°, "
                                          "-123.500000° (WGS 84) · elevations relative to "
                                          "chart datum")
+
+
+def test_a_two_channel_mission_figure_shows_the_depth(tmp_path, saved):
+    grid = MapGrid((-30, 30, -30, 30), 6.0)
+    points = grid.points
+    both = lambda x: np.column_stack([field(x), np.full(len(x), 7.0)])  # noqa: E731
+    model = SimpleNamespace(
+        method="poam-mt", inducing_inputs=points[::7],
+        predict=lambda x: (both(x) + 0.5, np.full((len(x), 2), 2.0)),
+        lengthscale_map=lambda x: np.full(len(x), 8.0))
+    samples_y = np.full((len(points[::3]), 2), np.nan)
+    samples_y[::2, 0] = 1.0
+    result = SimpleNamespace(model=model, eval_points=points, truth=both(points),
+                             final=SimpleNamespace(num_samples=9, smse=0.1, msll=-1.0),
+                             path=np.zeros((5, 3)), samples_x=points[::3], samples_y=samples_y)
+    figures.plot_mission(result, tmp_path / "m.png", "embedded bathymetry")
+    [fig] = saved
+    truth, mean = (ax.get_images()[0].get_array() for ax in panels_and_bars(fig, 4)[0][:2])
+    np.testing.assert_allclose(np.ma.compressed(mean) - 0.5, np.ma.compressed(truth))
+    assert np.ma.compressed(truth).std() > 0  # the depth, not the constant second channel

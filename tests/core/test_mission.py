@@ -176,3 +176,68 @@ def test_the_default_file_keeps_the_paper_s_plane_and_its_soundings():
     np.testing.assert_allclose(points[:, :2], reference.positions[kept], rtol=0, atol=1e-12)
     np.testing.assert_array_equal(points[:, 2], vehicle.plane_z - reference.ranges[kept])
     np.testing.assert_array_equal(reference.heights, vehicle.plane_z)
+
+
+@pytest.fixture
+def two_channels(setup):
+    """The fixture's mission with the temperature sensor and a joint map of both channels."""
+    setup.temperature = setup.temperature.replace(enabled=True)
+    setup.ingest = setup.ingest.replace(channels=["temperature"], channel_rates=[0.5])
+    setup.mapping = setup.mapping.replace(method="poam-mt", num_inducing=40)
+    return setup
+
+
+def test_the_default_file_maps_one_channel():
+    """Channels are opt-in: the default file measures and maps the depth alone, so the
+    records carry no per-channel figures and the samples are (N,) elevations."""
+    from poam_ros.params.mission_setup import default_parameter_file
+
+    setup = MissionSetup.from_file(default_parameter_file())
+    assert not setup.temperature.enabled and setup.ingest.channels == []
+    mission = Mission(setup)
+    assert list(mission.fields) == ["depth"] and mission.auv.sensors == []
+    assert mission.truth.shape == (len(mission.eval_points),)
+    assert mission.loop.scoring.names == ()
+
+
+def test_a_second_channel_leaves_the_soundings_as_they_were(setup, two_channels):
+    """The temperature sensor draws its own noise: the pilot survey's soundings are those of
+    the mission without it, bit for bit, and its readings are extra rows, NaN in depth."""
+    from poam_ros.planners import pilot_survey
+
+    def pilot(s):
+        mission = Mission(s)
+        waypoints = pilot_survey(mission.workspace, mission.rng, s.pilot)
+        return np.concatenate([batch.points for batch in mission._survey(waypoints)])
+
+    plain = pilot(MissionSetup(mission=setup.mission, mapping=setup.mapping))
+    joint = pilot(two_channels)
+    depth = np.isfinite(joint[:, 2])
+    np.testing.assert_array_equal(joint[depth, :3], plain)
+    assert np.isnan(joint[depth, 3]).all() and np.isfinite(joint[~depth, 3]).all()
+    assert len(plain) / (~depth).sum() == pytest.approx(6.0, rel=0.05)  # 3 Hz against 0.5 Hz
+
+
+def test_a_mission_with_a_second_channel_scores_both(two_channels):
+    result = Mission(two_channels).run()
+    final = result.final
+    assert result.truth.shape == (len(result.eval_points), 2)
+    assert result.samples_y.shape == (final.num_samples, 2)
+    for name in ("depth", "temperature"):
+        assert all(np.isfinite(r.extra[f"smse_{name}"]) and np.isfinite(r.extra[f"msll_{name}"])
+                   for r in result.records)
+    assert (final.smse, final.msll) == (final.extra["smse_depth"], final.extra["msll_depth"])
+    # The temperature map explains most of the field's variance.
+    assert final.extra["smse_temperature"] < 0.5
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(mapping={"method": "poam"}), "maps one channel"),
+    (dict(ingest={"channels": [], "channel_rates": []}), "exactly the channels"),
+    (dict(temperature={"enabled": False}), "exactly the channels"),
+])
+def test_channels_need_a_sensor_and_a_multi_channel_method(two_channels, change, message):
+    for section, values in change.items():
+        setattr(two_channels, section, getattr(two_channels, section).replace(**values))
+    with pytest.raises(MissionError, match=message):
+        Mission(two_channels)

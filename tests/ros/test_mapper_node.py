@@ -277,6 +277,43 @@ def test_export_is_refused_without_an_anchor(graph, spin_until, tmp_path):
     assert not (tmp_path / "map.tif").exists()
 
 
+def test_a_geojson_workspace_is_placed_with_the_mapper_s_own_anchor(start_mapper, make_node,
+                                                                    spin_until, tmp_path):
+    """A robot's file (robot.launch.xml) names the workspace in lat/lon in the mapper's own
+    section: its map grid and sample check are the map-metre polygon; without the anchor
+    the start, and a change to such a file, are refused."""
+    from poam_ros.params import ConfigError
+
+    area = tmp_path / "area.geojson"  # 0.0002° x 0.0002° at 59° N (WGS 84): 11.5 m x 22.3 m
+    area.write_text('{"type": "Polygon", "coordinates": [[[10.0, 59.0], [10.0002, 59.0], '
+                    '[10.0002, 59.0002], [10.0, 59.0002], [10.0, 59.0]]]}')
+    anchor = {"geo.anchor": "latlon", "geo.origin_latitude": 59.0,
+              "geo.origin_longitude": 10.0}
+    mapper = start_mapper(**{"workspace.geojson": str(area),
+                             **anchor})
+    xmin, xmax, ymin, ymax = mapper._workspace.bounds
+    assert (xmin, ymin) == pytest.approx((0.0, 0.0), abs=1e-6)
+    assert (xmax, ymax) == pytest.approx((11.495, 22.279), abs=0.002)
+    assert mapper._grid.shape == (12, 6)  # 2 m cells over 22.3 m x 11.5 m
+    probe = Probe(make_node("probe"))
+    assert spin_until(lambda: probe.samples_pub.get_subscription_count() > 0, mapper,
+                      probe.node)
+    xy, z = batch(20)
+    xy = xy / 2.0
+    xy[0] = [5.0, 30.0]  # north of the area
+    probe.send_samples(xy, z)
+    assert spin_until(lambda: probe.maps and STATUS in probe.diagnostics, mapper, probe.node,
+                      timeout=TIMEOUT)
+    assert probe.last_status(STATUS)[2]["samples"] == "79"
+    assert (probe.maps[-1].height, probe.maps[-1].width) == (12, 6)
+
+    [result] = mapper.set_parameters([Parameter("workspace.geojson",
+                                                value=str(tmp_path / "missing.geojson"))])
+    assert not result.successful and "missing.geojson: unreadable GeoJSON" in result.reason
+    with pytest.raises(ConfigError, match="area.geojson' is in latitude/longitude: set"):
+        start_mapper(**{"workspace.geojson": str(area)})
+
+
 def test_a_state_file_that_cannot_be_read_stops_the_start(start_mapper, tmp_path):
     (tmp_path / "broken.pt").write_bytes(b"not a model")
     with pytest.raises(StateFileError, match="broken.pt"):

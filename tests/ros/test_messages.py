@@ -94,3 +94,46 @@ def test_navsatfix_reads_alike_from_a_bag_and_a_subscription():
     fix.status.status = NavSatStatus.STATUS_NO_FIX
     for read in (stored(fix, "sensor_msgs/msg/NavSatFix"), received(fix)):
         assert msg.navsatfix_to_fix(read)[3:] == (-1, 3.0)  # the larger horizontal std
+
+
+def test_samples_with_channels_round_trip_through_the_builder_and_the_readers():
+    """x, y, z and one field per channel, NaN where a sample did not measure it."""
+    channels = ("temperature", "pressure")
+    points = RNG.uniform(-100, 100, (40, 5))
+    points[::3, 2], points[1::3, 3], points[2::3, 4] = np.nan, np.nan, np.nan
+    for float64 in (False, True):
+        cloud = cv.points_to_cloud(Header(frame_id="map"), points, float64, channels)
+        assert [f.name for f in cloud.fields] == ["x", "y", "z", *channels]
+        for read in (stored(cloud, "sensor_msgs/msg/PointCloud2"), received(cloud)):
+            np.testing.assert_array_equal(msg.cloud_to_points(read, channels),
+                                          wire_samples(points, float64))
+            xy, values = msg.cloud_to_samples(read, channels)
+            np.testing.assert_array_equal(np.column_stack([xy, values]),
+                                          wire_samples(points, float64))
+            np.testing.assert_array_equal(msg.cloud_to_points(read),
+                                          wire_samples(points[:, :3], float64))
+    with pytest.raises(ValueError, match="lacks field"):
+        msg.cloud_to_points(cv.points_to_cloud(Header(), points[:, :3]), channels)
+    with pytest.raises(ValueError, match="shape"):
+        cv.points_to_cloud(Header(), points)
+
+
+def test_scalar_channel_messages_read_alike_from_a_bag_and_a_subscription():
+    from sensor_msgs.msg import FluidPressure, Temperature
+
+    header = Header(frame_id="ctd_link", stamp=cv.seconds_to_time(42.5))
+    temperature = Temperature(header=header, temperature=7.25, variance=0.01)
+    pressure = FluidPressure(header=header, fluid_pressure=2.5e6, variance=4.0)
+    for read in (stored(temperature, "sensor_msgs/msg/Temperature"), received(temperature)):
+        assert msg.temperature_to_reading(read) == (7.25, 42.5, "ctd_link")
+    for read in (stored(pressure, "sensor_msgs/msg/FluidPressure"), received(pressure)):
+        assert msg.fluid_pressure_to_reading(read) == (2.5e6, 42.5, "ctd_link")
+    # Any other sensor: a stamped cloud with one field per channel.
+    cloud = cv.fields_to_cloud(header, {"oxygen": np.array([211.5]),
+                                        "methane": np.array([3.25])}, required=())
+    for read in (stored(cloud, "sensor_msgs/msg/PointCloud2"), received(cloud)):
+        t, values = msg.cloud_to_channel_readings(read, ["methane", "salinity"])
+        assert t == 42.5 and list(values) == ["methane"]
+        np.testing.assert_array_equal(values["methane"], [3.25])
+        with pytest.raises(ValueError, match="none of the channels"):
+            msg.cloud_to_channel_readings(read, ["salinity"])

@@ -31,7 +31,7 @@ def exit_status(command, argv) -> int:
 
 
 @pytest.mark.parametrize("name", ["core", "sweep", "remap", "recorder", "ingest", "latency",
-                                  "journal"])
+                                  "journal", "real-scale", "export"])
 def test_every_benchmark_runs_as_bench_name(name, capsys):
     assert exit_status(cli.main, ["bench", name, "--help"]) == 0
     assert "--help" in capsys.readouterr().out
@@ -41,7 +41,7 @@ def test_the_bench_usage_lists_every_benchmark(capsys):
     assert cli.main(["bench"]) == 2
     assert capsys.readouterr().out == ("usage: poam-ros bench {core,sweep,remap,recorder,ingest,"
                                        "latency,journal,vips-paper,dual-gp-paper,cmogp-paper,"
-                                       "real-scale} "
+                                       "real-scale,export} "
                                        "[options]   "
                                        "(--help for each)\n")
 

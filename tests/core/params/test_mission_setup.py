@@ -7,6 +7,7 @@ import pytest
 
 from poam_ros.mapping.map_grid import MapGridConfig
 from poam_ros.params import ConfigError
+from poam_ros.params.files import load_node_parameters
 from poam_ros.params.mission_setup import MissionSetup, default_parameter_file, mission_seeds
 from poam_ros.params.node_settings import MapperSettings, PlannerSettings
 
@@ -33,6 +34,33 @@ def test_node_settings_load_from_their_sections(tmp_path):
     setup = MissionSetup.from_file(path)
     assert setup.mapper_node.map_frame == "world" and setup.grid.resolution == 0.5
     assert setup.planner_node.mode == "realtime" and setup.planner_node.goal_radius == 1.5
+
+
+def test_a_setup_written_to_a_file_reads_back_as_it_is(tmp_path):
+    """to_file over a base file: the setup's values win, the base keeps what the setup does
+    not hold (the simulator's clock), and an empty list clears the base's list."""
+    base = tmp_path / "base.yaml"
+    base.write_text(textwrap.dedent("""
+        simulated_auv:
+          ros__parameters:
+            time_scale: 7.0
+            vehicle: {altitude: 3.0}
+        mapper:
+          ros__parameters:
+            grid: {extent: [0.0, 1.0, 0.0, 1.0], resolution: 0.5}
+    """))
+    setup = MissionSetup()
+    setup.vehicle = setup.vehicle.replace(vertical_mode="altitude", altitude=50.0)
+    setup.grid = setup.grid.replace(resolution=50.0)
+    setup.mission = setup.mission.replace(seed=9, max_samples=123)
+    setup.geo = setup.geo.replace(anchor="latlon", origin_latitude=47.5,
+                                  origin_longitude=-123.5)
+    path = setup.to_file(tmp_path / "setup.yaml", base=base)
+    assert MissionSetup.from_file(path).to_dict() == setup.to_dict()
+    assert load_node_parameters(path, "simulated_auv")["time_scale"] == 7.0
+    assert "grid.extent" not in load_node_parameters(path, "mapper")
+    assert MissionSetup.from_file(setup.to_file(tmp_path / "alone.yaml")).to_dict() == \
+        setup.to_dict()
 
 
 def test_unknown_node_settings_are_refused(tmp_path):
