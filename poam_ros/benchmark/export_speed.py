@@ -13,50 +13,31 @@ and the file's size. Run::
 
 from __future__ import annotations
 
-import resource
 import tempfile
 import time
 from pathlib import Path
 
+from poam_ros.benchmark.real_scale import add_mission_arguments, peak_rss_mib, run_mission
 from poam_ros.cli.common import ArgumentParser
-
-
-def peak_rss_mib() -> float:
-    """The process's peak resident memory so far (MiB; ru_maxrss is KiB on Linux)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def main(argv=None) -> int:
     parser = ArgumentParser(prog="poam-ros bench export", description=__doc__.split("\n")[0])
-    parser.add_argument("--samples", type=int, default=10_000, help="the mission's budget")
-    parser.add_argument("--num-inducing", type=int, default=500, help="M")
-    parser.add_argument("--train-steps", type=int, default=10)
-    parser.add_argument("--sonar-rate", type=float, default=0.5, help="soundings per second")
+    add_mission_arguments(parser)
     parser.add_argument("--resolution", type=float, default=10.0, help="cell size [m]")
-    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
 
-    import torch
-
-    from poam_ros.benchmark.real_scale import real_scale_setup, write_synthetic_tile
     from poam_ros.geo import GeoReference
     from poam_ros.mapping.map_grid import MapGrid
     from poam_ros.mapping.survey_product import export_map
-    from poam_ros.mission import Mission
     from poam_ros.workspace import Workspace
 
-    torch.set_num_threads(1)
+    setup, result, mission_wall = run_mission(args)
+    model = result.model
+    grid = MapGrid.from_config(setup.grid.replace(resolution=args.resolution),
+                               Workspace.from_config(setup.workspace))
+    georeference = GeoReference.from_config(setup.geo)
     with tempfile.TemporaryDirectory() as directory:
-        tile = write_synthetic_tile(Path(directory) / "synthetic_1arcsec.tif")
-        setup = real_scale_setup(tile, args.samples, args.num_inducing, args.train_steps,
-                                 args.sonar_rate)
-        setup.mission = setup.mission.replace(seed=args.seed)
-        start = time.perf_counter()
-        model = Mission(setup).run().model
-        mission_wall = time.perf_counter() - start
-        grid = MapGrid.from_config(setup.grid.replace(resolution=args.resolution),
-                                   Workspace.from_config(setup.workspace))
-        georeference = GeoReference.from_config(setup.geo)
         before = peak_rss_mib()
         start = time.perf_counter()
         path = export_map(Path(directory) / "map.tif", model, grid, georeference)

@@ -100,15 +100,23 @@ def real_scale_setup(tile, samples: int, num_inducing: int, train_steps: int,
     return setup
 
 
-def main(argv=None) -> int:
-    parser = ArgumentParser(prog="poam-ros bench real-scale", description=__doc__.split("\n")[0])
+def peak_rss_mib() -> float:
+    """The process's peak resident memory so far (MiB; ru_maxrss is KiB on Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def add_mission_arguments(parser: ArgumentParser) -> None:
+    """The real-scale mission's options, shared with ``poam-ros bench export``."""
     parser.add_argument("--samples", type=int, default=10_000, help="sample budget")
     parser.add_argument("--num-inducing", type=int, default=500, help="M")
     parser.add_argument("--train-steps", type=int, default=10)
     parser.add_argument("--sonar-rate", type=float, default=0.5, help="soundings per second")
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
 
+
+def run_mission(args):
+    """The real-scale mission of :func:`add_mission_arguments`' options on the synthetic
+    tile, with one torch thread: (setup, its MissionResult, wall seconds of the mission)."""
     import torch
 
     from poam_ros.mission import Mission
@@ -120,12 +128,18 @@ def main(argv=None) -> int:
                                  args.sonar_rate)
         setup.mission = setup.mission.replace(seed=args.seed)
         start = time.perf_counter()
-        mission = Mission(setup)
-        result = mission.run()
-        wall = time.perf_counter() - start
+        result = Mission(setup).run()
+        return setup, result, time.perf_counter() - start
+
+
+def main(argv=None) -> int:
+    parser = ArgumentParser(prog="poam-ros bench real-scale", description=__doc__.split("\n")[0])
+    add_mission_arguments(parser)
+    args = parser.parse_args(argv)
+    _, result, wall = run_mission(args)
     mean = result.model.predict(result.eval_points)[0]
     rmse = math.sqrt(float(np.mean((mean - result.truth) ** 2)))
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    peak = peak_rss_mib()
     final = result.final
     xmin, xmax, ymin, ymax = result.terrain.extent
     print(f"terrain {result.terrain.shape[0]} x {result.terrain.shape[1]} cells over "
