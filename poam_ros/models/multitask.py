@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import logging
 
 import gpytorch
 import numpy as np
@@ -42,16 +41,11 @@ from poam_ros.models.buffer import SampleBuffer
 from poam_ros.models.linalg import NumericalError, robust_cholesky
 from poam_ros.models.lmc import LMCKernel, block_cholesky, predictive_covariance
 from poam_ros.models.samples import (
-    MALFORMED_BATCH,
-    BatchReport,
     InvalidBatchError,
     SeenSamples,
-    filter_samples,
 )
 from poam_ros.models.sparse_gp import OnlineSparseGP, UpdateReport
 from poam_ros.scalers import StandardScaler
-
-log = logging.getLogger(__name__)
 
 
 class ChannelScalers:
@@ -175,26 +169,10 @@ class MultiTaskSparseGP(OnlineSparseGP):
         self._estep_batch: tuple[Tensor, Tensor] | None = None
 
     # ------------------------------------------------------------------ data intake
-    def add_data(self, x, y) -> BatchReport:
-        """Validate and buffer samples: x (N × input_dim) in world units, y (N × D) in target
-        units with NaN where a channel was not measured ((N,) also when D = 1). Non-finite
-        targets count as not measured; rows without any channel, non-finite inputs and exact
-        duplicates are dropped and counted (:attr:`rejections`)."""
-        try:
-            x, y = self._as_channels(x, y)
-        except InvalidBatchError:
-            self.rejections[MALFORMED_BATCH] += 1
-            raise
-        x, y, report = filter_samples(x, y, self._seen)
-        self.rejections.update(report.rejected)
-        if report.num_rejected:
-            log.warning("rejected %d samples: %s", report.num_rejected, dict(report.rejected))
-        self._seen.add(self.num_samples, np.column_stack([x, y]))
-        self.buffer.append(x, y)
-        self.num_pending += report.accepted
-        return report
-
-    def _as_channels(self, x, y) -> tuple[np.ndarray, np.ndarray]:
+    def _as_batch(self, x, y) -> tuple[np.ndarray, np.ndarray]:
+        """x (N × input_dim) in world units, y (N × D) in target units with NaN where a
+        channel was not measured ((N,) also when D = 1); non-finite targets count as not
+        measured, so :meth:`add_data` drops only rows without any channel."""
         try:
             x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
         except (TypeError, ValueError) as err:

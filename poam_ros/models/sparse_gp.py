@@ -180,7 +180,7 @@ class OnlineSparseGP(ABC):
         counted too. An empty batch is accepted and changes nothing.
         """
         try:
-            x, y = as_batch(x, y, self.input_dim)
+            x, y = self._as_batch(x, y)
         except InvalidBatchError:
             self.rejections[MALFORMED_BATCH] += 1
             raise
@@ -192,6 +192,10 @@ class OnlineSparseGP(ABC):
         self.buffer.append(x, y)
         self.num_pending += report.accepted
         return report
+
+    def _as_batch(self, x, y) -> tuple[np.ndarray, np.ndarray]:
+        """The batch as float arrays x (N × D), y (N,), or :class:`InvalidBatchError`."""
+        return as_batch(x, y, self.input_dim)
 
     @property
     def num_samples(self) -> int:
