@@ -5,6 +5,7 @@ symmetries, NaN intake, per-channel scalers and the state file."""
 import numpy as np
 import pytest
 import torch
+from gp_reference import fit_stream
 
 from poam_ros.models import CMOGP, POAM, MappingConfig, PoamMT, load_model
 from poam_ros.models.cmogp import ContinualBound
@@ -56,15 +57,6 @@ def set_hyper(model, mixing=None, noise=None, lengthscales=None):
             latent.base_kernel.lengthscale = value
 
 
-def fit(model, batches, fixed=None):
-    for i, (x, y) in enumerate(batches):
-        model.add_data(x, y)
-        if i == 0 and fixed is not None:
-            model.fix_inducing_inputs(fixed)
-        model.update()
-    return model
-
-
 def scaled_data(model, batches):
     x = np.vstack([b[0] for b in batches])
     y = np.vstack([np.reshape(b[1], (len(b[0]), -1)) for b in batches])
@@ -78,7 +70,7 @@ def test_one_channel_streams_to_the_batch_sgpr_posterior(cls):
     """D = Q = 1, a = 1, Z and θ fixed: the streamed q(u) is Titsias' optimum of all data."""
     batches = [(x, y[:, 0]) for x, y in channel_stream(4, 40)]
     fixed = np.random.default_rng(1).uniform(-30, 30, (20, 2))
-    model = fit(cls(config(channel_min_samples=40)), batches, fixed)
+    model = fit_stream(cls(config(channel_min_samples=40)), batches, fixed)
     x, y = scaled_data(model, batches)
     y = y[:, 0]
     z, noise = model.inducing, model.noise[0]
@@ -99,7 +91,7 @@ def test_one_channel_bound_is_the_single_output_continual_bound():
     """At the E-step's q(b), the continual bound (Eq. 10) equals Bui et al.'s collapsed bound
     of the batch with the old posterior as prior, new inducing inputs b ≠ a."""
     first, second = [(x, y[:, 0]) for x, y in channel_stream(2, 40)]
-    model = fit(CMOGP(config(num_inducing=15, channel_min_samples=40)), [first, second])
+    model = fit_stream(CMOGP(config(num_inducing=15, channel_min_samples=40)), [first, second])
     prior = model.streamed_from[0]
     assert not torch.equal(prior.inducing, model.inducing)
     x, y = scaled_data(model, [second])
@@ -119,8 +111,8 @@ def test_poam_mt_with_one_channel_is_poam(kernel):
     """POAM's selection, carried terms and q(u), hyper-parameters fixed: the same map."""
     batches = [(x, y[:, 0]) for x, y in channel_stream(3, 40)]
     settings = dict(kernel=kernel, num_inducing=30)
-    poam = fit(POAM(config(**settings)), batches)
-    ours = fit(PoamMT(config(channel_min_samples=40, **settings)), batches)
+    poam = fit_stream(POAM(config(**settings)), batches)
+    ours = fit_stream(PoamMT(config(channel_min_samples=40, **settings)), batches)
     assert torch.equal(poam.inducing, ours.inducing)
     for theirs, mine in zip(poam.predict(QUERY), ours.predict(QUERY)):
         assert mine.shape == (len(QUERY),)
@@ -130,8 +122,8 @@ def test_poam_mt_with_one_channel_is_poam(kernel):
 def test_poam_mt_training_objective_with_one_channel_is_poams():
     """D = Q = 1, a = 1: the M-step's ELBO on a mini-batch, and its gradients, are POAM's."""
     batches = [(x, y[:, 0]) for x, y in channel_stream(2, 40)]
-    poam = fit(POAM(config(num_inducing=30)), batches)
-    ours = fit(PoamMT(config(num_inducing=30, channel_min_samples=40)), batches)
+    poam = fit_stream(POAM(config(num_inducing=30)), batches)
+    ours = fit_stream(PoamMT(config(num_inducing=30, channel_min_samples=40)), batches)
     losses, grads = [], []
     for model in (poam, ours):
         model._minibatches = [model._scaled(np.arange(0, 80, 3))]
@@ -148,7 +140,7 @@ def test_poam_mt_training_objective_with_one_channel_is_poams():
 
 def test_continual_prior_at_the_same_inducing_inputs_is_the_old_posterior():
     """Z_new = Z_old (with K'_aa's jitter in K_ab): q̃ = q_old."""
-    model = fit(CMOGP(config()), [(x, y[:, 0]) for x, y in channel_stream(1, 40)])
+    model = fit_stream(CMOGP(config()), [(x, y[:, 0]) for x, y in channel_stream(1, 40)])
     prior = model.priors[0]
     k_ab = model.latent_inducing_cross(0, prior.inducing, prior.inducing)
     with torch.no_grad():
@@ -183,7 +175,7 @@ def test_identity_mixing_is_independent_single_channel_models(cls):
     fixed = np.random.default_rng(1).uniform(-30, 30, (20, 2))
     ours = cls(config(num_latents=2), output_dim=2)
     set_hyper(ours, mixing=np.eye(2), noise=[0.1, 0.1])
-    fit(ours, batches, fixed)
+    fit_stream(ours, batches, fixed)
     mean, std, cov = ours.predict(QUERY, covariance=True)
     assert mean.shape == std.shape == (len(QUERY), 2) and cov.shape == (len(QUERY), 2, 2)
     np.testing.assert_allclose(cov[:, 0, 1], 0.0, atol=1e-12)
@@ -245,7 +237,7 @@ def test_a_channel_informs_another_only_through_a_shared_latent(cls, shared):
     second[1][:, 1] = np.nan
     model = cls(config(num_latents=2), output_dim=2)
     set_hyper(model, mixing=[[1.0, 0.7 if shared else 0.0], [0.0, 1.0]])
-    fit(model, [first], np.random.default_rng(1).uniform(-30, 30, (20, 2)))
+    fit_stream(model, [first], np.random.default_rng(1).uniform(-30, 30, (20, 2)))
     before = model.predict(QUERY)
     model.add_data(*second)
     model.update()
@@ -267,7 +259,7 @@ def test_stored_terms_serve_learned_mixing_weights_and_noises():
     model = PoamMT(config(num_latents=2, train_steps=5, lr_hyper=0.05), output_dim=2)
     for latent in model.kernel.latents:
         latent.requires_grad_(False)
-    fit(model, batches[:2], np.random.default_rng(1).uniform(-30, 30, (20, 2)))
+    fit_stream(model, batches[:2], np.random.default_rng(1).uniform(-30, 30, (20, 2)))
     mixing, noise = model.mixing.detach().clone(), model.noise.detach().clone()
     assert not torch.allclose(mixing, torch.tensor([[1.0, 0.1], [0.1, 1.0]], dtype=mixing.dtype))
     model.add_data(*batches[2])
@@ -301,7 +293,7 @@ def test_permuting_channels_permutes_the_outputs(cls):
     for perm in (list(range(3)), order):
         model = cls(config(num_latents=2), output_dim=3)
         set_hyper(model, mixing=mixing[:, perm], noise=noise[perm])
-        models.append(fit(model, [(x, y[:, perm]) for x, y in batches], fixed))
+        models.append(fit_stream(model, [(x, y[:, perm]) for x, y in batches], fixed))
     plain, permuted = (m.predict(QUERY, covariance=True) for m in models)
     np.testing.assert_allclose(permuted[0], plain[0][:, order], rtol=1e-8, atol=1e-9)
     np.testing.assert_allclose(permuted[1], plain[1][:, order], rtol=1e-8, atol=1e-9)
@@ -318,7 +310,7 @@ def test_flipping_a_latent_and_its_weights_changes_nothing(cls):
     for sign in (1.0, -1.0):
         model = cls(config(num_latents=2, train_steps=3, batch_size=32), output_dim=2)
         set_hyper(model, mixing=mixing * np.array([[1.0], [sign]]))
-        results.append(fit(model, batches).predict(QUERY, covariance=True))
+        results.append(fit_stream(model, batches).predict(QUERY, covariance=True))
     for plain, flipped in zip(*results):
         np.testing.assert_allclose(flipped, plain, rtol=1e-7, atol=1e-9)
 
@@ -329,7 +321,7 @@ def test_cmogp_e_step_is_the_optimum_of_its_bound_over_factorised_q():
     first, second = channel_stream(2, 40, missing=0.3)
     model = CMOGP(config(num_latents=2, num_inducing=15, cmogp_sweeps=400), output_dim=2)
     set_hyper(model, mixing=[[1.0, 0.4], [0.3, -0.8]], noise=[0.05, 0.2])
-    fit(model, [first, second])
+    fit_stream(model, [first, second])
     x, y = scaled_data(model, [second])
     posterior = model.posterior
     size = len(model.inducing)
@@ -378,11 +370,11 @@ def test_a_sparse_channel_enters_once_it_has_k_samples(cls):
     fixed = np.random.default_rng(1).uniform(-30, 30, (20, 2))
     model = cls(config(num_latents=2, channel_min_samples=k), output_dim=2)
     set_hyper(model, mixing=[[1.0, 0.5], [0.2, 1.0]])
-    fit(model, batches[:1], fixed)
+    fit_stream(model, batches[:1], fixed)
     mean, std = model.predict(QUERY)
     assert np.isfinite(mean[:, 0]).all()
     assert np.isnan(mean[:, 1]).all() and np.isnan(std[:, 1]).all()
-    fit(model, batches[1:2])
+    fit_stream(model, batches[1:2])
     # The same samples with batch 0's channel-1 values moved into batch 1 (Z, θ fixed).
     x0, y0 = batches[0]
     late = np.isfinite(y0[:, 1])
@@ -391,11 +383,11 @@ def test_a_sparse_channel_enters_once_it_has_k_samples(cls):
     early[:, 1] = np.nan
     reference = cls(config(num_latents=2, channel_min_samples=k), output_dim=2)
     set_hyper(reference, mixing=[[1.0, 0.5], [0.2, 1.0]])
-    fit(reference, [(x0, early), (np.vstack([x0[late], batches[1][0]]),
+    fit_stream(reference, [(x0, early), (np.vstack([x0[late], batches[1][0]]),
                                   np.vstack([moved, batches[1][1]]))], fixed)
     for ours, theirs in zip(model.predict(QUERY), reference.predict(QUERY)):
         np.testing.assert_allclose(ours, theirs, rtol=1e-8, atol=1e-9)
-    fit(model, batches[2:])
+    fit_stream(model, batches[2:])
     entered = np.concatenate([y[:, 1] for _, y in batches[:2]])
     entered = entered[np.isfinite(entered)]
     assert len(entered) >= k
@@ -412,7 +404,7 @@ def test_a_sparse_channel_enters_once_it_has_k_samples(cls):
 def test_state_round_trip_continues_exactly(cls, dtype, tmp_path):
     batches = channel_stream(3, 40, channels=3, missing=0.3)
     model = cls(config(num_latents=2, train_steps=2, batch_size=32, dtype=dtype), output_dim=3)
-    fit(model, batches[:2])
+    fit_stream(model, batches[:2])
     path = tmp_path / "map.pt"
     model.save(path)
     loaded = load_model(path)
