@@ -58,9 +58,12 @@ def test_runs_saves_loads_and_continues_exactly(method, kernel, tmp_path):
     assert type(loaded) is type(model)
     for a, b in zip(model.predict(QUERY), loaded.predict(QUERY)):
         assert np.array_equal(a, b)
+    extras = []
     for m in (model, loaded):
         m.add_data(*stream[2])
-        m.update()
+        extras.append(m.update().extra)  # the method's own figures: its state went along
+    assert extras[0].keys() == extras[1].keys()
+    np.testing.assert_array_equal(list(extras[0].values()), list(extras[1].values()))
     mean, std = model.predict(QUERY)
     assert np.isfinite(mean).all() and (std > 0).all()
     assert np.array_equal(mean, loaded.predict(QUERY)[0])

@@ -8,7 +8,7 @@ import pytest
 import torch
 from gp_reference import posterior_moments, sgpr_posterior
 
-from poam_ros.models import MappingConfig, load_model, make_model, oips
+from poam_ros.models import MappingConfig, make_model, oips
 from poam_ros.models.oips import threshold_selection
 
 pytestmark = pytest.mark.usefixtures("single_thread")
@@ -193,23 +193,3 @@ def test_first_update_is_sgpr_at_the_selected_inputs(method, stream):
     got_mean, got_cov = posterior_moments(model)
     assert torch.allclose(got_mean, mean, rtol=1e-7, atol=1e-8)
     assert torch.allclose(got_cov, cov, rtol=1e-7, atol=1e-9)
-
-
-@pytest.mark.parametrize("method", ["oips", "poam-oips"])
-def test_save_and_load_mid_mission_continue_exactly(method, stream, tmp_path):
-    model = model_for(method, kernel="matern52", train_steps=3, oips_rho=0.7)
-    batches = stream(4, 50)
-    for x, y in batches[:2]:
-        model.add_data(x, y)
-        model.update()
-    model.save(tmp_path / "map.pt")
-    loaded = load_model(tmp_path / "map.pt")
-    for x, y in batches[2:]:
-        reports = []
-        for m in (model, loaded):
-            m.add_data(x, y)
-            reports.append(m.update())
-        assert reports[0].extra == reports[1].extra
-    assert torch.equal(model.inducing, loaded.inducing)
-    query = np.array([[0.0, 0.0], [12.0, -7.0]])
-    assert np.array_equal(model.predict(query)[0], loaded.predict(query)[0])
