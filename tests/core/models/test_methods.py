@@ -4,6 +4,8 @@ survive numerical failures without changing the model."""
 import numpy as np
 import pytest
 import torch
+from gp_reference import noisy_batches as batches
+from gp_reference import smooth_field
 
 from poam_ros.models import METHODS, MappingConfig, NumericalError, load_model, make_model
 from poam_ros.models.objectives import TrainingObjective
@@ -15,19 +17,6 @@ PUBLISHED = ("poam", "ssgp", "ssgp++", "ovc", "ovc++", "full", "pam", "svgp", "e
              "poam-online-elbo", "vips", "poam-vips", "cv", "oips", "poam-oips", "dual-gp",
              "cmogp", "poam-mt")
 QUERY = np.array([[0.0, 0.0], [12.5, -3.0], [-29.0, 29.0], [20.0, 20.0]])
-
-
-def smooth_field(xy):
-    return 3.0 * np.sin(xy[:, 0] / 8.0) + 2.0 * np.cos(xy[:, 1] / 10.0)
-
-
-def batches(count, size, seed=0):
-    rng = np.random.default_rng(seed)
-    out = []
-    for _ in range(count):
-        x = rng.uniform(-30, 30, (size, 2))
-        out.append((x, smooth_field(x) + rng.normal(0, 0.2, size)))
-    return out
 
 
 def small_model(method, kernel="rbf", **overrides):

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 from gp_reference import fit_stream, posterior_moments, sgpr_posterior
+from gp_reference import noisy_batches as batches
 
 from poam_ros.inducing import greedy_pivots
 from poam_ros.models import MappingConfig, load_model, make_model
@@ -22,19 +23,6 @@ def config(**changes):
     settings = dict(method="vips", kernel="rbf", num_inducing=200, train_steps=0, device="cpu",
                     initial_noise_variance=0.05, jitter=0.0, pcd_tolerance=0.0, vips_delta=0.05)
     return MappingConfig(**{**settings, **changes})
-
-
-def field(x):
-    return 3.0 * np.sin(x[:, 0] / 8.0) + 2.0 * np.cos(x[:, 1] / 10.0)
-
-
-def batches(count, size, seed=0):
-    rng = np.random.default_rng(seed)
-    out = []
-    for _ in range(count):
-        x = rng.uniform(-30, 30, (size, 2))
-        out.append((x, field(x) + rng.normal(0, 0.2, size)))
-    return out
 
 
 def scaled(model, x, y):
