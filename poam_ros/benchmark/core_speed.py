@@ -140,7 +140,7 @@ def first_update(config: MappingConfig, size: int, threads: int, seed: int = 0) 
         return {**row, "failure": str(error)}
     return {**row, "update": report.total_time, "inducing": report.inducing_time,
             "variational": report.variational_time, "training": report.training_time,
-            "num_inducing": report.num_inducing, "peak_growth_bytes": _peak_rss() - before,
+            "num_inducing": report.num_inducing, "peak_growth_bytes": peak_rss() - before,
             **accuracy(model, rng)}
 
 
@@ -151,10 +151,10 @@ def _reset_peak_rss() -> int:
         Path("/proc/self/clear_refs").write_text("5")
     except OSError:  # not Linux: the peak since the start
         pass
-    return _peak_rss()
+    return peak_rss()
 
 
-def _peak_rss() -> int:
+def peak_rss() -> int:
     """Peak resident memory of this process [B] (``VmHWM``, else ``ru_maxrss``)."""
     try:
         for line in Path("/proc/self/status").read_text().splitlines():

@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from poam_ros.benchmark.real_scale import add_mission_arguments, peak_rss_mib, run_mission
+from poam_ros.benchmark.real_scale import add_mission_arguments, run_mission
 from poam_ros.cli.common import ArgumentParser
 
 
@@ -27,6 +27,7 @@ def main(argv=None) -> int:
     parser.add_argument("--resolution", type=float, default=10.0, help="cell size [m]")
     args = parser.parse_args(argv)
 
+    from poam_ros.benchmark.core_speed import peak_rss  # with torch: after the options
     from poam_ros.geo import GeoReference
     from poam_ros.mapping.map_grid import MapGrid
     from poam_ros.mapping.survey_product import export_map
@@ -38,11 +39,11 @@ def main(argv=None) -> int:
                                Workspace.from_config(setup.workspace))
     georeference = GeoReference.from_config(setup.geo)
     with tempfile.TemporaryDirectory() as directory:
-        before = peak_rss_mib()
+        before = peak_rss() / 2**20  # MiB
         start = time.perf_counter()
         path = export_map(Path(directory) / "map.tif", model, grid, georeference)
         export_wall = time.perf_counter() - start
-        after = peak_rss_mib()
+        after = peak_rss() / 2**20
         size = path.stat().st_size / 2**20
     rows, cols = grid.shape
     print(f"model: {model.num_samples} soundings, {model.method} M = {args.num_inducing}, "

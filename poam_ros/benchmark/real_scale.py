@@ -20,7 +20,6 @@ GeoTIFF; ``poam-ros bench export`` times the export of this mission's map.
 from __future__ import annotations
 
 import math
-import resource
 import tempfile
 import time
 from pathlib import Path
@@ -100,11 +99,6 @@ def real_scale_setup(tile, samples: int, num_inducing: int, train_steps: int,
     return setup
 
 
-def peak_rss_mib() -> float:
-    """The process's peak resident memory so far (MiB; ru_maxrss is KiB on Linux)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def add_mission_arguments(parser: ArgumentParser) -> None:
     """The real-scale mission's options, shared with ``poam-ros bench export``."""
     parser.add_argument("--samples", type=int, default=10_000, help="sample budget")
@@ -136,10 +130,12 @@ def main(argv=None) -> int:
     parser = ArgumentParser(prog="poam-ros bench real-scale", description=__doc__.split("\n")[0])
     add_mission_arguments(parser)
     args = parser.parse_args(argv)
+    from poam_ros.benchmark.core_speed import peak_rss  # with torch: after the options
+
     _, result, wall = run_mission(args)
     mean = result.model.predict(result.eval_points)[0]
     rmse = math.sqrt(float(np.mean((mean - result.truth) ** 2)))
-    peak = peak_rss_mib()
+    peak = peak_rss() / 2**20  # MiB
     final = result.final
     xmin, xmax, ymin, ymax = result.terrain.extent
     print(f"terrain {result.terrain.shape[0]} x {result.terrain.shape[1]} cells over "
