@@ -188,10 +188,6 @@ class DualGP(OVCPlusPlus):
         self._site_terms: tuple[Tensor, Tensor] | None = None  # λ₁, λ₂ that formed q(u)
         self._memory_report: dict = {}
 
-    def memory_inputs(self) -> np.ndarray:
-        """The memory samples' inputs in world units (K × D)."""
-        return self.buffer.x[self.memory_rows]
-
     def memory_samples(self) -> tuple[np.ndarray, np.ndarray]:
         """The memory samples in world units: inputs (K × D) and targets (K,), as measured
         (the mapper's ``map/memory`` cloud)."""

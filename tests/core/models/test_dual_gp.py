@@ -219,7 +219,7 @@ def test_state_round_trip_continues_exactly_mid_mission(stream, tmp_path):
     model.save(path)
     loaded = load_model(path)
     assert type(loaded) is DualGP
-    assert np.array_equal(loaded.memory_inputs(), model.memory_inputs())
+    assert np.array_equal(loaded.memory_samples()[0], model.memory_samples()[0])
     for m in (model, loaded):
         run(m, batches[2:])
     assert np.array_equal(model.memory_rows, loaded.memory_rows)
@@ -254,4 +254,4 @@ def test_random_pick_and_float32_learn_the_field():
         assert model.update().training_failure is None
     mean, _ = model.predict(shared.QUERY)
     assert np.abs(mean - shared.smooth_field(shared.QUERY)).max() < 1.0
-    assert model.memory_inputs().shape == (40, 2)
+    assert model.memory_samples()[0].shape == (40, 2)
