@@ -5,10 +5,12 @@ Two placements:
 * ``extent`` (the default, the POAM paper's maps): the file's grid is stretched over
   ``extent`` in map metres, whatever its georeference.
 * ``georeferenced``: a georeferenced raster (float GeoTIFF in any CRS, GEBCO NetCDF, SRTM
-  ``.hgt`` placed from its tile name) at its true position and size in the map frame, cut to
-  a survey area (``survey_box`` in lon/lat, or the polygon of ``survey_area_file``, or the
-  whole raster) by :func:`poam_ros.geo.load_geo_terrain`. It needs the map frame's geodetic
-  anchor (the mission's ``geo.*``), which the caller hands to :func:`terrain_from_config`.
+  ``.hgt`` placed from its tile name; without ``path`` the embedded bathymetry at its true
+  place, :func:`~poam_ros.sim.default_terrain.default_geo_terrain`) at its true position
+  and size in the map frame, cut to a survey area (``survey_box`` in lon/lat, or the
+  polygon of ``survey_area_file``, or the whole raster) by
+  :func:`poam_ros.geo.load_geo_terrain`. It needs the map frame's geodetic anchor (the
+  mapper's ``geo.*``), which the caller hands to :func:`terrain_from_config`.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from poam_ros.params import ConfigError, Params, param
-from poam_ros.sim.default_terrain import PAPER_EXTENT, default_terrain
+from poam_ros.sim.default_terrain import PAPER_EXTENT, default_geo_terrain, default_terrain
 from poam_ros.sim.terrain import Terrain
 from poam_ros.sim.terrain_io import FIRST_ROW_CHOICES, load_terrain
 
@@ -44,8 +46,9 @@ class TerrainConfig(Params):
     first_row: str = param("north", "where the file's first row lies; every supported "
                                     "format stores north first", choices=FIRST_ROW_CHOICES)
     placement: str = param("extent", "extent: the grid stretched over `extent`; "
-                                     "georeferenced: the raster at its true place and size, "
-                                     "through the map's geodetic anchor (geo.*)",
+                                     "georeferenced: the raster (or the embedded bathymetry) "
+                                     "at its true place and size, through the map's geodetic "
+                                     "anchor (geo.*)",
                            choices=PLACEMENTS)
     survey_box: list = param([], "georeferenced: lon_min, lon_max, lat_min, lat_max of the "
                                  "survey box (WGS 84); empty: survey_area_file or the whole "
@@ -87,9 +90,6 @@ class TerrainConfig(Params):
                 raise ConfigError(f"TerrainConfig: {', '.join(moved)} apply to placement "
                                   f"georeferenced")
             return
-        if not self.path:
-            raise ConfigError("TerrainConfig.placement georeferenced needs a raster file in "
-                              "path (GeoTIFF, GEBCO NetCDF or SRTM .hgt)")
         moved = [name for name in ("extent", "resize_rows", "resize_cols", "first_row")
                  if getattr(self, name) != defaults[name]]
         if moved:
@@ -129,14 +129,16 @@ def _georeferenced_terrain(config: TerrainConfig, georeference: GeoReference | N
     from poam_ros.geo import GeoError, load_geo_terrain, read_survey_area
 
     if georeference is None:
-        raise GeoError(f"{config.path}: placement georeferenced needs the map frame's geodetic "
-                       f"anchor: set geo.anchor (latlon or projected) in the mapper's "
-                       f"parameters")
+        raise GeoError(f"{config.path or 'the embedded bathymetry'}: placement georeferenced "
+                       f"needs the map frame's geodetic anchor: set geo.anchor (latlon or "
+                       f"projected) in the mapper's parameters")
     area = None
     if config.survey_box:
         area = config.survey_box
     elif config.survey_area_file:
         area = read_survey_area(config.survey_area_file).outline
-    return load_geo_terrain(config.path, georeference, area,
-                            resolution=config.resolution or None,
+    resolution = config.resolution or None
+    if not config.path:
+        return default_geo_terrain(georeference, area, resolution=resolution).terrain
+    return load_geo_terrain(config.path, georeference, area, resolution=resolution,
                             fill_voids=config.fill_voids).terrain

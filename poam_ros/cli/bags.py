@@ -222,7 +222,8 @@ def _remap_parser() -> ArgumentParser:
     parser = ArgumentParser(prog="poam-ros remap", description=remap.__doc__)
     parser.add_argument("bag", type=Path)
     parser.add_argument("--params", type=Path,
-                        help="parameter file (default: the package's config)")
+                        help="parameter file (default: as poam-ros sim's: "
+                             "config/topobathy.yaml; with --map, config/poam_ros.yaml)")
     parser.add_argument("--method", help="mapping method (default: the file's)")
     parser.add_argument("--device", help="where the model runs: auto, cpu or cuda (default: "
                                          "the file's)")

@@ -62,7 +62,8 @@ def _parser() -> ArgumentParser:
     parser.add_argument("-o", "--output", type=Path, required=True, help="GeoTIFF to write")
     parser.add_argument("--params", type=Path,
                         help="parameter file: anchor, grid, workspace; for a bag also the "
-                             "method and the ingest (default: the package's config)")
+                             "method and the ingest (default: the package's "
+                             "config/topobathy.yaml, the default survey's)")
     parser.add_argument("--resolution", type=float, help="cell size [m] (default: grid."
                                                          "resolution)")
     parser.add_argument("--bounds", type=float, nargs=4, metavar=("XMIN", "XMAX", "YMIN", "YMAX"),
@@ -80,10 +81,15 @@ def _setup(args):
     from poam_ros.geo import GeoReference
     from poam_ros.mapping.map_grid import MapGrid
     from poam_ros.params import ConfigError
-    from poam_ros.params.mission_setup import MissionSetup, default_parameter_file
+    from poam_ros.params.mission_setup import (
+        DEFAULT_SURVEY_FILE,
+        MissionSetup,
+        default_parameter_file,
+    )
     from poam_ros.workspace import Workspace
 
-    setup = MissionSetup.from_file((args.params or default_parameter_file()).resolve())
+    params = args.params or default_parameter_file(DEFAULT_SURVEY_FILE)
+    setup = MissionSetup.from_file(params.resolve())
     georeference = GeoReference.from_config(setup.geo)
     if args.crs is not None:
         if georeference is not None:

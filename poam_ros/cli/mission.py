@@ -23,7 +23,9 @@ def add_setup_arguments(parser: argparse.ArgumentParser, out: str) -> None:
     """The options that pick the mission: parameter file, map, seed, budget, method, device,
     output."""
     parser.add_argument("--params", type=Path,
-                        help="parameter file (default: the package's config/poam_ros.yaml)")
+                        help="parameter file (default: the package's config/topobathy.yaml, "
+                             "the embedded bathymetry at true scale; with --map, "
+                             "config/poam_ros.yaml, the POAM paper's setting)")
     parser.add_argument("--map", help="terrain file (.hgt, .npy, .npz, image); default: the "
                                       "parameter file's, else the embedded bathymetry")
     parser.add_argument("--seed", type=int, help="mission seed (default: the file's)")
@@ -46,9 +48,17 @@ def setup_errors() -> tuple[type[Exception], ...]:
 def setup_from_args(args):
     """(MissionSetup, parameter file) from :func:`add_setup_arguments`' options; raises
     :func:`setup_errors` for a bad file or value."""
-    from poam_ros.params.mission_setup import MissionSetup, default_parameter_file
+    from poam_ros.params.mission_setup import (
+        DEFAULT_SURVEY_FILE,
+        MissionSetup,
+        default_parameter_file,
+    )
 
-    params = (args.params or default_parameter_file()).resolve()
+    params = args.params
+    if params is None:  # a map of the user's is placed as the paper places its maps
+        params = default_parameter_file() if args.map else \
+            default_parameter_file(DEFAULT_SURVEY_FILE)
+    params = params.resolve()
     setup = MissionSetup.from_file(params)
     if args.map:
         # Absolute, so that processes started elsewhere read the same file.

@@ -112,7 +112,9 @@ class MissionSetup:
     #: besides those above; the ROS-free mission does not use them, but a file naming them
     #: is still checked against them.
     ROS_ONLY = {
-        "simulated_auv": {"": SimulatedAuvConfig, "multibeam": MultibeamStreamConfig},
+        # a georeferenced terrain is placed with the mapper's anchor (repeated in a file)
+        "simulated_auv": {"": SimulatedAuvConfig, "multibeam": MultibeamStreamConfig,
+                          "geo": GeoConfig},
         "mapper": {"journal": JournalConfig},
         # a robot's file (robot.launch.xml) repeats the mapper's anchor for these nodes
         "planner": {"odometry": InputCheckConfig, "geo": GeoConfig},
@@ -223,16 +225,22 @@ class MissionSetup:
 
 
 
-def default_parameter_file() -> Path:
-    """The package's default parameter file (source tree or installed share directory)."""
+#: the package's parameter files: every parameter at its default (the POAM paper's setting),
+#: and the embedded default survey at true scale (what runs without --params or --map)
+PACKAGE_FILE = "poam_ros.yaml"
+DEFAULT_SURVEY_FILE = "topobathy.yaml"
+
+
+def default_parameter_file(name: str = PACKAGE_FILE) -> Path:
+    """The package's parameter file ``name`` (source tree or installed share directory)."""
     here = Path(__file__).resolve().parents[1]  # the poam_ros package
     # Installed, the package sits in <prefix>/lib/pythonX.Y/site-packages/poam_ros and the
     # file in <prefix>/share/poam_ros/config; look in every ancestor rather than count levels.
-    candidates = [here.parent / "config" / "poam_ros.yaml"]
-    candidates += [ancestor / "share" / "poam_ros" / "config" / "poam_ros.yaml"
+    candidates = [here.parent / "config" / name]
+    candidates += [ancestor / "share" / "poam_ros" / "config" / name
                    for ancestor in here.parents]
     for candidate in candidates:
         if candidate.is_file():
             return candidate
-    raise ConfigError("cannot find config/poam_ros.yaml next to the package or in its "
-                      "installed share directory")
+    raise ConfigError(f"cannot find config/{name} next to the package or in its installed "
+                      f"share directory")

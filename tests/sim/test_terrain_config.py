@@ -96,7 +96,7 @@ def test_bad_georeferenced_input_is_one_clear_error(tmp_path, case, message):
 
 
 @pytest.mark.parametrize("values, message", [
-    ({"placement": "georeferenced"}, "needs a raster file in path"),
+    ({"placement": "georeferenced", "first_row": "south"}, "apply to placement extent"),
     ({"path": "a.tif", "placement": "georeferenced", "extent": [0, 1, 0, 1]},
      "extent apply to placement extent"),
     ({"path": "a.tif", "survey_box": [0, 1, 0, 1]}, "survey_box apply to placement "
@@ -109,3 +109,20 @@ def test_bad_georeferenced_input_is_one_clear_error(tmp_path, case, message):
 def test_bad_georeferenced_config(values, message):
     with pytest.raises(ConfigError, match=message):
         TerrainConfig.from_dict(values)
+
+
+def test_without_a_path_the_embedded_bathymetry_is_placed_at_its_true_size():
+    anchor = GeoReference.local(48.12, -125.68)
+    box = [-125.85, -125.52, 48.02, 48.22]
+    terrain = terrain_from_config(TerrainConfig(placement="georeferenced", survey_box=box,
+                                                resolution=500.0), anchor)
+    xmin, xmax, ymin, ymax = terrain.extent
+    # 0.33° of longitude at 48.1° N is about 24.5 km; 0.2° of latitude about 22.2 km.
+    assert xmax - xmin == pytest.approx(0.33 * 111_320 * math.cos(math.radians(48.12)),
+                                        rel=5e-3)
+    assert ymax - ymin == pytest.approx(0.2 * 111_132, rel=5e-3)
+    assert terrain.cell_size == pytest.approx((500.0, 500.0), rel=0.05)
+    # The shelf (about -150 m) in the east, the slope (below -1,000 m) in the west.
+    assert terrain.min_elevation < -1000.0 and -200.0 < terrain.max_elevation < -100.0
+    assert terrain.elevation([[-11_000.0, -9_000.0]])[0] < -800.0
+    assert terrain.elevation([[11_000.0, 0.0]])[0] > -200.0

@@ -118,13 +118,15 @@ def test_a_bag_is_remapped_and_exported(tmp_path, survey_bag):
 def test_a_map_without_an_anchor_is_refused_unless_crs_is_given(tmp_path, saved_model,
                                                                capsys):
     out = tmp_path / "map.tif"
-    assert main(["export", str(saved_model), "-o", str(out)]) == 2
+    paper = ["--params", str(default_parameter_file())]  # the POAM paper's: no anchor
+    assert main(["export", str(saved_model), "-o", str(out), *paper]) == 2
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and err.startswith("poam-ros export: the map frame has "
                                                          "no geodetic anchor (geo.anchor: none)")
     assert not out.exists()
 
-    assert main(["export", str(saved_model), "-o", str(out), "--crs", "EPSG:32633"]) == 0
+    assert main(["export", str(saved_model), "-o", str(out), "--crs", "EPSG:32633",
+                 *paper]) == 0
     assert_product(out, load_model(saved_model), expected_grid(default_parameter_file()),
                    GeoReference("EPSG:32633"))
 
@@ -152,7 +154,7 @@ def test_a_source_that_is_neither_model_nor_bag_is_refused(tmp_path, capsys):
     for source, message in [(tmp_path / "missing", "neither a model state file nor a bag"),
                             (tmp_path / "junk.pt", "junk.pt")]:
         assert main(["export", str(source), "-o", str(tmp_path / "m.tif"), "--crs",
-                     "UTM 10N"]) == 2
+                     "UTM 10N", "--params", str(default_parameter_file())]) == 2
         err = capsys.readouterr().err
         assert len(err.splitlines()) == 1 and message in err, err
 

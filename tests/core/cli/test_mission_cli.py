@@ -5,6 +5,7 @@ import json
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -144,3 +145,24 @@ def test_a_stop_signal_ends_the_mission_keeping_its_epochs(tmp_path, small_param
     assert summary["outcome"] == "interrupted" and summary["epochs"] == len(epochs)
     assert err.strip().splitlines() == [f"poam-ros mission: interrupted after {len(epochs)} "
                                         f"epoch(s); kept in {out}: epochs.jsonl, mission.json"]
+
+
+@pytest.mark.parametrize("params, map_file, expected", [
+    (None, None, "topobathy.yaml"),       # the embedded default survey at true scale
+    (None, "tile.hgt", "poam_ros.yaml"),  # a map of the user's: the paper's placement
+    ("mine.yaml", "tile.hgt", "mine.yaml"),
+])
+def test_the_parameter_file_a_command_reads(tmp_path, params, map_file, expected):
+    import argparse
+    import shutil
+
+    from poam_ros.cli.mission import setup_from_args
+    from poam_ros.params.mission_setup import default_parameter_file
+
+    if params:
+        params = shutil.copy(default_parameter_file(), tmp_path / params)
+    args = argparse.Namespace(params=params and Path(params), map=map_file, seed=None,
+                              max_samples=None, method=None, device=None)
+    setup, path = setup_from_args(args)
+    assert path.name == expected
+    assert (setup.terrain.placement == "georeferenced") == (expected == "topobathy.yaml")

@@ -4,14 +4,17 @@ import math
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from poam_ros.bags import RecorderConfig
+from poam_ros.geo import GeoReference
 from poam_ros.ingest import IngestConfig
 from poam_ros.params import ConfigError
 from poam_ros.params.files import load_configs
 from poam_ros.params.mission_setup import MissionSetup
-from poam_ros.workspace import WorkspaceConfig
+from poam_ros.sim import lower_right_start, terrain_from_config
+from poam_ros.workspace import Workspace, WorkspaceConfig
 
 CONFIG = Path(__file__).resolve().parents[3] / "config" / "poam_ros.yaml"
 INGEST_CONFIGS = {"": IngestConfig, "workspace": WorkspaceConfig}
@@ -58,3 +61,37 @@ def test_the_authors_robot_file_changes_only_the_robot():
     assert setup.ingest == default.ingest.replace(sonar_rate=2.5)
     setup.vehicle, setup.sonar, setup.ingest = default.vehicle, default.sonar, default.ingest
     assert setup == default
+
+
+def node_configs(path, node: str) -> dict:
+    """Every config ``node`` declares, as the file sets it."""
+    defaults = MissionSetup()
+    classes = {prefix: type(getattr(defaults, attribute))
+               for prefix, attribute in MissionSetup.NODES[node].items()}
+    return load_configs(path, node, {**MissionSetup.ROS_ONLY.get(node, {}), **classes})
+
+
+def test_the_default_survey_file_is_one_consistent_world():
+    """config/topobathy.yaml, the embedded bathymetry at true scale: what it sets agrees
+    across the nodes that a `ros2 launch` hands it to one by one (the anchor, the vehicle's
+    radii and rates, the workspace and the start in its corner)."""
+    path = CONFIG.with_name("topobathy.yaml")
+    setup = MissionSetup.from_file(path)
+    assert setup.terrain.placement == "georeferenced" and setup.terrain.path == ""
+    assert setup.geo.anchor == "latlon"
+    for node in ("simulated_auv", "sensor_ingest", "planner"):
+        assert node_configs(path, node)["geo"] == setup.geo, node
+    assert setup.ingest_workspace == setup.workspace
+    assert setup.ingest.sonar_rate == setup.sonar.rate
+    assert setup.ingest.goal_radius == setup.planner_node.goal_radius == \
+        setup.vehicle.goal_radius
+    assert setup.max_entropy.turning_radius == setup.vehicle.turn_radius
+    auv = node_configs(path, "simulated_auv")[""]
+    assert auv.start_pose == pytest.approx(
+        lower_right_start(Workspace.from_config(setup.workspace).bounds))
+    terrain = terrain_from_config(setup.terrain, GeoReference.from_config(setup.geo))
+    xmin, xmax, ymin, ymax = Workspace.from_config(setup.workspace).bounds
+    assert terrain.contains(np.array([[xmin, ymin], [xmax, ymax]])).all()
+    assert xmax - xmin == ymax - ymin == 20_000.0  # metres that are metres
+    assert terrain.elevation(np.array([[xmin, 0.0]]))[0] < -500.0  # the slope in the west
+    assert terrain.elevation(np.array([[xmax, 0.0]]))[0] > -200.0  # the shelf in the east
