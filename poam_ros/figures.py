@@ -18,6 +18,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from poam_ros.sim.water_temperature import CHANNEL as TEMPERATURE  # noqa: E402
+
 #: axis labels of the metrics the curves plot
 METRIC_LABELS = {"smse": "SMSE", "msll": "MSLL [nats]", "nlpd": "NLPD [nats]",
                  "rmse": "RMSE [m]", "mae": "MAE [m]", "update_time": "update time [s]",
@@ -43,21 +45,48 @@ def map_title(map_name: str, method: str, samples: int, smse: float | None = Non
     return " · ".join(parts + ([note] if note else []))
 
 
+#: what a survey channel's panels show: quantity, unit, colour map (depth: the elevation)
+CHANNEL_QUANTITIES = {"depth": ("elevation", "m", "terrain"),
+                      TEMPERATURE: ("temperature", "°C", "inferno")}
+
+
+def scored_channels(extra: dict) -> list[str]:
+    """The channels an epoch record scores one by one, in the model's order, from its
+    ``extra`` (``smse_<channel>`` entries); empty for a single-channel map."""
+    return [key[len("smse_"):] for key in extra if key.startswith("smse_")]
+
+
+def channel_figure(path: str | Path, channel: str) -> Path:
+    """Where :func:`plot_mission` writes a further channel's figure: ``<stem>_<channel>``."""
+    path = Path(path)
+    return path.with_name(f"{path.stem}_{channel}{path.suffix}")
+
+
 def plot_mission(result, path: str | Path, map_name: str, note: str = "",
                  georeference=None) -> Path:
     """:func:`plot_map` of a finished mission (a :class:`~poam_ros.mission.MissionResult`) on
-    its evaluation grid, titled by :func:`map_title` with the final epoch's scores. With
-    several channels it shows the first (depth), its scores and the samples that measured it."""
+    its evaluation grid, titled by :func:`map_title` with the final epoch's scores; returns
+    ``path``. With several channels ``path`` shows the first (depth), its scores and the
+    samples that measured it, and each further channel gets a figure of its own at
+    :func:`channel_figure` (truth, mean and std in its unit, its own scores and samples)."""
     model, points, final = result.model, result.eval_points, result.final
     mean, std = model.predict(points)
-    truth, samples = result.truth, result.samples_x
-    if truth.ndim == 2:
-        mean, std, truth = mean[:, 0], std[:, 0], truth[:, 0]
-        samples = samples[np.isfinite(result.samples_y[:, 0])]
-    title = map_title(map_name, model.method, final.num_samples, final.smse, final.msll, note)
-    return plot_map(path, points, mean, std, model.lengthscale_map(points), truth=truth,
-                    track=result.path[:, :2], samples=samples,
-                    inducing=model.inducing_inputs, title=title, georeference=georeference)
+    truth, track = result.truth, result.path[:, :2]
+    common = dict(track=track, inducing=model.inducing_inputs, georeference=georeference)
+    if truth.ndim == 1:
+        title = map_title(map_name, model.method, final.num_samples, final.smse, final.msll,
+                          note)
+        return plot_map(path, points, mean, std, model.lengthscale_map(points), truth=truth,
+                        samples=result.samples_x, title=title, **common)
+    for d, channel in enumerate(scored_channels(final.extra)):
+        measured = np.isfinite(result.samples_y[:, d])
+        title = map_title(f"{map_name}, {channel}", model.method, int(measured.sum()),
+                          final.extra[f"smse_{channel}"], final.extra[f"msll_{channel}"], note)
+        plot_map(path if d == 0 else channel_figure(path, channel), points, mean[:, d],
+                 std[:, d], model.lengthscale_map(points) if d == 0 else None,
+                 truth=truth[:, d], samples=result.samples_x[measured], title=title,
+                 quantity=CHANNEL_QUANTITIES.get(channel, (channel, "", "viridis")), **common)
+    return Path(path)
 
 
 def plot_remap(grid, layers, track: np.ndarray, path: str | Path, title: str,
@@ -74,13 +103,16 @@ def plot_remap(grid, layers, track: np.ndarray, path: str | Path, title: str,
 def plot_map(path: str | Path, points: np.ndarray, mean: np.ndarray, std: np.ndarray,
              lengthscale: np.ndarray | None = None, *, truth: np.ndarray | None = None,
              track: np.ndarray | None = None, samples: np.ndarray | None = None,
-             inducing: np.ndarray | None = None, title: str = "", georeference=None) -> Path:
+             inducing: np.ndarray | None = None, title: str = "", georeference=None,
+             quantity: tuple[str, str, str] = CHANNEL_QUANTITIES["depth"]) -> Path:
     """Ground truth (when not None), predicted mean, standard deviation and learned
-    lengthscale (when not None) at the grid ``points`` (N, 2) [m], each (N,) [m] with NaN where
-    there is nothing to show; the vehicle's ``track`` (P, 2) on the first panel, the
-    ``samples`` (S, 2) on the mean and the ``inducing`` inputs (M, 2) on the std [m], all in
-    map metres. With a ``georeference`` (:class:`~poam_ros.geo.GeoReference`) the axes are
-    its CRS's eastings and northings (map metres plus its origin)."""
+    lengthscale (when not None) at the grid ``points`` (N, 2) [m], each (N,) with NaN where
+    there is nothing to show, in the unit of ``quantity`` (name, unit, colour map: the
+    elevation in m by default; the lengthscale in m); the vehicle's ``track`` (P, 2) on the
+    first panel, the ``samples`` (S, 2) on the mean and the ``inducing`` inputs (M, 2) on the
+    std [m], all in map metres. With a ``georeference``
+    (:class:`~poam_ros.geo.GeoReference`) the axes are its CRS's eastings and northings (map
+    metres plus its origin)."""
     if georeference is not None:
         points, track, samples, inducing = (
             None if xy is None else np.asarray(xy)[:, :2] + georeference.origin
@@ -97,9 +129,10 @@ def plot_map(path: str | Path, points: np.ndarray, mean: np.ndarray, std: np.nda
 
     elevation = truth if truth is not None else mean
     limits = (np.nanmin(elevation), np.nanmax(elevation))
-    panels = [("ground truth", truth, "terrain", limits, "elevation [m]"),
-              ("predicted mean", mean, "terrain", limits, "elevation [m]"),
-              ("standard deviation", std, "viridis", (None, None), "std [m]"),
+    name, unit, cmap = quantity
+    panels = [("ground truth", truth, cmap, limits, f"{name} [{unit}]"),
+              ("predicted mean", mean, cmap, limits, f"{name} [{unit}]"),
+              ("standard deviation", std, "viridis", (None, None), f"std [{unit}]"),
               ("learned lengthscale", lengthscale, "plasma", (None, None), "lengthscale [m]")]
     panels = [panel for panel in panels if panel[1] is not None]
     fig, axes = plt.subplots(1, len(panels), figsize=(4.75 * len(panels), 4.6),

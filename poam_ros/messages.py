@@ -116,6 +116,15 @@ def cloud_to_channel_readings(cloud, channels) -> tuple[float, dict[str, np.ndar
     return time_to_seconds(cloud.header.stamp), values
 
 
+def imu_to_orientation(imu) -> tuple[float, tuple[float, float, float, float], str, bool]:
+    """``(t [s], orientation (x, y, z, w), frame_id, known)`` of a ``sensor_msgs/Imu``: the
+    quaternion as sent (not normalised: the ingest judges it); ``known`` is False where the
+    IMU gives no orientation (``orientation_covariance[0]`` is -1, as the message defines)."""
+    q = imu.orientation
+    return (time_to_seconds(imu.header.stamp), (q.x, q.y, q.z, q.w), imu.header.frame_id,
+            imu.orientation_covariance[0] != -1.0)
+
+
 def navsatfix_to_fix(fix) -> tuple[float, float, float, int, float | None]:
     """``(t [s], latitude [deg], longitude [deg], status, horizontal std [m] or None)`` of a
     ``sensor_msgs/NavSatFix``, passed on as sent (NaN included): the ingest judges them.
@@ -226,15 +235,37 @@ def cloud_to_query(cloud) -> np.ndarray:
 
 
 def cloud_to_response(cloud) -> tuple[np.ndarray, np.ndarray]:
-    """Points (N, 2) [m] and standard deviations (N,) of an ``uncertainty/response``."""
+    """Points (N, 2) [m] and the predictive spread of an ``uncertainty/response``: the
+    standard deviations (N,), or the channels' covariances (N, D, D) of a multi-channel
+    map (its fields ``cov_<d>_<e>``, d ≤ e)."""
     arrays = cloud_to_fields(cloud, required=("x", "y", "std"))
-    return np.column_stack([arrays["x"], arrays["y"]]), arrays["std"]
+    points = np.column_stack([arrays["x"], arrays["y"]])
+    channels = sum(1 for name in arrays if name.startswith("cov_"))
+    if not channels:
+        return points, arrays["std"]
+    size = int(round((math.sqrt(8 * channels + 1) - 1) / 2))  # D(D + 1)/2 fields
+    names = [(d, e) for d in range(size) for e in range(d, size)]
+    if len(names) != channels or any(f"cov_{d}_{e}" not in arrays for d, e in names):
+        raise ValueError(f"uncertainty response with covariance fields that are not "
+                         f"cov_<d>_<e> for d <= e < D: {sorted(arrays)}")
+    cov = np.empty((len(points), size, size))
+    for d, e in names:
+        cov[:, d, e] = cov[:, e, d] = arrays[f"cov_{d}_{e}"]
+    return points, cov
 
 
-def cloud_to_evaluation(cloud) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Points (N, 2) [m], means (N,) and standard deviations (N,) of a ``map/evaluation``."""
-    arrays = cloud_to_fields(cloud, required=("x", "y", "mean", "std"))
-    return np.column_stack([arrays["x"], arrays["y"]]), arrays["mean"], arrays["std"]
+def cloud_to_evaluation(cloud, channels=()) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Points (N, 2) [m], means (N,) and standard deviations (N,) of a ``map/evaluation``;
+    with ``channels`` (the ingest's) means and stds (N, 1 + C), depth first."""
+    names = ("mean", "std", *(f"{kind}_{name}" for name in channels
+                              for kind in ("mean", "std")))
+    arrays = cloud_to_fields(cloud, required=("x", "y", *names))
+    points = np.column_stack([arrays["x"], arrays["y"]])
+    if not channels:
+        return points, arrays["mean"], arrays["std"]
+    return points, *(np.column_stack([arrays[kind]] + [arrays[f"{kind}_{name}"]
+                                                       for name in channels])
+                     for kind in ("mean", "std"))
 
 
 def _cloud_layout(cloud) -> np.dtype:

@@ -12,7 +12,7 @@ temperature sensor (:mod:`poam_ros.sim.water_temperature`), the ingest's ``chann
 ``temperature``, and a multi-channel method (``poam-mt``, ``cmogp``) maps depth and
 temperature jointly from (N, 2) samples with NaN where a channel was not measured; each epoch
 is scored per channel against its truth (``extra``: ``smse_depth``, ``msll_temperature``, ...).
-The planner still scores the depth channel's uncertainty alone.
+The planner scores the channels' predictive covariance as ``max_entropy.acquisition`` says.
 """
 
 from __future__ import annotations
@@ -29,18 +29,19 @@ from poam_ros.attitude import quaternion_from_rpy
 from poam_ros.geo.georeference import GeoReference
 from poam_ros.ingest import Ingest, SampleBatch
 from poam_ros.ingest.core import NO_RETURN, OUTSIDE_WORKSPACE
+from poam_ros.mapping.channels import DEPTH, survey_model
 from poam_ros.mapping.epochs import EpochRecord, epoch_averages
 from poam_ros.mapping.loop import MappingLoop, Scoring
 from poam_ros.mapping.metrics import evaluation_points
-from poam_ros.models import METHODS, OnlineSparseGP, make_model
-from poam_ros.models.multitask import MultiTaskSparseGP
+from poam_ros.models import OnlineSparseGP
+from poam_ros.params import ConfigError
 from poam_ros.params.mission_setup import MissionSetup, mission_seeds
 from poam_ros.planners import make_planner, pilot_survey
 from poam_ros.sim import (
     SimulatedAuv,
     SimulationError,
+    SonarConfig,
     SurveySimulator,
-    TemperatureSensor,
     Terrain,
     WaterTemperature,
     lower_right_start,
@@ -48,16 +49,34 @@ from poam_ros.sim import (
 )
 from poam_ros.sim.simulated_auv import Odom, Reading, Sounding
 from poam_ros.sim.water_temperature import CHANNEL as TEMPERATURE
+from poam_ros.sim.water_temperature import temperature_sensor
 from poam_ros.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
-#: the name of the first channel, the soundings' elevation, in per-channel records
-DEPTH = "depth"
-
-
 class MissionError(ValueError):
     """A mission that cannot run as configured; the message says what is wrong."""
+
+
+def survey_fields(setup: MissionSetup,
+                  terrain: Terrain) -> tuple[dict[str, Callable], list[WaterTemperature]]:
+    """Channel name -> its true field ((G, 2) m -> (G,)), depth first, then the ingest's
+    ``channels`` in order, each one the simulator measures; and the simulated fields that
+    sensors measure. The ROS-free mission and ``poam-ros sim``'s monitor score against
+    these."""
+    fields = {DEPTH: terrain.elevation}
+    simulated = {}
+    if setup.temperature.enabled:
+        simulated[TEMPERATURE] = WaterTemperature(terrain, setup.temperature)
+    channels = setup.ingest.channels
+    unknown = [name for name in channels if name not in simulated]
+    unread = [name for name in simulated if name not in channels]
+    if unknown or unread:
+        raise MissionError(f"ingest.channels {channels!r} must name exactly the channels "
+                           f"the simulator measures ({list(simulated)!r}; enable one with "
+                           f"temperature.enabled)")
+    fields.update((name, simulated[name].temperature) for name in channels)
+    return fields, list(simulated.values())
 
 
 @dataclass
@@ -109,10 +128,8 @@ class Mission:
         simulator = SurveySimulator(self.terrain, setup.vehicle, setup.sonar,
                                     seed=seeds["simulator"],
                                     start_pose=lower_right_start(self.workspace.bounds))
-        self.fields, measured = self._fields()
-        # Its own noise stream, so the soundings are those of a mission without it.
-        sensors = [TemperatureSensor(field, np.random.default_rng([seeds["simulator"], 1]))
-                   for field in measured]
+        self.fields, measured = survey_fields(setup, self.terrain)
+        sensors = [temperature_sensor(field, seeds["simulator"]) for field in measured]
         self.auv = SimulatedAuv(simulator, "lockstep", sensors=sensors)
         # The ingest drops what lies outside the mission's workspace, as poam-ros sim
         # configures the sensor_ingest node (MissionSetup.node_parameters).
@@ -135,35 +152,12 @@ class Mission:
         self.loop = MappingLoop(self.model, scoring, self.workspace)
         self._path: list[tuple[float, float, float]] = []
 
-    def _fields(self) -> tuple[dict, list[WaterTemperature]]:
-        """Channel name -> its true field ((G, 2) m -> (G,)), depth first, then the
-        ingest's ``channels`` in order, each one the simulator measures; and the simulated
-        fields that sensors measure."""
-        fields = {DEPTH: self.terrain.elevation}
-        simulated = {}
-        if self.setup.temperature.enabled:
-            simulated[TEMPERATURE] = WaterTemperature(self.terrain, self.setup.temperature)
-        channels = self.setup.ingest.channels
-        unknown = [name for name in channels if name not in simulated]
-        unread = [name for name in simulated if name not in channels]
-        if unknown or unread:
-            raise MissionError(f"ingest.channels {channels!r} must name exactly the channels "
-                               f"the simulator measures ({list(simulated)!r}; enable one with "
-                               f"temperature.enabled)")
-        fields.update((name, simulated[name].temperature) for name in channels)
-        return fields, list(simulated.values())
-
     def _model(self, config) -> OnlineSparseGP:
         """The configured method; with channels one of D = 1 + C outputs."""
-        if len(self.fields) == 1:
-            return make_model(config)
-        method = METHODS[config.method]
-        if not issubclass(method, MultiTaskSparseGP):
-            multi = sorted(name for name, cls in METHODS.items()
-                           if issubclass(cls, MultiTaskSparseGP))
-            raise MissionError(f"mapping.method {config.method!r} maps one channel; with "
-                               f"ingest.channels {list(self.fields)[1:]!r} use one of {multi}")
-        return method(config, 2, output_dim=len(self.fields))
+        try:
+            return survey_model(config, list(self.fields)[1:])
+        except ConfigError as error:
+            raise MissionError(str(error)) from None
 
     @property
     def outside_workspace(self) -> int:
@@ -202,10 +196,9 @@ class Mission:
                              time.perf_counter() - start)
 
     def _predict_std(self, xy: np.ndarray) -> np.ndarray:
-        # The paper's planner scores the predictive distribution of a measurement (of the
-        # depth, with several channels).
-        std = self.model.predict(xy, include_noise=True)[1]
-        return std if std.ndim == 1 else std[:, 0]
+        # The paper's planner scores the predictive distribution of a measurement (of every
+        # channel, with several), as the mapper answers the planner node's queries.
+        return self.loop.uncertainty(xy)
 
     def _survey(self, waypoints: np.ndarray) -> list[SampleBatch]:
         """Drive ``waypoints`` and feed the ingest as the nodes would: the plan, then every
@@ -217,14 +210,7 @@ class Mission:
         for event in auv.advance(math.inf):
             if isinstance(event, Odom):
                 self._path.append((event.x, event.y, event.yaw))
-                ingest.add_pose(event.t, event.x, event.y, event.z, event.yaw, event.t,
-                                orientation=quaternion_from_rpy(event.roll, event.pitch,
-                                                                event.yaw))
-            elif isinstance(event, Sounding):
-                ingest.add_range(event.t, event.range, sonar.min_range, sonar.max_range,
-                                 event.t)
-            elif isinstance(event, Reading):
-                ingest.add_reading(event.t, event.channel, event.value, event.t)
+            feed_ingest(ingest, event, sonar)
         if auv.last_failure:
             raise SimulationError(auv.last_failure)
         ingest.poll(math.inf)  # the leg is over: nothing more is in flight
@@ -243,3 +229,15 @@ class Mission:
         if on_epoch is not None:
             on_epoch(record)
         return record
+
+
+def feed_ingest(ingest: Ingest, event, sonar: SonarConfig) -> None:
+    """Hand one simulator event (an ``Odom``, a ``Sounding`` or a channel's ``Reading``) to
+    the ingest as the nodes would; the event's sim time stands for the wall clock."""
+    if isinstance(event, Odom):
+        ingest.add_pose(event.t, event.x, event.y, event.z, event.yaw, event.t,
+                        orientation=quaternion_from_rpy(event.roll, event.pitch, event.yaw))
+    elif isinstance(event, Sounding):
+        ingest.add_range(event.t, event.range, sonar.min_range, sonar.max_range, event.t)
+    elif isinstance(event, Reading):
+        ingest.add_reading(event.t, event.channel, event.value, event.t)

@@ -60,8 +60,8 @@ class SimulatedAuvConfig(Params):
                                     high=10000)
     hold_for: list[str] = param(
         ["sensor_ingest"], "lockstep: hold the clock until each of these nodes subscribes to "
-        "odom, sonar/range (and sonar/swath), so that none misses the first reading; a name "
-        "starting with / is matched with its namespace; empty: never hold")
+        "odom, sonar/range (and sonar/swath, temperature), so that none misses the first "
+        "reading; a name starting with / is matched with its namespace; empty: never hold")
 
     def validate(self) -> None:
         if self.start_pose and (len(self.start_pose) != 3 or not all(

@@ -104,3 +104,11 @@ class TemperatureSensor:
         truth[over] = self.field.temperature(points[over])
         noise = self.rng.normal(0.0, self.field.config.noise_std, size=truth.shape)
         return truth + noise, truth
+
+
+def temperature_sensor(field: WaterTemperature, seed: int) -> TemperatureSensor:
+    """The simulator's sensor of ``field``, drawing its noise from the stream ``[seed, 1]``
+    (``seed``: the simulator's), so that the echo sounder's noise, and with it the
+    soundings, are those of a survey without it. The ROS-free mission and the
+    ``simulated_auv`` node build it here, so both read the same values."""
+    return TemperatureSensor(field, np.random.default_rng([seed, 1]))

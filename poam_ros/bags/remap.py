@@ -3,7 +3,10 @@ mapping core, with any method and parameters, without ROS or DDS.
 
 Pipeline (what the live graph does, message for message):
 
-1. The bag's ``odom``, ``sonar/range``, ``sonar/swath``, ``fix`` and ``plan`` messages go into
+1. The bag's ``odom``, ``sonar/range``, ``sonar/swath``, ``fix`` and ``plan`` messages, and
+   those of the ingest's scalar channels (``channels`` on their topics and types:
+   :mod:`poam_ros.ingest.channels`), IMU and depth sensor (``imu_attitude``,
+   ``depth_from_pressure``: :mod:`poam_ros.ingest.attitude_depth`), go into
    :class:`~poam_ros.ingest.Ingest` with the numbers the ingest node reads off the same
    messages (:mod:`poam_ros.messages`), in data-time order: sensor messages by header
    stamp (a stamp behind its topic's newest keeps its place after that one, where the live
@@ -36,7 +39,11 @@ Pipeline (what the live graph does, message for message):
    recorded batches themselves, exactly what the live mapper received.
 5. Against ground truth (``truth``): a bag from the simulator (its ``/diagnostics`` hold
    the simulated AUV's status) is scored on the mission's evaluation grid against the
-   terrain of the parameter file, as :class:`~poam_ros.mission.Mission` scores a run.
+   terrain of the parameter file, as :class:`~poam_ros.mission.Mission` scores a run. With
+   channels the model maps D = 1 + C outputs (a multi-channel method) and each channel
+   is scored against its simulated field where the parameter file simulates it
+   (``temperature.enabled``): ``extra`` of each record holds ``smse_<channel>``,
+   ``msll_<channel>``, ...; a channel without a truth has NaN metrics.
 
 Samples after the last decision point (a survey stopped mid-leg) were never mapped live;
 ``tail`` decides: ``auto`` maps them only when the bag has no plans at all (a survey
@@ -52,6 +59,7 @@ import math
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Callable
 
 import numpy as np
@@ -61,13 +69,17 @@ from poam_ros.bags.bag_reader import BagError, BagReader, ReadReport
 from poam_ros.bags.message_types import MessageTypes
 from poam_ros.geo import GeoReference
 from poam_ros.ingest import Ingest, SampleBatch
+from poam_ros.ingest.attitude_depth import feed_depth_message, feed_imu_message
+from poam_ros.ingest.channels import channel_sources, feed_channel_message
 from poam_ros.ingest.clock_jumps import ClockJumps, Verdict
+from poam_ros.ingest.config import IngestConfig
+from poam_ros.mapping.channels import channel_names, survey_model
 from poam_ros.mapping.epochs import EpochRecord
 from poam_ros.mapping.loop import MappingLoop, Scoring
 from poam_ros.mapping.map_grid import MapGrid, MapLayers
 from poam_ros.mapping.metrics import evaluation_points
 from poam_ros.mission import MissionResult
-from poam_ros.models import OnlineSparseGP, make_model
+from poam_ros.models import OnlineSparseGP
 from poam_ros.params import Params, param
 from poam_ros.params.mission_setup import MissionSetup, mission_seeds
 from poam_ros.workspace import Workspace
@@ -79,6 +91,7 @@ ODOMETRY, RANGE, CLOUD, PATH = ("nav_msgs/msg/Odometry", "sensor_msgs/msg/Range"
                                 "sensor_msgs/msg/PointCloud2", "nav_msgs/msg/Path")
 DIAGNOSTICS = "diagnostic_msgs/msg/DiagnosticArray"
 NAVSATFIX = "sensor_msgs/msg/NavSatFix"
+IMU, FLUID_PRESSURE = "sensor_msgs/msg/Imu", "sensor_msgs/msg/FluidPressure"
 # Counters in the ingest node's /diagnostics of what depends on its wall clock and DDS:
 # where any is non-zero, the live batches cannot be reproduced from the sensor topics.
 _TIMING_DEPENDENT = ("flushes_on_grace", "dropped.late", "dropped.no_pose",
@@ -95,6 +108,10 @@ class RemapConfig(Params):
     plan_topic: str = param("/plan", "plans (nav_msgs/Path): their ends cut the batches")
     fix_topic: str = param("/fix", "position fixes (sensor_msgs/NavSatFix): resets of the "
                                    "horizontal position, as live (needs geo.*)")
+    imu_topic: str = param("/imu", "attitude (sensor_msgs/Imu), read with the ingest's "
+                                   "imu_attitude")
+    depth_topic: str = param("/depth", "depth sensor (sensor_msgs/FluidPressure), read with "
+                                       "the ingest's depth_from_pressure")
     map_topic: str = param("/map", "the live mapper's maps: update grouping and comparison")
     samples_topic: str = param("/samples", "the live ingest's batches (sensor_msgs/"
                                            "PointCloud2): the source with source=samples, "
@@ -178,7 +195,9 @@ def remap_bag(bag, setup: MissionSetup, config: RemapConfig | None = None,
     start = time.perf_counter()
     config = config or RemapConfig()
     reader = bag if isinstance(bag, BagReader) else BagReader(bag)
-    check_topics(reader, config)
+    check_topics(reader, config, setup.ingest)
+    seeds = mission_seeds(setup.mission.seed)
+    model = survey_model(setup.mapping.replace(seed=seeds["model"]), setup.ingest.channels)
     types = MessageTypes()
     ingest = Ingest(setup.ingest, Workspace.from_config(setup.ingest_workspace),
                     GeoReference.from_config(setup.geo))
@@ -203,11 +222,12 @@ def remap_bag(bag, setup: MissionSetup, config: RemapConfig | None = None,
 
         terrain = terrain_from_config(setup.terrain)
         eval_points = evaluation_points(workspace, setup.mission.eval_grid)
-        truth = terrain.elevation(eval_points)
+        truth = _truth(setup, terrain, eval_points, notes)
 
-    seeds = mission_seeds(setup.mission.seed)
-    loop = MappingLoop(make_model(setup.mapping.replace(seed=seeds["model"])),
-                       Scoring(eval_points, truth) if truth is not None else None, workspace)
+    channels = setup.ingest.channels
+    scoring = (None if truth is None else
+               Scoring(eval_points, truth, channel_names(channels) if channels else ()))
+    loop = MappingLoop(model, scoring, workspace)
     float64 = on_wire or ingest.config.float64_samples
     updates = _Updates(loop, grid, setup.mapper_node, live_maps, notes, on_update)
     for group in groups:
@@ -239,7 +259,8 @@ class _Updates:
 
     def step(self, group: list[SampleBatch], float64: bool) -> None:
         received = [wire_samples(batch.points, float64) for batch in group]
-        step = self.loop.step((points[:, :2], points[:, 2]) for points in received)
+        step = self.loop.step((points[:, :2], SampleBatch(0.0, points, "").targets)
+                              for points in received)
         stamp = max(msg.seconds_to_nanoseconds(batch.stamp) for batch in group)
         for error in step.refused:
             self.notes.append(f"a batch up to {stamp / 1e9:.3f} s refused: {error}")
@@ -268,9 +289,11 @@ def wire_samples(points: np.ndarray, float64: bool) -> np.ndarray:
     return points if float64 else points.astype("<f4").astype(np.float64)
 
 
-def check_topics(reader: BagReader, config: RemapConfig) -> None:
+def check_topics(reader: BagReader, config: RemapConfig,
+                 ingest: IngestConfig | None = None) -> None:
     """Raise :class:`BagError` where the bag lacks the topics the remap reads or holds
-    them with another type than the stack's."""
+    them with another type than the stack's (with ``ingest``: its channels', IMU's and
+    depth sensor's too)."""
     topics = reader.topics
     listing = ", ".join(f"{t.name} ({t.msgtype})" for t in sorted(topics.values(),
                                                                   key=lambda t: t.name))
@@ -288,7 +311,9 @@ def check_topics(reader: BagReader, config: RemapConfig) -> None:
     expected = {config.odom_topic: ODOMETRY, config.range_topic: RANGE,
                 config.swath_topic: CLOUD, config.plan_topic: PATH, config.map_topic: CLOUD,
                 config.diagnostics_topic: DIAGNOSTICS, config.samples_topic: CLOUD,
-                config.fix_topic: NAVSATFIX}
+                config.fix_topic: NAVSATFIX,
+                **{topic: msgtype for topic, (msgtype, _) in
+                   (_inputs(ingest, config) if ingest else {}).items()}}
     for name, msgtype in expected.items():
         if name in topics and topics[name].msgtype != msgtype:
             stored = topics[name].msgtype or "a type it does not name"
@@ -351,9 +376,10 @@ def _read(reader: BagReader, types: MessageTypes, ingest: Ingest, config: RemapC
     """Pass 1: decode every wanted message; keep the sensor messages and plans for pass 2
     and what the live graph recorded of itself."""
     recording = _Recording()
+    inputs = _inputs(ingest.config, config)
     wanted = {config.odom_topic, config.range_topic, config.swath_topic, config.plan_topic,
               config.map_topic, config.diagnostics_topic, config.samples_topic,
-              config.fix_topic}
+              config.fix_topic, *inputs}
     for sequence, message in enumerate(reader.messages(wanted)):
         try:
             decoded = types.deserialize(message.data, message.msgtype)
@@ -363,7 +389,7 @@ def _read(reader: BagReader, types: MessageTypes, ingest: Ingest, config: RemapC
             continue
         topic, sent = message.topic, message.publish_time or message.log_time
         if topic in (config.odom_topic, config.range_topic, config.swath_topic,
-                     config.fix_topic):
+                     config.fix_topic) or topic in inputs:
             _read_sensor(recording, config, ingest, sequence, message, sent, decoded)
         elif topic == config.plan_topic:
             recording.plans.append((sent, sequence, decoded, message.log_time))
@@ -437,7 +463,7 @@ def _read_samples(recording: _Recording, ingest: Ingest, config: RemapConfig, se
     stamp = msg.time_to_nanoseconds(decoded.header.stamp)
     recording.acted.append((sent, stamp))
     try:
-        points = msg.cloud_to_points(decoded)
+        points = msg.cloud_to_points(decoded, ingest.config.channels)
     except ValueError as error:
         notes.append(f"a recorded samples batch could not be read: {error}")
         return
@@ -472,6 +498,7 @@ def _feed(recording: _Recording, ingest: Ingest, config: RemapConfig, from_sampl
     batches: list[SampleBatch] = []
     path: list[tuple[float, float, float]] = []
     counts: Counter = Counter()
+    inputs = _inputs(ingest.config, config)
     now = last_poll = -math.inf
     for _, _, _, topic, decoded, received in sorted(recording.sensors,
                                                      key=lambda item: item[:3]):
@@ -487,16 +514,19 @@ def _feed(recording: _Recording, ingest: Ingest, config: RemapConfig, from_sampl
                 ingest.add_pose(t, x, y, z, yaw, now, decoded.header.frame_id,
                                 decoded.child_frame_id, msg.odometry_to_orientation(decoded))
         elif not from_samples:
-            _feed_reading(ingest, config, topic, decoded, now)
+            _feed_reading(ingest, config, inputs, topic, decoded, now)
         batches.extend(ingest.take_batches())
     return batches, path, counts
 
 
-def _feed_reading(ingest: Ingest, config: RemapConfig, topic: str, decoded, now: float) -> None:
-    """One range, swath, fix or plan message into the ingest, as the ingest node hands it
-    over."""
+def _feed_reading(ingest: Ingest, config: RemapConfig, inputs: dict, topic: str, decoded,
+                  now: float) -> None:
+    """One range, swath, fix, plan, channel, IMU or depth message into the ingest, as the
+    ingest node hands it over."""
     stamp = msg.time_to_seconds(decoded.header.stamp)
-    if topic == config.range_topic:
+    if topic in inputs:
+        inputs[topic][1](ingest, message=decoded, now=now)
+    elif topic == config.range_topic:
         ingest.add_range(stamp, decoded.range, decoded.min_range, decoded.max_range, now,
                          decoded.header.frame_id)
     elif topic == config.swath_topic:
@@ -583,3 +613,39 @@ def _compare(live: dict, stamp: int, layers: MapLayers, compared: int) -> MapCom
     return MapComparison(stamp, float(np.max(np.abs(mean_live - mean)[inside], initial=0.0)),
                          float(np.max(np.abs(std_live - std)[inside], initial=0.0)), same,
                          compared, len(live))
+
+
+def _absolute(topic: str) -> str:
+    """A topic name as a bag stores it: a relative one resolved in the root namespace."""
+    return topic if topic.startswith("/") else f"/{topic}"
+
+
+def _inputs(ingest: IngestConfig, config: RemapConfig) -> dict[str, tuple[str, Callable]]:
+    """The ingest's channels, IMU and depth sensor by the topic a bag holds them on: (their
+    message type, ``feed(ingest, message=, now=)`` as the ingest node hands them over)."""
+    inputs = {_absolute(source.topic): (source.msgtype,
+                                        partial(feed_channel_message, source=source))
+              for source in channel_sources(ingest)}
+    if ingest.imu_attitude:
+        inputs[config.imu_topic] = (IMU, feed_imu_message)
+    if ingest.depth_from_pressure:
+        inputs[config.depth_topic] = (FLUID_PRESSURE, feed_depth_message)
+    return inputs
+
+
+def _truth(setup: MissionSetup, terrain, points: np.ndarray, notes: list[str]) -> np.ndarray:
+    """The simulator's truth at ``points`` (G, 2): the terrain's elevation (G,), with the
+    ingest's channels (G, 1 + C), a channel the parameter file does not simulate NaN."""
+    channels = setup.ingest.channels
+    if not channels:
+        return terrain.elevation(points)
+    from poam_ros.sim.water_temperature import CHANNEL, WaterTemperature
+
+    columns = [terrain.elevation(points)]
+    for name in channels:
+        if name == CHANNEL and setup.temperature.enabled:
+            columns.append(WaterTemperature(terrain, setup.temperature).temperature(points))
+        else:
+            notes.append(f"no simulated truth of channel {name!r}: its metrics are NaN")
+            columns.append(np.full(len(points), np.nan))
+    return np.column_stack(columns)

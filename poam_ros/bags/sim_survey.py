@@ -3,7 +3,8 @@
 The ROS-free :class:`~poam_ros.sim.simulated_auv.SimulatedAuv` in lockstep follows a pilot
 survey, given legs and then random goals; its odometry and soundings are serialized with
 ``rosbags``' Kilted type store exactly as the ``simulated_auv`` node fills them in
-(frames, limits, variance), with the plans and a simulator diagnostics status, so that
+(frames, limits, variance), with the plans, a simulator diagnostics status and, with
+``temperature.enabled``, its temperature readings on ``/temperature``, so that
 :func:`~poam_ros.bags.remap.remap_bag` treats the bag as a recording of the simulator.
 """
 
@@ -21,7 +22,8 @@ from poam_ros.params.mission_setup import MissionSetup, mission_seeds
 from poam_ros.planners import pilot_survey
 from poam_ros.planners.random_planner import RandomPlanner
 from poam_ros.sim import SurveySimulator, lower_right_start, terrain_from_config
-from poam_ros.sim.simulated_auv import Odom, SimulatedAuv, Sounding
+from poam_ros.sim.simulated_auv import Odom, Reading, SimulatedAuv, Sounding
+from poam_ros.sim.water_temperature import WaterTemperature, temperature_sensor
 from poam_ros.workspace import Workspace
 
 STORE = get_typestore(Stores.ROS2_KILTED)
@@ -61,6 +63,13 @@ def sounding(t, distance) -> bytes:
     return STORE.serialize_cdr(message, "sensor_msgs/msg/Range").tobytes()
 
 
+def temperature(t, value, noise_std) -> bytes:
+    message = T["sensor_msgs/msg/Temperature"](header=header(t, "base_link"),
+                                               temperature=float(value),
+                                               variance=float(noise_std) ** 2)
+    return STORE.serialize_cdr(message, "sensor_msgs/msg/Temperature").tobytes()
+
+
 def plan(t, waypoints) -> bytes:
     poses = []
     for x, y in waypoints:
@@ -96,7 +105,9 @@ def write_survey(path, setup: MissionSetup, legs=((20.0, -20.0), (-10.0, 10.0)),
     workspace = Workspace.from_config(setup.workspace)
     simulator = SurveySimulator(terrain, setup.vehicle, setup.sonar, seed=seeds["simulator"],
                                 start_pose=lower_right_start(workspace.bounds))
-    auv = SimulatedAuv(simulator, "lockstep")
+    sensors = ([temperature_sensor(WaterTemperature(terrain, setup.temperature),
+                                   seeds["simulator"])] if setup.temperature.enabled else [])
+    auv = SimulatedAuv(simulator, "lockstep", sensors=sensors)
     rng = np.random.default_rng(seeds["planner"])
     plans = [pilot_survey(workspace, rng, setup.pilot)] + [np.array([leg]) for leg in legs]
     planner = RandomPlanner(workspace, rng)
@@ -107,6 +118,8 @@ def write_survey(path, setup: MissionSetup, legs=((20.0, -20.0), (-10.0, 10.0)),
             ("/odom", "nav_msgs/msg/Odometry"), ("/sonar/range", "sensor_msgs/msg/Range"),
             ("/plan", "nav_msgs/msg/Path"), ("/diagnostics",
                                              "diagnostic_msgs/msg/DiagnosticArray"))}
+        if sensors:
+            ids["/temperature"] = add(writer, "/temperature", "sensor_msgs/msg/Temperature")
         while plans or soundings < min_samples:
             waypoints = plans.pop(0) if plans else planner.plan(np.asarray(auv.pose[:2]))
             now = auv.time
@@ -121,6 +134,9 @@ def write_survey(path, setup: MissionSetup, legs=((20.0, -20.0), (-10.0, 10.0)),
                 elif isinstance(event, Sounding):
                     writer.write(ids["/sonar/range"], received, sounding(event.t, event.range))
                     soundings += 1
+                elif isinstance(event, Reading):
+                    writer.write(ids["/temperature"], received, temperature(
+                        event.t, event.value, setup.temperature.noise_std))
             writer.write(ids["/diagnostics"], base + int(auv.time * 1e9) + 2 * 10**6,
                          vehicle_diagnostics(auv.time))
     return path

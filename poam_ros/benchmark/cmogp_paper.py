@@ -19,8 +19,8 @@ quantity (per-point NLPD × points / 1000) for the comparison with their Tables.
 
 The magnetometer: path 3 streamed in 20 batches in time order, paths 1, 2, 4 and 5 for testing,
 the three field components (µT) as channels, joint (``poam-mt``, ``cmogp``) against one
-``poam`` map per component. ``--sparse-every k`` keeps only every k-th sample of components
-2 and 3 (a slow sensor beside a fast one).
+``poam`` map per component (``poam-independent``). ``--sparse-every k`` keeps only every k-th
+sample of components 2 and 3 (a slow sensor beside a fast one).
 
 Every method gets the same scalers: inputs min-max scaled over the known domain (the toy's
 [0, 2], the floor's extent), each channel's targets standardised on its samples of the first
@@ -38,7 +38,7 @@ import torch
 from poam_ros.benchmark.magnetometer import load_path
 from poam_ros.cli.common import ArgumentParser
 from poam_ros.mapping.metrics import evaluate_map
-from poam_ros.models import METHODS, MappingConfig, make_model
+from poam_ros.models import METHODS, MappingConfig
 from poam_ros.models.multitask import MultiTaskSparseGP
 from poam_ros.scalers import MinMaxScaler
 
@@ -47,7 +47,8 @@ TOY_MIXING = np.array([[-0.5, 0.1], [-0.1, 0.6]])
 TOY_NOISE_STD = np.array([1.0, 2.0])
 TOY_SAMPLES, TOY_BATCHES, TOY_DOMAIN = 2000, 5, (0.0, 2.0)
 
-JOINT = ("cmogp", "poam-mt")
+#: the joint methods and their baseline, one POAM map per channel
+METHODS_USED = ("cmogp", "poam-mt", "poam-independent")
 
 
 def toy_latents(x: np.ndarray) -> np.ndarray:
@@ -89,38 +90,14 @@ def toy_data(seed: int, asynchronous: bool):
     return batches, tests, order
 
 
-class Independent:
-    """One single-channel model per channel behind the multi-channel interface."""
-
-    def __init__(self, config: MappingConfig, input_dim: int, output_dim: int):
-        self.models = [make_model(config, input_dim) for _ in range(output_dim)]
-
-    def add_data(self, x: np.ndarray, y: np.ndarray) -> None:
-        for d, model in enumerate(self.models):
-            keep = np.isfinite(y[:, d])
-            model.add_data(x[keep], y[keep, d])
-
-    def update(self) -> None:
-        for model in self.models:
-            model.update()
-
-    def predict(self, x: np.ndarray, include_noise: bool = False):
-        parts = [model.predict(x, include_noise=include_noise) for model in self.models]
-        return np.column_stack([p[0] for p in parts]), np.column_stack([p[1] for p in parts])
-
-
 def build(method: str, config: MappingConfig, input_dim: int, output_dim: int,
-          x_low, x_high, first_y: np.ndarray):
-    """The method's model(s), with the input scaler set to the known domain and every channel's
-    target scaler fitted on the first batch (the pilot survey), the same for every method."""
-    if method in JOINT:
-        model = METHODS[method](config.replace(method=method), input_dim, output_dim)
-        singles = [(model, scaler) for scaler in model.y_scaler.scalers]
-    else:
-        model = Independent(config.replace(method=method), input_dim, output_dim)
-        singles = [(single, single.y_scaler) for single in model.models]
-    for d, (owner, scaler) in enumerate(singles):
-        owner.x_scaler = MinMaxScaler(np.asarray(x_low, float), np.asarray(x_high, float))
+          x_low, x_high, first_y: np.ndarray) -> MultiTaskSparseGP:
+    """The multi-channel method's model, with the input scaler set to the known domain and
+    every channel's target scaler fitted on the first batch (the pilot survey), the same for
+    every method."""
+    model = METHODS[method](config.replace(method=method), input_dim, output_dim)
+    model.x_scaler = MinMaxScaler(np.asarray(x_low, float), np.asarray(x_high, float))
+    for d, scaler in enumerate(model.y_scaler.scalers):
         scaler.fit(first_y[np.isfinite(first_y[:, d]), d])
     return model
 
@@ -132,7 +109,7 @@ def toy(asynchronous: bool, seed: int, methods, steps: int, num_inducing: int) -
                            lr_hyper=0.02, batch_size=256,
                            device="cpu", dtype="float64", seed=seed)
     results = {}
-    print(f"{'method':9} {'t':>2} {'ch':>2} {'NLPD new':>9} {'NLPD first':>10} "
+    print(f"{'method':16} {'t':>2} {'ch':>2} {'NLPD new':>9} {'NLPD first':>10} "
           f"{'NLPD old':>9} {'paper new':>9} {'RMSE new':>8} {'update s':>8}")
     for method in methods:
         model = build(method, config, 1, 2, [TOY_DOMAIN[0]], [TOY_DOMAIN[1]], batches[0][1])
@@ -158,7 +135,7 @@ def toy(asynchronous: bool, seed: int, methods, steps: int, num_inducing: int) -
                            update_seconds=seconds)
                 rows.append(row)
                 old_text = f"{row['nlpd_old']:9.3f}" if old else f"{'':9}"
-                print(f"{method:9} {t:2d} {d:2d} {new[0]:9.3f} {first[0]:10.3f} {old_text} "
+                print(f"{method:16} {t:2d} {d:2d} {new[0]:9.3f} {first[0]:10.3f} {old_text} "
                       f"{row['paper_nlpd_new']:9.3f} {new[1]:8.3f} {seconds:8.2f}")
         first = {d: [r["nlpd_first"] for r in rows if r["channel"] == d] for d in range(2)}
         growth = {d: max(values) - values[0] for d, values in first.items()}
@@ -201,12 +178,11 @@ def magnetometer(seed: int, methods, steps: int, num_inducing: int, sparse_every
             train = field[:, d][np.isfinite(field[:, d])]
             metrics = evaluate_map(y_test[:, d], mean[:, d], std[:, d], train)
             per_channel.append(dict(smse=metrics.smse, msll=metrics.msll, rmse=metrics.rmse))
-            print(f"{method:9} B{'xyz'[d]} SMSE {metrics.smse:.4f} MSLL {metrics.msll:7.3f} "
+            print(f"{method:16} B{'xyz'[d]} SMSE {metrics.smse:.4f} MSLL {metrics.msll:7.3f} "
                   f"RMSE {metrics.rmse:6.3f} µT")
-        if isinstance(model, MultiTaskSparseGP):
-            correlation = np.round(model.channel_correlation(), 3).tolist()
-            print(f"{method:9} channel correlations of Σ_q B_q: {correlation}")
-        print(f"{method:9} updates took {seconds:.1f} s in all")
+        correlation = np.round(model.channel_correlation(), 3).tolist()
+        print(f"{method:16} channel correlations of Σ_q B_q: {correlation}")
+        print(f"{method:16} updates took {seconds:.1f} s in all")
         results[method] = dict(channels=per_channel, update_seconds=seconds)
     return results
 
@@ -215,8 +191,9 @@ def main(argv=None) -> int:
     parser = ArgumentParser(prog="poam-ros bench cmogp-paper",
                             description=__doc__.split("\n\n")[0])
     parser.add_argument("experiment", choices=("sync", "async", "magnetometer"))
-    parser.add_argument("--methods", default="cmogp,poam-mt,poam",
-                        help="comma-separated: cmogp, poam-mt (joint), poam (one per channel)")
+    parser.add_argument("--methods", default=",".join(METHODS_USED),
+                        help="comma-separated: cmogp, poam-mt (joint), poam-independent (one "
+                             "POAM per channel)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--steps", type=int, default=None,
                         help="Adam steps per update (default 100 toy, 10 magnetometer)")
@@ -228,6 +205,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     methods = args.methods.split(",")
+    unknown = [m for m in methods if m not in METHODS_USED]
+    if unknown:
+        parser.error(f"--methods: {', '.join(unknown)} not among {', '.join(METHODS_USED)}")
     if args.experiment == "magnetometer":
         result = magnetometer(args.seed, methods, args.steps or 10, args.num_inducing or 300,
                               args.sparse_every, args.num_latents)

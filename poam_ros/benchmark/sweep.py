@@ -7,7 +7,12 @@ The summary averages each run's metrics over its decision epochs and reports mea
 std over seeds (``summary.md``, ``summary.csv``); a second table averages over the sample
 counts 1,000 … budget instead, as the POAM authors' released scripts compute the paper's
 figures. Curves against the number of samples per map and mission figures for chosen seeds
-come with it. ``--jobs`` runs missions in parallel worker processes,
+come with it. Runs whose records score several channels one by one (``extra``:
+``smse_<channel>``, ``msll_<channel>``: a mission with ``ingest.channels``) add a table of each
+channel's SMSE and MSLL (averaged over the epochs where the channel was scored, then mean ±
+sample std over seeds), curves per channel and a figure per channel. ``--maps params`` sweeps
+the parameter file's own terrain (the embedded bathymetry unless it names a file), as
+``poam-ros mission`` without ``--map``. ``--jobs`` runs missions in parallel worker processes,
 each with ``--threads`` torch threads (missions are independent; one thread per job on a
 machine with as many cores as jobs keeps the timings comparable between methods).
 
@@ -35,6 +40,7 @@ import numpy as np
 import torch
 
 from poam_ros.cli.common import INTERRUPTED, ArgumentParser, fail
+from poam_ros.figures import scored_channels
 from poam_ros.mapping.epochs import AVERAGED_METRICS, EpochRecord, sample_averages
 from poam_ros.mission import Mission, MissionError
 from poam_ros.params import ConfigError
@@ -45,6 +51,12 @@ log = logging.getLogger(__name__)
 
 DEFAULT_DATA_DIR = Path("..") / "shared" / "data" / "srtm"
 
+#: ``--maps`` entry that names the parameter file's own terrain rather than a file
+OWN_TERRAIN = "params"
+
+#: the per-channel metrics tabulated and plotted
+CHANNEL_METRICS = ("smse", "msll")
+
 
 @dataclass(frozen=True)
 class RunSpec:
@@ -52,19 +64,23 @@ class RunSpec:
     method: str
     kernel: str
     seed: int
-    terrain: str  # the map's file
+    terrain: str  # the map's file; empty: the parameter file's terrain
 
     @property
     def name(self) -> str:
         return f"{self.map}_{self.method}_{self.kernel}_{self.seed}"
 
 
-def map_files(maps: str, data_dir: Path) -> dict[str, Path]:
+def map_files(maps: str, data_dir: Path) -> dict[str, Path | None]:
     """``--maps`` by name: each a tile name (``<data_dir>/<name>_360.npz``) or a file, named
-    by its stem, so that a path names no run file in a folder of its own. Raises
-    ConfigError for a missing file or two maps of one name."""
-    files: dict[str, Path] = {}
+    by its stem, so that a path names no run file in a folder of its own; ``params`` (None)
+    is the parameter file's own terrain. Raises ConfigError for a missing file or two maps of
+    one name."""
+    files: dict[str, Path | None] = {}
     for entry in maps.split(","):
+        if entry == OWN_TERRAIN:
+            files[entry] = None
+            continue
         given = Path(entry)
         is_file = bool(given.suffix) or len(given.parts) > 1
         name, path = (given.stem, given) if is_file else (entry, data_dir / f"{entry}_360.npz")
@@ -84,7 +100,12 @@ def check_setups(specs: list[RunSpec], base: MissionSetup) -> None:
     for method, kernel in {(spec.method, spec.kernel) for spec in specs}:
         base.mapping.replace(method=method, kernel=kernel)
     for terrain in dict.fromkeys(spec.terrain for spec in specs):
-        Mission(base.over_map(terrain))
+        Mission(_over_map(base, terrain))
+
+
+def _over_map(base: MissionSetup, terrain: str) -> MissionSetup:
+    """``base`` over the run's terrain file, or as it is for the parameter file's terrain."""
+    return base.over_map(terrain) if terrain else base
 
 
 def run_one(spec: RunSpec, base: MissionSetup, out: Path, figure: bool = False) -> dict:
@@ -94,7 +115,7 @@ def run_one(spec: RunSpec, base: MissionSetup, out: Path, figure: bool = False) 
     records_path, status_path = runs / f"{spec.name}.jsonl", runs / f"{spec.name}.json"
     status = {"run": asdict(spec)}
     try:
-        setup = replace(base.over_map(spec.terrain),
+        setup = replace(_over_map(base, spec.terrain),
                         mapping=base.mapping.replace(method=spec.method, kernel=spec.kernel),
                         mission=base.mission.replace(seed=spec.seed))
         with open(records_path.with_suffix(".partial"), "w") as handle:
@@ -179,6 +200,8 @@ def summarise(specs: list[RunSpec], statuses: list[dict], out: Path,
     for the averages over that window (:func:`~poam_ros.mapping.epochs.sample_averages`)."""
     runs = {spec: _records(out, spec) for spec, status in zip(specs, statuses)
             if status["status"] == "done"}  # each run's epoch records, read once
+    channels = list(dict.fromkeys(c for records in runs.values()
+                                  for c in scored_channels(records[0]["extra"])))
     groups: dict[tuple, list[tuple[RunSpec, dict]]] = {}
     for spec, status in zip(specs, statuses):
         groups.setdefault((spec.map, spec.method, spec.kernel), []).append((spec, status))
@@ -191,6 +214,8 @@ def summarise(specs: list[RunSpec], statuses: list[dict], out: Path,
         # the model's size at the end (methods that size themselves: vips, oips, cv, ...)
         row["final_inducing"] = (float(np.mean([runs[spec][-1]["num_inducing"]
                                                 for spec, _ in done])) if done else math.nan)
+        row.update(_mean_std([_channel_averages(runs[spec]) for spec, _ in done],
+                             keys=[f"{m}_{c}" for c in channels for m in CHANNEL_METRICS]))
         if window:
             spanned = [a for a in (sample_averages([EpochRecord(**r) for r in runs[spec]],
                                                    *window) for spec, _ in done)
@@ -211,6 +236,14 @@ def summarise(specs: list[RunSpec], statuses: list[dict], out: Path,
         lines.append(f"| {r['map']} | {r['method']} | {r['kernel']} | {r['seeds']} | "
                      f"{' | '.join(cells)} | {r['update_time']:.3f} | "
                      f"{r['final_inducing']:.0f} | {r['failed']} |")
+    if channels:
+        lines += ["", "Per channel, averaged over the epochs where the channel was scored; mean "
+                  "± sample std over seeds.", "",
+                  "| map | method | kernel | seeds | channel | SMSE | MSLL |",
+                  "|---|---|---|---:|---|---|---|"]
+        lines += [f"| {r['map']} | {r['method']} | {r['kernel']} | {r['seeds']} | {c} | "
+                  f"{_cell(r, f'smse_{c}')} | {_cell(r, f'msll_{c}')} |"
+                  for r in rows for c in channels]
     if window:
         lines += ["", f"Averaged over samples {window[0]:,}–{window[1]:,} (interpolated between "
                   "epochs, as the POAM authors' metrics scripts average); runs that do not "
@@ -222,14 +255,28 @@ def summarise(specs: list[RunSpec], statuses: list[dict], out: Path,
                          f"{_cell(r, 'window_smse')} | {_cell(r, 'window_msll')} | "
                          f"{r['window_update_time']:.3f} |")
     (out / "summary.md").write_text("\n".join(lines) + "\n")
-    _plot_curves(runs, out)
+    _plot_curves(runs, out, channels)
 
 
-def _mean_std(averages: list[dict], prefix: str = "") -> dict[str, float]:
+def _channel_averages(records: list[dict]) -> dict[str, float]:
+    """A run's per-channel metrics averaged over the epochs where the channel was scored (a
+    channel enters the model once it has enough samples); NaN where it never was."""
+    averages = {}
+    for channel in scored_channels(records[0]["extra"]):
+        for metric in CHANNEL_METRICS:
+            key = f"{metric}_{channel}"
+            values = np.array([r["extra"].get(key, math.nan) for r in records], dtype=float)
+            averages[key] = float(np.mean(values[np.isfinite(values)])) \
+                if np.isfinite(values).any() else math.nan
+    return averages
+
+
+def _mean_std(averages: list[dict], prefix: str = "",
+              keys=AVERAGED_METRICS) -> dict[str, float]:
     """Mean and sample standard deviation (NaN for fewer than two runs) of each metric."""
     row = {}
-    for key in AVERAGED_METRICS:
-        values = np.array([a[key] for a in averages])
+    for key in keys:
+        values = np.array([a.get(key, math.nan) for a in averages])
         row[prefix + key] = float(values.mean()) if values.size else float("nan")
         row[f"{prefix}{key}_std"] = float(values.std(ddof=1)) if values.size > 1 else float("nan")
     return row
@@ -247,8 +294,9 @@ def _records(out: Path, spec: RunSpec) -> list[dict]:
     return [json.loads(line) for line in lines]
 
 
-def _plot_curves(runs: dict[RunSpec, list[dict]], out: Path) -> None:
-    """One figure per map of the done runs' curves."""
+def _plot_curves(runs: dict[RunSpec, list[dict]], out: Path, channels: list[str]) -> None:
+    """One figure per map of the done runs' curves, and one per map and channel of the
+    channel's metrics (``curves_<map>_<channel>.png``) from the runs that score it."""
     from poam_ros.figures import plot_curves
 
     for map_name in sorted({spec.map for spec in runs}):
@@ -259,6 +307,21 @@ def _plot_curves(runs: dict[RunSpec, list[dict]], out: Path) -> None:
         plot_curves(curves, out / f"curves_{map_name}.png",
                     keys=("smse", "msll", "update_time", "num_inducing"),
                     title=f"{map_name}: mean ± 1 std over seeds")
+        for channel in channels:
+            keys = [f"{metric}_{channel}" for metric in CHANNEL_METRICS]
+            scored = {label: [points for points in (_scored(run, keys) for run in label_runs)
+                              if points] for label, label_runs in curves.items()}
+            scored = {label: label_runs for label, label_runs in scored.items() if label_runs}
+            if scored:
+                plot_curves(scored, out / f"curves_{map_name}_{channel}.png", keys=keys,
+                            title=f"{map_name}, {channel}: mean ± 1 std over seeds")
+
+
+def _scored(records: list[dict], keys: list[str]) -> list[dict]:
+    """A run's curve points of per-channel metrics: the epochs where all ``keys`` of
+    ``extra`` are finite, each with its sample count."""
+    return [{**r["extra"], "num_samples": r["num_samples"]} for r in records
+            if all(math.isfinite(r["extra"].get(key, math.nan)) for key in keys)]
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -282,7 +345,7 @@ def main(argv=None) -> int:
             base.mission = base.mission.replace(max_samples=700, eval_grid=25)
             base.mapping = base.mapping.replace(num_inducing=100, train_steps=3)
         window = _window(args.window_start, base.mission.max_samples)
-        specs = [RunSpec(name, method, kernel, seed, str(path))
+        specs = [RunSpec(name, method, kernel, seed, "" if path is None else str(path))
                  for name, path in map_files(args.maps, args.data_dir).items()
                  for method in args.methods.split(",") for kernel in args.kernels.split(",")
                  for seed in args.seeds]
@@ -322,7 +385,8 @@ def _parser() -> ArgumentParser:
     parser = ArgumentParser(prog="poam-ros bench sweep", description=__doc__,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--maps", default="N17E073,N47W124",
-                        help="tile names (looked up as <data-dir>/<name>_360.npz) or files")
+                        help="tile names (looked up as <data-dir>/<name>_360.npz) or files; "
+                             f"{OWN_TERRAIN}: the parameter file's terrain")
     parser.add_argument("--methods", default="poam", help="comma-separated mapping methods")
     parser.add_argument("--kernels", default="attentive",
                         help="comma-separated kernels: attentive, rbf, matern52")

@@ -174,7 +174,8 @@ def _play_topics(args, reader) -> set[str]:
 
 # ----------------------------------------------------------------------------- remap
 
-REMAP_TOPICS = ("odom", "range", "swath", "fix", "plan", "map", "samples", "diagnostics")
+REMAP_TOPICS = ("odom", "range", "swath", "fix", "imu", "depth", "plan", "map", "samples",
+                "diagnostics")
 FIRST_UPDATE_NOTE = ("       (update 0 fits the scalers and chooses the inducing inputs from "
                      "scratch, so it can take longer)")
 
@@ -271,13 +272,12 @@ def _remap_setup(args):
 
 
 def _print_remap(result, out: Path) -> None:
-    from poam_ros.cli.mission import print_unmapped
+    from poam_ros.cli.mission import print_final, print_unmapped
 
     print(f"\n{len(result.records)} update(s), {result.model.num_samples} samples from "
           f"{len(result.batches)} batch(es) in {result.wall_time:.1f} s")
     if result.records and not math.isnan(result.records[-1].smse):
-        final = result.records[-1]
-        print(f"final:    SMSE {final.smse:.4f}  MSLL {final.msll:.3f}  RMSE {final.rmse:.3f}")
+        print_final(asdict(result.records[-1]))
     comparison = result.comparison
     if comparison is not None:
         verdict = "equal to" if comparison.equal else "DIFFERENT from"

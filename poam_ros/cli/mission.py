@@ -138,17 +138,36 @@ def summarize(records: Sequence, wall_time: float, setup, **extra) -> dict:
 
 def report(summary: dict, out: Path, name: str, figure: Path) -> None:
     """Write ``<name>.json`` to ``out`` (``epochs.jsonl`` is the :class:`EpochLog`'s) and print
-    the summary."""
+    the summary: with several channels, each channel's final scores (the first's are the
+    record's own) and figure (:func:`~poam_ros.figures.plot_mission`)."""
+    from poam_ros.figures import channel_figure, scored_channels
+
     (out / f"{name}.json").write_text(json.dumps(summary, indent=1))
     final, averages = summary["final"], summary["epoch_averages"]
+    channels = scored_channels(final["extra"])
     print(f"\n{summary['epochs']} epochs, {final['num_samples']} samples, "
           f"{final['sim_time']:.0f} s of sim time in {summary['wall_time']:.0f} s wall time")
-    print(f"final:    SMSE {final['smse']:.4f}  MSLL {final['msll']:.3f}  "
-          f"RMSE {final['rmse']:.3f}")
+    print_final(final)
     print(f"averaged over epochs: SMSE {averages['smse']:.4f}  MSLL {averages['msll']:.3f}")
     print(f"update time: median {summary['median_update_time']:.3f} s, "
           f"max {summary['max_update_time']:.3f} s")
-    print(f"figure: {figure}; records: {out}/{name}.json, epochs.jsonl")
+    written = [channel_figure(figure, channel) for channel in channels[1:]]
+    figures = ", ".join(str(f) for f in [figure] + [f for f in written if f.is_file()])
+    print(f"figure: {figures}; records: {out}/{name}.json, epochs.jsonl")
+
+
+def print_final(final: dict) -> None:
+    """Print an epoch record's (as a dict) final scores: with several channels the first
+    line is the depth's (the record's own), then one line per further channel."""
+    from poam_ros.figures import scored_channels
+
+    channels = scored_channels(final["extra"])
+    print(f"final:    SMSE {final['smse']:.4f}  MSLL {final['msll']:.3f}  "
+          f"RMSE {final['rmse']:.3f}" + (f" ({channels[0]})" if channels else ""))
+    for channel in channels[1:]:
+        print(f"final {channel}: SMSE {final['extra'][f'smse_{channel}']:.4f}  "
+              f"MSLL {final['extra'][f'msll_{channel}']:.3f}  "
+              f"RMSE {final['extra'][f'rmse_{channel}']:.3f}")
 
 
 def print_unmapped(outside_workspace: int, no_return: int) -> None:

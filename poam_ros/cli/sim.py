@@ -3,7 +3,9 @@ and scored as ``poam-ros mission`` scores the same mission without ROS (needs rc
 
 from __future__ import annotations
 
+import functools
 import logging
+import operator
 import sys
 from pathlib import Path
 
@@ -139,8 +141,9 @@ def describe_bag(path: Path) -> dict:
 
 
 def plot_final_map(run, path, setup):
-    """The last scored map as published, with the ground truth at its cells."""
-    from poam_ros.figures import map_title, plot_map
+    """The last scored map as published, with the ground truth at its cells; with channels
+    besides the depth, a figure per further channel at ``figures.channel_figure``."""
+    from poam_ros.figures import CHANNEL_QUANTITIES, channel_figure, map_title, plot_map
     from poam_ros.geo import GeoReference
 
     stamp = run.monitor.record_stamps[-1]
@@ -148,20 +151,36 @@ def plot_final_map(run, path, setup):
     if layers is None:
         return "none (the last map was not received)"
     points, inside = layers["points"], np.isfinite(layers["mean"])
-    truth = np.full(len(points), np.nan)
-    truth[inside] = run.terrain.elevation(points[inside])
-    samples = run.monitor.samples(until=stamp)[:, :2]
-    final = run.records[-1]
-    title = map_title(map_name(setup), setup.mapping.method, final.num_samples, final.smse,
-                      final.msll, f"over ROS, seed {setup.mission.seed}")
-    return plot_map(path, points, layers["mean"], layers["std"], layers["lengthscale"],
-                    truth=truth, track=samples, samples=samples, inducing=layers["inducing"],
-                    title=title, georeference=GeoReference.from_config(setup.geo))
+    kept = run.monitor.samples(until=stamp)
+    track, final = kept[:, :2], run.records[-1]
+    note, georeference = f"over ROS, seed {setup.mission.seed}", GeoReference.from_config(
+        setup.geo)
+    figure = None
+    for d, (name, field) in enumerate(run.monitor.fields.items()):
+        truth = np.full(len(points), np.nan)
+        truth[inside] = field(points[inside])
+        suffix = "" if d == 0 else f"_{name}"
+        samples = kept[np.isfinite(kept[:, 2 + d]), :2]
+        scores = (final.smse, final.msll) if d == 0 else (final.extra[f"smse_{name}"],
+                                                          final.extra[f"msll_{name}"])
+        title = map_title(map_name(setup) if d == 0 else f"{map_name(setup)}, {name}",
+                          setup.mapping.method,
+                          len(samples) if run.monitor.channels else final.num_samples, *scores,
+                          note)
+        written = plot_map(path if d == 0 else channel_figure(path, name), points,
+                           layers[f"mean{suffix}"], layers[f"std{suffix}"],
+                           layers["lengthscale"] if d == 0 else None, truth=truth, track=track,
+                           samples=samples, inducing=layers["inducing"], title=title,
+                           georeference=georeference,
+                           quantity=CHANNEL_QUANTITIES.get(name, (name, "", "viridis")))
+        figure = figure or written
+    return figure
 
 
 def compare(setup, run, torch_threads: int | None) -> dict:
     """Run the ROS-free mission with ``setup``, print it beside the graph's, and return
     its summary with the comparison."""
+    from poam_ros.figures import scored_channels
     from poam_ros.mission import Mission
 
     setup.mapper_node.use_torch_threads(torch_threads)
@@ -178,8 +197,12 @@ def compare(setup, run, torch_threads: int | None) -> dict:
             ("SMSE over epochs", ("epoch_averages", "smse"), ".4f"),
             ("MSLL over epochs", ("epoch_averages", "msll"), ".3f"),
             ("median update s", "median_update_time", ".3f"), ("wall time s", "wall_time", ".1f")]
+    for channel in scored_channels(graph["final"]["extra"])[1:]:  # each further channel's
+        rows += [(f"final SMSE {channel}", ("final", "extra", f"smse_{channel}"), ".4f"),
+                 (f"final MSLL {channel}", ("final", "extra", f"msll_{channel}"), ".3f")]
     for label, key, form in rows:
-        a, b = ((s[key[0]][key[1]] if isinstance(key, tuple) else s[key]) for s in (graph, alone))
+        a, b = (functools.reduce(operator.getitem, key if isinstance(key, tuple) else (key,), s)
+                for s in (graph, alone))
         print(f"{label:24} {a:>10{form}} {b:>10{form}}")
     print(f"epochs with the same sample count from the start: {same} of {len(free)}")
     del alone["setup"]

@@ -75,6 +75,12 @@ non-finite stamp, latitude or longitude (``fix_nonfinite``), a latitude or longi
 range or where the anchor's projection has no place for it (``fix_out_of_range``), a
 reported horizontal std above ``fix_max_std`` (``fix_imprecise``), a stamp not after the
 previous fix's (``fix_out_of_order``) or no pose to reset at its stamp (``fix_no_pose``).
+With ``imu_attitude`` and ``depth_from_pressure`` the attitude and the depth come from an
+IMU and a pressure sensor instead (:mod:`~poam_ros.ingest.attitude_depth`: a reading waits
+until they reach its stamp); their messages are dropped, counted per message, in another
+frame (``wrong_frame``), with no orientation or one that is not a rotation
+(``imu_invalid``) or a non-finite pressure (``pressure_invalid``), and out of order as
+the readings are.
 
 A node cuts batches in its callbacks (cheap) and checks them (:meth:`Ingest.finish`: swath
 filters, workspace, duplicates; the heavy part) on a worker thread; :meth:`take_batches`
@@ -92,16 +98,17 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from poam_ros.attitude import roll_pitch_from_quaternion, rotation_matrix
+from poam_ros.ingest.attitude_depth import DEPTH, IMU, AttitudeDepth, depth_from_pressure
+from poam_ros.ingest.channels import channel_sources
 from poam_ros.ingest.clock_jumps import ClockJumps, Verdict
 from poam_ros.ingest.cloud_filters import (
-    BACKENDS,
     resolve_backend,
     statistical_inliers,
     voxel_downsample,
 )
+from poam_ros.ingest.config import IngestConfig
 from poam_ros.ingest.navigation import HorizontalResets, StaticTransform
 from poam_ros.ingest.pose_history import STAMP_TOLERANCE, Lookup, PoseHistory, not_a_rotation
-from poam_ros.params import ConfigError, Params, param
 from poam_ros.workspace import Workspace
 
 if TYPE_CHECKING:  # the anchor is handed in: the ingest itself needs no pyproj or rasterio
@@ -144,6 +151,9 @@ FIX_OUT_OF_RANGE = "fix_out_of_range"
 FIX_IMPRECISE = "fix_imprecise"
 FIX_OUT_OF_ORDER = "fix_out_of_order"
 FIX_NO_POSE = "fix_no_pose"
+# Attitude and depth sensors (attitude_depth.py), counted in messages.
+IMU_INVALID = "imu_invalid"            # no orientation, or one that is not a rotation
+PRESSURE_INVALID = "pressure_invalid"  # a non-finite pressure
 FIX_REASONS = (FIX_NO_ANCHOR, FIX_NO_FIX, FIX_NONFINITE, FIX_OUT_OF_RANGE, FIX_IMPRECISE,
                FIX_OUT_OF_ORDER, FIX_NO_POSE)
 REASONS = (WRONG_FRAME, NO_RETURN, NONFINITE_RANGE, NEGATIVE_RANGE, RANGE_OUT_OF_LIMITS,
@@ -151,140 +161,10 @@ REASONS = (WRONG_FRAME, NO_RETURN, NONFINITE_RANGE, NEGATIVE_RANGE, RANGE_OUT_OF
            CLOCK_RESET, POSE_GAP, NO_POSE, QUEUE_OVERFLOW, LATE, OUTSIDE_WORKSPACE,
            VOXEL_MERGED, STATISTICAL_OUTLIER, POSE_WRONG_FRAME, POSE_NONFINITE,
            POSE_INVALID_ORIENTATION, POSE_DUPLICATE, POSE_OUT_OF_ORDER, POSE_STAMP_OUTLIER,
-           POSE_JUMP, *FIX_REASONS)
+           POSE_JUMP, IMU_INVALID, PRESSURE_INVALID, *FIX_REASONS)
 
 ODOM, RANGE, SWATH = "odom", "range", "swath"  # streams; RANGE and SWATH are reading kinds
 CHANNEL = "channel:"  # + a channel's name: its stream and reading kind
-
-
-@dataclass
-class IngestConfig(Params):
-    """Frames, pairing tolerances, batching and swath filtering of the sensor ingest."""
-
-    world_frame: str = param("map", "frame of odometry poses, plans and the samples")
-    base_frame: str = param("base_link", "odometry child_frame_id expected")
-    odom_frame: str = param("", "a second frame odometry may come in (e.g. odom), placed in "
-                                "world_frame by map_from_odom; empty: odometry in world_frame "
-                                "only")
-    map_from_odom: list = param([0.0, 0.0, 0.0, 0.0], "static world_frame <- odom_frame "
-                                "transform: x, y, z [m], yaw [rad] (both frames z-up, REP-105)"
-                                ", or x, y, z, qx, qy, qz, qw with a rotation about z")
-    fix_max_std: float = param(0.0, "a position fix whose reported horizontal std (the larger "
-                                    "of its east and north) exceeds this is dropped "
-                                    "(fix_imprecise; one reporting none passes); 0: off",
-                               unit="m", low=0.0)
-    sonar_frame: str = param("sonar_link", "frame_id expected of sonar/range and "
-                                           "sonar/swath (placed by sonar_mount_xyz/rpy)")
-    sonar_mount_xyz: list = param([0.0, 0.0, 0.0], "lever arm: sonar_frame's origin in "
-                                                   "base_frame (x forward, y left, z up)",
-                                  unit="m")
-    sonar_mount_rpy: list = param([0.0, 0.0, 0.0], "sonar_frame's roll, pitch, yaw relative "
-                                                   "to base_frame (swath points)", unit="rad")
-    pose_history: float = param(300.0, "pose history kept, in stamp time: a reading stamped "
-                                       "earlier than this before the newest pose is stale; "
-                                       "generous, as a fast simulation may deliver readings "
-                                       "many simulated seconds after the poses", unit="s",
-                                low=0.1, high=3600.0)
-    max_pose_gap: float = param(1.0, "a reading between two poses further apart than this "
-                                     "is dropped (pose_gap)", unit="s", low=1e-6)
-    max_speed: float = param(5.0, "a pose implying a faster move from the last one is "
-                                  "dropped (pose_jump)", unit="m/s", low=0.0)
-    jump_tolerance: float = param(1.0, "position slack added to max_speed * dt in the jump "
-                                       "test", unit="m", low=0.0)
-    orientation_tolerance: float = param(1e-3, "odometry whose orientation quaternion's norm "
-                                               "is off 1 by more than this is not a rotation "
-                                               "and is refused (pose_invalid_orientation)",
-                                         low=0.0, high=0.5)
-    stamp_jump_threshold: float = param(10.0, "a stamp further than this from its stream's "
-                                              "clock (newest stamp accepted), either way, is "
-                                              "held as suspect: a glitch (stamp_outlier) unless "
-                                              "stamp_reset_count suspects agree; at least "
-                                              "max_pose_gap", unit="s", low=1e-3)
-    stamp_reset_count: int = param(5, "suspect stamps in a row, each within "
-                                      "stamp_jump_threshold of the one before, that mean the "
-                                      "stream's clock changed: a reset (fewer in a row are "
-                                      "outliers)", low=2, high=1000)
-    goal_radius: float = param(0.1, "a plan's waypoint counts as reached within this; keep "
-                                    "it equal to the vehicle's (vehicle.goal_radius)",
-                               unit="m", low=0.001)
-    sonar_rate: float = param(3.0, "sonar/range rate, to know when every sounding up to an "
-                                   "arrival is in; > 0: the stream is expected at every "
-                                   "arrival; 0: unknown, waited for once seen, its period "
-                                   "taken from the stamps", unit="Hz", low=0.0)
-    swath_rate: float = param(0.0, "sonar/swath ping rate, as sonar_rate", unit="Hz",
-                              low=0.0)
-    flush_grace: float = param(1.0, "wall time an arrival batch waits for readings still in "
-                                    "flight before it goes out anyway", unit="s", low=0.0)
-    pending_timeout: float = param(2.0, "a reading newer than every pose waits while poses "
-                                        "keep coming; once none has come for this wall time "
-                                        "it is dropped (no_pose)", unit="s", low=0.0)
-    max_pending: int = param(5000, "readings waiting for a pose; beyond this the oldest is "
-                                   "dropped (queue_overflow)", low=1)
-    max_batch_size: int = param(100000, "publish a batch once it holds this many samples; "
-                                        "0: only at decision points", low=0)
-    max_batch_age: float = param(0.0, "publish a batch once it spans this much stamp time; 0: "
-                                      "only at decision points and max_batch_size",
-                                 unit="s", low=0.0)
-    swath_min_range: float = param(0.0, "swath points closer than this are dropped",
-                                   unit="m", low=0.0)
-    swath_max_range: float = param(10000.0, "swath points further than this are dropped",
-                                   unit="m", low=0.0)
-    voxel_size: float = param(0.25, "voxel edge for down-sampling swath points; 0: off",
-                              unit="m", low=0.0)
-    outlier_neighbors: int = param(20, "neighbours in the statistical outlier test of swath "
-                                       "points; 0: off", low=0)
-    outlier_std_ratio: float = param(2.0, "swath points whose mean neighbour distance exceeds "
-                                          "the mean by this many std are outliers", low=1e-6)
-    filter_backend: str = param("auto", "swath filter implementation; auto prefers open3d",
-                                choices=BACKENDS)
-    channels: list[str] = param([], "scalar channels besides the depth (e.g. temperature): "
-                                    "each reading is placed at the vehicle's position and "
-                                    "becomes a sample with its value in the channel's column "
-                                    "(NaN elsewhere); empty: depth only, samples x, y, z")
-    channel_rates: list = param([], "each channel's reading rate, as sonar_rate (0: unknown); "
-                                    "empty: every channel 0", unit="Hz")
-    float64_samples: bool = param(False, "publish samples as float64 fields instead of the "
-                                         "contract's float32 (no rounding of x, y: a lockstep "
-                                         "mission then differs from the ROS-free one only by "
-                                         "sensor_msgs/Range's float32 range)")
-
-    def validate(self) -> None:
-        for name in ("sonar_mount_xyz", "sonar_mount_rpy"):
-            values = getattr(self, name)
-            if len(values) != 3 or not all(isinstance(v, (int, float)) and not isinstance(
-                    v, bool) and math.isfinite(v) for v in values):
-                raise ConfigError(f"IngestConfig.{name} must be three finite numbers, got "
-                                  f"{values!r}")
-            setattr(self, name, [float(v) for v in values])
-        try:
-            StaticTransform.from_values(self.map_from_odom, self.orientation_tolerance)
-        except ValueError as error:
-            raise ConfigError(f"IngestConfig.map_from_odom: {error}") from None
-        if self.odom_frame == self.world_frame:
-            raise ConfigError(f"IngestConfig.odom_frame must differ from world_frame "
-                              f"({self.world_frame!r}); empty: no second frame")
-        if self.swath_max_range <= self.swath_min_range:
-            raise ConfigError(f"IngestConfig.swath_max_range ({self.swath_max_range:g}) must "
-                              f"exceed swath_min_range ({self.swath_min_range:g})")
-        if self.outlier_neighbors == 1:
-            raise ConfigError("IngestConfig.outlier_neighbors must be 0 (off) or >= 2: with "
-                              "one neighbour (the point itself) every point is an outlier")
-        if len(set(self.channels)) != len(self.channels) or not all(
-                isinstance(name, str) and name.isidentifier() and name not in ("x", "y", "z")
-                for name in self.channels):
-            raise ConfigError(f"IngestConfig.channels must be distinct identifiers other than "
-                              f"x, y, z (each names a field of the samples cloud), got "
-                              f"{self.channels!r}")
-        if self.channel_rates and (len(self.channel_rates) != len(self.channels) or not all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < math.inf
-                for v in self.channel_rates)):
-            raise ConfigError(f"IngestConfig.channel_rates must be empty or one rate >= 0 Hz "
-                              f"per channel {self.channels!r}, got {self.channel_rates!r}")
-        self.channel_rates = [float(v) for v in self.channel_rates]
-        if self.stamp_jump_threshold < self.max_pose_gap:
-            raise ConfigError(f"IngestConfig.stamp_jump_threshold ({self.stamp_jump_threshold:g}"
-                              f") must be at least max_pose_gap ({self.max_pose_gap:g}): a pause "
-                              f"the pose history may bridge is no clock jump")
 
 
 @dataclass
@@ -380,6 +260,8 @@ class Ingest:
         self.clock_resets: Counter = Counter()  # per stream: odom, range, swath
         self.reset_details: dict[str, str] = {}  # per stream, its latest reset
         self._clocks = {ODOM: ClockJumps(), RANGE: ClockJumps(), SWATH: ClockJumps()}
+        self.channel_received: Counter = Counter()  # per channel, readings handed in
+        self.channel_placed: Counter = Counter()    # per channel, readings placed as samples
         self.configure(config)
 
     # ------------------------------------------------------------------ configuration
@@ -406,6 +288,13 @@ class Ingest:
             self._clocks.setdefault(CHANNEL + name, ClockJumps())
         self._channel_index = {CHANNEL + name: index
                                for index, name in enumerate(config.channels)}
+        self._channel_frames = {CHANNEL + source.name: source.frame
+                                for source in channel_sources(config)}
+        if not hasattr(self, "_attitude_depth"):
+            self._attitude_depth = AttitudeDepth(config)
+        self._attitude_depth.configure(config)
+        for name in self._attitude_depth.streams:
+            self._streams.setdefault(name, _Stream(0.0))
         if config.filter_backend == "open3d":
             resolve_backend("open3d")  # fail now, not at the first swath, where it is missing
 
@@ -413,6 +302,13 @@ class Ingest:
     def pending(self) -> int:
         """Readings waiting for a pose."""
         return len(self._pending)
+
+    def channel_waiting(self, channel: str) -> int:
+        """Readings of ``channel`` waiting for a pose or held as suspect stamps: neither placed
+        nor dropped yet (the rest of :attr:`channel_received` are one or the other)."""
+        kind = CHANNEL + channel
+        return (sum(entry[1] == kind for entry in self._pending)
+                + (self._clocks[kind].held if kind in self._clocks else 0))
 
     @property
     def held(self) -> int:
@@ -557,16 +453,19 @@ class Ingest:
             return False
         return self._place(t, SWATH, points, now)
 
-    def add_reading(self, t: float, channel: str, value: float, now: float) -> bool:
+    def add_reading(self, t: float, channel: str, value: float, now: float,
+                    frame_id: str | None = None) -> bool:
         """A scalar ``channel``'s ``value`` (its units, e.g. °C or Pa) measured at ``t`` s at
-        the vehicle's position. True when placed or waiting for a pose. A channel not
-        configured is ``wrong_frame`` (not this ingest's), a non-finite value
+        the vehicle's position, in ``frame_id`` (checked against the channel's frame when
+        given). True when placed or waiting for a pose. A channel not configured or another
+        frame is ``wrong_frame`` (not this ingest's), a non-finite value
         ``nonfinite_point``; stamps follow the rules of the ranges, per channel."""
         kind = CHANNEL + channel
         if kind not in self._channel_index:
             return self._drop(WRONG_FRAME, 1, f"reading of channel {channel!r}, not one of "
                               f"{self.config.channels!r}")
-        if not self._admit(kind, t, None, 1):
+        self.channel_received[channel] += 1
+        if not self._admit(kind, t, frame_id, 1, self._channel_frames[kind]):
             return False
         return self._judge(kind, t, 1, lambda: self._add_reading(t, kind, value, now))
 
@@ -576,6 +475,52 @@ class Ingest:
         if not math.isfinite(value):
             return self._drop(NONFINITE_POINT, 1, f"{kind} value {value} at t={t:.6f} s")
         return self._place(t, kind, float(value), now)
+
+    def add_attitude(self, t: float, orientation: tuple[float, float, float, float],
+                     yaw: float, now: float, frame_id: str | None = None,
+                     known: bool = True) -> bool:
+        """The IMU's orientation quaternion (x, y, z, w) at ``t`` s and its ``yaw`` [rad]
+        (``imu_attitude``; :mod:`~poam_ros.ingest.attitude_depth`). ``known``: False where
+        the IMU gives no orientation. True when kept; ``wrong_frame`` (not this ingest's)
+        without ``imu_attitude``."""
+        config = self.config
+        if not config.imu_attitude:
+            return self._drop(WRONG_FRAME, 1, "imu message, but imu_attitude is off")
+        if not self._admit(IMU, t, frame_id, 1, config.imu_frame or config.base_frame):
+            return False
+        if not known:
+            return self._drop(IMU_INVALID, 1, f"imu at t={t:.6f} s gives no orientation "
+                              f"(orientation_covariance[0] = -1)")
+        problem = not_a_rotation(orientation, config.orientation_tolerance)
+        if problem is not None or not math.isfinite(yaw):
+            return self._drop(IMU_INVALID, 1, f"imu at t={t:.6f} s with {problem}")
+        if not self._in_order(IMU, t, 1):
+            return False
+        self._attitude_depth.add_attitude(t, *roll_pitch_from_quaternion(orientation), yaw)
+        self._resolve_pending(now)
+        self._try_flush(now)
+        return True
+
+    def add_pressure(self, t: float, pressure: float, now: float,
+                     frame_id: str | None = None) -> bool:
+        """The depth sensor's absolute pressure [Pa] at ``t`` s (``depth_from_pressure``):
+        the vehicle's z = -depth from then on. True when kept; ``wrong_frame`` (not this
+        ingest's) without ``depth_from_pressure``."""
+        config = self.config
+        if not config.depth_from_pressure:
+            return self._drop(WRONG_FRAME, 1, "pressure message, but depth_from_pressure is "
+                              "off")
+        if not self._admit(DEPTH, t, frame_id, 1, config.depth_frame or config.base_frame):
+            return False
+        if not math.isfinite(pressure):
+            return self._drop(PRESSURE_INVALID, 1, f"pressure {pressure} Pa at t={t:.6f} s")
+        if not self._in_order(DEPTH, t, 1):
+            return False
+        self._attitude_depth.add_depth(t, depth_from_pressure(
+            pressure, config.water_density, config.atmospheric_pressure))
+        self._resolve_pending(now)
+        self._try_flush(now)
+        return True
 
     def drop_malformed(self, detail: str) -> None:
         """Count a message the node could not read at all."""
@@ -697,11 +642,14 @@ class Ingest:
         self.details[reason] = detail
         return False
 
-    def _admit(self, kind: str, t: float, frame_id: str | None, samples: int) -> bool:
-        """Frame and a finite stamp of a reading, before the clock rule."""
-        if frame_id is not None and frame_id != self.config.sonar_frame:
+    def _admit(self, kind: str, t: float, frame_id: str | None, samples: int,
+               expected: str | None = None) -> bool:
+        """Frame (``expected``, default the sonar's) and a finite stamp of a reading, before
+        the clock rule."""
+        expected = expected or self.config.sonar_frame
+        if frame_id is not None and frame_id != expected:
             return self._drop(WRONG_FRAME, samples, f"{kind} in frame {frame_id!r}, expected "
-                              f"{self.config.sonar_frame!r}")
+                              f"{expected!r}")
         if not math.isfinite(t):
             return self._drop(STALE_STAMP, samples, f"{kind} with stamp {t}")
         return True
@@ -738,6 +686,9 @@ class Ingest:
             if self._chunks:
                 self._flush(math.inf, "reset")
             self.poses.clear()
+            self._attitude_depth.clear()
+            for name in self._attitude_depth.streams:
+                self._streams[name].last = -math.inf
             self._resets.restart()
             self._flushed_until = self._last_arrival = -math.inf
             low = stamps[0] - self.config.stamp_jump_threshold
@@ -777,8 +728,16 @@ class Ingest:
                               f"up to {self._flushed_until:.6f} s was published")
         return True
 
-    def _place(self, t: float, kind: str, payload, now: float) -> bool:
+    def _lookup(self, t: float):
+        """The vehicle's pose at ``t``: the odometry's, its attitude and depth replaced by
+        the enabled sensors' (:class:`~poam_ros.ingest.attitude_depth.AttitudeDepth`)."""
         status, pose = self.poses.lookup(t)
+        if status is Lookup.PLACED and self._attitude_depth.streams:
+            return self._attitude_depth.place(t, pose)
+        return status, pose
+
+    def _place(self, t: float, kind: str, payload, now: float) -> bool:
+        status, pose = self._lookup(t)
         if status is Lookup.PLACED:
             self._add_chunk(t, kind, payload, pose)
             self._try_flush(now)
@@ -805,7 +764,7 @@ class Ingest:
         waiting = deque()
         for entry in self._pending:
             t, kind, payload, _ = entry
-            status, pose = self.poses.lookup(t)
+            status, pose = self._lookup(t)
             if status is Lookup.PLACED:
                 self._add_chunk(t, kind, payload, pose)
             elif status in (Lookup.EMPTY, Lookup.FUTURE):
@@ -820,6 +779,7 @@ class Ingest:
         if kind == RANGE:
             points = np.array([[pose.x, pose.y, pose.z - payload]])
         elif kind != SWATH:  # a channel's reading: its value in its column
+            self.channel_placed[kind[len(CHANNEL):]] += 1
             points = np.full((1, 3 + len(self._channel_index)), np.nan)
             points[0, :2] = pose.x, pose.y
             points[0, 3 + self._channel_index[kind]] = payload

@@ -13,11 +13,13 @@ One directory per journal, used by one process at a time (``lock``, held with ``
     segment-00000008.journal   begun by a restart, or by a checkpoint whose autosave is due
 
 A segment is a 32-byte header (magic ``POAMJRNL``, version u16, flags u16 with bit 0 set when
-the segment begins a new map, the segment's number u64, the newest data stamp of the map
-before it i64 [ns], the CRC-32 of these 28 bytes u32), then records. A record is a 24-byte
-header (magic ``REC1``, sample count N u32, the batch's data stamp i64 [ns], the payload's
-CRC-32 u32, the CRC-32 of these 20 bytes u32) and its payload: positions (N, 2) then targets
-(N,), float64, 24 N bytes. Everything little-endian.
+the segment begins a new map and bits 8-15 the targets per sample T minus one (0: the depth
+alone; T = 1 + C for a mapper with C channels), the segment's number u64, the newest data
+stamp of the map before it i64 [ns], the CRC-32 of these 28 bytes u32), then records. A record
+is a 24-byte header (magic ``REC1``, sample count N u32, the batch's data stamp i64 [ns], the
+payload's CRC-32 u32, the CRC-32 of these 20 bytes u32) and its payload: positions (N, 2) then
+targets (N, T), float64, 8 (2 + T) N bytes. Everything little-endian. A journal reads back
+only segments of its own T (the others are ignored and named).
 
 The map a journal holds starts at its *base*, the highest n with an ``autosave-n.pt`` or with a
 segment n that begins a new map: that autosave (or an empty model), then the records of
@@ -69,7 +71,8 @@ _SEGMENT = struct.Struct("<8sHHQqI")  # magic, version, flags, number, stamp, CR
 _SEGMENT_MAGIC = b"POAMJRNL"
 _RECORD = struct.Struct("<4sIqII")  # magic, count, stamp, payload CRC-32, header CRC-32
 _RECORD_MAGIC = b"REC1"
-_SAMPLE_BYTES = 24  # x, y, target: float64 each
+TARGETS_SHIFT = 8  # segment flags: (targets per sample - 1) << TARGETS_SHIFT
+MAX_TARGETS = 256
 _NAME = re.compile(r"(autosave|segment)-(\d+)\.(pt|journal)")
 _TEMPORARY = re.compile(r"\.(?:autosave|segment)-\d+\.(?:pt|journal)\.[a-z0-9_]{8}\.tmp")
 _LOCK = "lock"
@@ -113,7 +116,8 @@ class JournalBusy(OSError):
 @dataclass
 class Recovery:
     """What a journal left by an earlier process holds: the base's autosave (None: an empty
-    model) and the samples after it, positions ``xy`` (N, 2) [m], targets ``z`` (N,)."""
+    model) and the samples after it, positions ``xy`` (N, 2) [m], targets ``z`` (N,), or
+    (N, T) for a journal of T targets per sample."""
 
     directory: Path
     base: int | None = None  # None: nothing to resume
@@ -153,12 +157,17 @@ class Journal:
     """The journal in ``directory``, held by this process until :meth:`close`.
 
     Thread-safe: batches may be appended from one thread while another checkpoints. ``clock``
-    (seconds, monotonic) times ``sync_period``. Raises :class:`JournalBusy` when another
-    process holds the directory, ``OSError`` when it cannot be created.
+    (seconds, monotonic) times ``sync_period``; ``targets`` is T, the targets per sample (the
+    depth and the mapper's channels). Raises :class:`JournalBusy` when another process holds
+    the directory, ``OSError`` when it cannot be created.
     """
 
     def __init__(self, directory, sync_period: float = 1.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, targets: int = 1) -> None:
+        if not 1 <= targets <= MAX_TARGETS:
+            raise ValueError(f"a journal holds 1 to {MAX_TARGETS} targets per sample, got "
+                             f"{targets}")
+        self.targets = int(targets)
         self.directory = Path(directory)
         self.sync_period, self._clock = float(sync_period), clock
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -184,7 +193,7 @@ class Journal:
     # ------------------------------------------------------------------ reading
     def recover(self) -> Recovery:
         """What the directory holds (read only): the base and the records after it."""
-        recovery = Recovery(self.directory)
+        recovery = Recovery(self.directory, z=self._targets_shaped(np.empty((0, self.targets))))
         files = self._files()
         segments, headers = {}, {}
         for kind, n in files:
@@ -193,6 +202,9 @@ class Journal:
                 header = _segment_header(segments[n], n)
                 if header is None:
                     recovery.ignored.append(f"{_name(kind, n)} (no valid header)")
+                elif _targets(header[0]) != self.targets:
+                    recovery.ignored.append(f"{_name(kind, n)} ({_targets(header[0])} targets "
+                                            f"per sample, this journal's {self.targets})")
                 else:
                     headers[n] = header
         bases = [n for kind, n in files if kind == "autosave"]
@@ -207,7 +219,7 @@ class Journal:
         recovery.stamp = headers.get(base, (0, 0))[1]
         xy, z = [], []
         for n in sorted(n for n in headers if n >= base):
-            scan = _scan_records(segments[n])
+            scan = _scan_records(segments[n], self.targets)
             recovery.segments.append(n)
             recovery.records += len(scan.records)
             for stamp, positions, targets in scan.records:
@@ -218,8 +230,13 @@ class Journal:
                 (recovery.torn if torn else recovery.corrupt).append(
                     f"segment {n}: {end - start:,} bytes at byte {start:,}")
         if xy:
-            recovery.xy, recovery.z = np.concatenate(xy), np.concatenate(z)
+            recovery.xy = np.concatenate(xy)
+            recovery.z = self._targets_shaped(np.concatenate(z))
         return recovery
+
+    def _targets_shaped(self, z: np.ndarray) -> np.ndarray:
+        """Targets (N, T) as the mapper holds them: (N,) for T = 1."""
+        return z[:, 0] if self.targets == 1 else z
 
     # ------------------------------------------------------------------ writing
     def resume(self, recovery: Recovery) -> None:
@@ -242,13 +259,14 @@ class Journal:
             self._remove_older(number)
 
     def append(self, xy, z, stamp: int = 0) -> int:
-        """Append one batch, positions (N, 2) [m] and targets (N,), with its data stamp [ns];
-        returns the bytes written. Values are kept as given (the model filters them when
-        they are replayed); a batch of another shape is a ``ValueError``."""
+        """Append one batch, positions (N, 2) [m] and targets (N,) ((N, T) for T > 1), with
+        its data stamp [ns]; returns the bytes written. Values are kept as given (the model
+        filters them when they are replayed); a batch of another shape is a ``ValueError``."""
         xy = np.asarray(xy, dtype="<f8")
         z = np.asarray(z, dtype="<f8")
-        if xy.ndim != 2 or xy.shape[1] != 2 or z.shape != (len(xy),):
-            raise ValueError(f"a journal record is positions (N, 2) and targets (N,), got "
+        shape = (len(xy),) if self.targets == 1 else (len(xy), self.targets)
+        if xy.ndim != 2 or xy.shape[1] != 2 or z.shape != shape:
+            raise ValueError(f"a journal record is positions (N, 2) and targets {shape}, got "
                              f"{xy.shape} and {z.shape}")
         payload = np.ascontiguousarray(xy).tobytes() + np.ascontiguousarray(z).tobytes()
         head = struct.pack("<4sIqI", _RECORD_MAGIC, len(z), int(stamp), zlib.crc32(payload))
@@ -330,7 +348,8 @@ class Journal:
         """Create the next segment whole (its header durable before its name exists) and
         direct appends to it; call with the mutex held."""
         number, self._next = self._next, self._next + 1
-        head = struct.pack("<8sHHQq", _SEGMENT_MAGIC, VERSION, flags, number, self.stamp)
+        head = struct.pack("<8sHHQq", _SEGMENT_MAGIC, VERSION,
+                           flags | (self.targets - 1) << TARGETS_SHIFT, number, self.stamp)
         path = self.directory / _name("segment", number)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=self.directory)
         try:
@@ -378,16 +397,17 @@ class _Scan:
     damage: list[tuple[int, int, bool]]  # (start, end, torn: runs to the end of the file)
 
 
-def _scan_records(data: bytes) -> _Scan:
-    """The records of a segment's bytes that check out, and the byte spans that do not."""
+def _scan_records(data: bytes, targets: int) -> _Scan:
+    """The records of a segment's bytes (``targets`` per sample) that check out, and the byte
+    spans that do not."""
     scan, position = _Scan([], []), _SEGMENT.size
     while position < len(data):
-        record = _record_at(data, position)
+        record = _record_at(data, position, targets)
         if record is not None:
             scan.records.append(record[:3])
             position = record[3]
             continue
-        good = _next_record(data, position + 1)
+        good = _next_record(data, position + 1, targets)
         scan.damage.append((position, good or len(data), good is None))
         if good is None:
             break
@@ -395,8 +415,9 @@ def _scan_records(data: bytes) -> _Scan:
     return scan
 
 
-def _record_at(data: bytes, position: int):
-    """(stamp, xy, z, end) of a record that checks out at ``position``, else None."""
+def _record_at(data: bytes, position: int, targets: int):
+    """(stamp, xy (N, 2), z (N, targets), end) of a record that checks out at ``position``,
+    else None."""
     if len(data) - position < _RECORD.size:
         return None
     magic, count, stamp, payload_crc, head_crc = _RECORD.unpack_from(data, position)
@@ -405,17 +426,19 @@ def _record_at(data: bytes, position: int):
             != head_crc:
         return None
     start = position + _RECORD.size
-    end = start + _SAMPLE_BYTES * count
+    end = start + 8 * (2 + targets) * count
     if end > len(data) or zlib.crc32(view[start:end]) != payload_crc:
         return None
-    values = np.frombuffer(data, dtype="<f8", count=3 * count, offset=start).astype(float)
-    return stamp, values[:2 * count].reshape(count, 2), values[2 * count:], end
+    values = np.frombuffer(data, dtype="<f8", count=(2 + targets) * count,
+                           offset=start).astype(float)
+    return (stamp, values[:2 * count].reshape(count, 2),
+            values[2 * count:].reshape(count, targets), end)
 
 
-def _next_record(data: bytes, start: int) -> int | None:
+def _next_record(data: bytes, start: int, targets: int) -> int | None:
     position = data.find(_RECORD_MAGIC, start)
     while position >= 0:
-        if _record_at(data, position) is not None:
+        if _record_at(data, position, targets) is not None:
             return position
         position = data.find(_RECORD_MAGIC, position + 1)
     return None
@@ -430,6 +453,11 @@ def _segment_header(data: bytes, number: int) -> tuple[int, int] | None:
             or zlib.crc32(data[:_SEGMENT.size - 4]) != crc):
         return None
     return flags, stamp
+
+
+def _targets(flags: int) -> int:
+    """T, the targets per sample, of a segment's header flags."""
+    return (flags >> TARGETS_SHIFT) + 1
 
 
 def _name(kind: str, number: int) -> str:

@@ -27,13 +27,14 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field, fields
-from typing import Iterable
+from typing import Iterable, Sequence
 
 import numpy as np
 
+from poam_ros.mapping.channels import output_count
 from poam_ros.mapping.epochs import EpochRecord
 from poam_ros.mapping.map_grid import MapGrid, MapLayers, predict_map
-from poam_ros.mapping.metrics import MapMetrics, evaluate_map
+from poam_ros.mapping.metrics import MapMetrics, TargetBaseline, evaluate_map
 from poam_ros.models import NumericalError, OnlineSparseGP, UpdateReport
 from poam_ros.models.samples import InvalidBatchError
 from poam_ros.workspace import Workspace
@@ -145,8 +146,17 @@ class MappingLoop:
         return predict_map(self.model, grid, include_noise, lengthscale)
 
     def evaluation(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Mean and std of a new measurement at ``points`` (N, 2) (``map/evaluation``)."""
+        """Mean and std of a new measurement at ``points`` (N, 2) (``map/evaluation``): (N,),
+        or (N, D) with several channels."""
         return self.model.predict(points, include_noise=True)
+
+    def uncertainty(self, points: np.ndarray) -> np.ndarray:
+        """What the planner scores at ``points`` (N, 2) (``uncertainty/response``,
+        :func:`~poam_ros.planners.acquisition.predictive_entropy`): the std of a new
+        measurement (N,), or with several channels their covariance (N, D, D)."""
+        if output_count(self.model) == 1:
+            return self.model.predict(points, include_noise=True)[1]
+        return self.model.predict(points, include_noise=True, covariance=True)[2]
 
     def record(self, epoch: int, step: MapStep, sim_time: float,
                predict_time: float = math.nan) -> EpochRecord:
@@ -165,14 +175,9 @@ class MappingLoop:
                 scored = score(truth, mean, std, targets)
                 metrics = metrics if scored is None else scored.as_dict()
             else:
-                for d, name in enumerate(self.scoring.names):
-                    measured = targets[:, d][np.isfinite(targets[:, d])]
-                    scored = score(truth[:, d], mean[:, d], std[:, d], measured)
-                    channel = dict.fromkeys(METRICS, math.nan) if scored is None else \
-                        scored.as_dict()
-                    metrics = channel if d == 0 else metrics
-                    per_channel.update({f"{key}_{name}": value
-                                        for key, value in channel.items()})
+                measured = [column[np.isfinite(column)] for column in targets.T]
+                metrics, per_channel = score_channels(self.scoring.names, truth, mean, std,
+                                                      measured)
         report = step.report
         return EpochRecord(epoch, self.model.num_samples, **metrics,
                            update_time=report.total_time, inducing_time=report.inducing_time,
@@ -190,8 +195,25 @@ def _describe(error: BaseException) -> str:
     return str(error) if isinstance(error, NumericalError) else f"{type(error).__name__}: {error}"
 
 
+def score_channels(names: Sequence[str], truth: np.ndarray, mean: np.ndarray,
+                   std: np.ndarray, targets: Sequence) -> tuple[dict, dict]:
+    """Each channel's metrics against its truth: ``truth``, ``mean``, ``std`` (G, D), the
+    channels ``names`` (D,), depth first, and each channel's measured ``targets`` (or their
+    :class:`~poam_ros.mapping.metrics.TargetBaseline`; None: not measured yet). Returns the
+    first channel's metrics and every channel's as ``{<metric>_<name>: value}``, NaN where
+    undefined (a channel not in the model yet)."""
+    first, per_channel = {}, {}
+    for d, name in enumerate(names):
+        scored = None if targets[d] is None else score(truth[:, d], mean[:, d], std[:, d],
+                                                       targets[d])
+        channel = dict.fromkeys(METRICS, math.nan) if scored is None else scored.as_dict()
+        first = channel if d == 0 else first
+        per_channel.update({f"{key}_{name}": value for key, value in channel.items()})
+    return first, per_channel
+
+
 def score(truth: np.ndarray, mean: np.ndarray, std: np.ndarray,
-          targets: np.ndarray) -> MapMetrics | None:
+          targets: np.ndarray | TargetBaseline) -> MapMetrics | None:
     """:func:`evaluate_map`, or None where the metrics are undefined (constant targets)."""
     try:
         return evaluate_map(truth, mean, std, targets)

@@ -99,8 +99,10 @@ class MapLayers:
 
     ``mean`` and ``std`` are in target units (elevation, metres), ``lengthscale`` in metres
     (None when not asked for); ``inducing`` (M, 2) are the inducing inputs [m] and
-    ``inducing_mean`` (M,) the predicted mean there; ``predict_time`` is the wall-clock
-    seconds all of it took.
+    ``inducing_mean`` (M,) the predicted mean (elevation) there; ``predict_time`` is the
+    wall-clock seconds all of it took. A multi-channel model's other channels (the ingest's,
+    in order) are ``channel_means`` and ``channel_stds``, (C, rows, cols) in their units
+    (C = 0 for one channel; NaN too where a channel is not in the model yet).
     """
 
     mean: np.ndarray
@@ -109,6 +111,13 @@ class MapLayers:
     inducing: np.ndarray
     inducing_mean: np.ndarray
     predict_time: float
+    channel_means: np.ndarray | None = None
+    channel_stds: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        empty = np.empty((0, *np.shape(self.mean)))
+        self.channel_means = empty if self.channel_means is None else self.channel_means
+        self.channel_stds = empty if self.channel_stds is None else self.channel_stds
 
 
 def predict_map(model: OnlineSparseGP, grid: MapGrid, include_noise: bool = False,
@@ -127,10 +136,14 @@ def predict_map(model: OnlineSparseGP, grid: MapGrid, include_noise: bool = Fals
     points = grid.points[inside]
     inducing = model.inducing_inputs
     mean, std = model.predict(np.concatenate([points, inducing]), include_noise=include_noise)
-    layers = [np.full(len(inside), np.nan) for _ in range(3 if lengthscale else 2)]
-    layers[0][inside], layers[1][inside] = mean[:len(points)], std[:len(points)]
+    mean, std = mean.reshape(len(mean), -1), std.reshape(len(std), -1)  # (N, D)
+    channels = mean.shape[1]
+    layers = np.full((2 * channels + 1, len(inside)), np.nan)
+    layers[:channels, inside] = mean[:len(points)].T
+    layers[channels:2 * channels, inside] = std[:len(points)].T
     if lengthscale:
-        layers[2][inside] = model.lengthscale_map(points)
-    shaped = [layer.reshape(grid.shape) for layer in layers]
-    return MapLayers(shaped[0], shaped[1], shaped[2] if lengthscale else None, inducing,
-                     mean[len(points):], time.perf_counter() - start)
+        layers[-1, inside] = model.lengthscale_map(points)
+    shaped = layers.reshape(len(layers), *grid.shape)
+    return MapLayers(shaped[0], shaped[channels], shaped[-1] if lengthscale else None,
+                     inducing, mean[len(points):, 0], time.perf_counter() - start,
+                     shaped[1:channels], shaped[channels + 1:2 * channels])

@@ -18,6 +18,8 @@ Methods (the POAM paper's method, baselines and ablations):
     dual-gp                  memory-based dual GP, Chang et al. 2023 (dual_gp.py)
     cmogp, poam-mt           several channels: continual multi-task GP, Moreno-Muñoz et al.
                              2019 (cmogp.py), and POAM lifted to its LMC (poam_mt.py)
+    poam-independent         several channels, one POAM map each: their baseline
+                             (independent.py)
 """
 
 from poam_ros.models import state_io
@@ -36,6 +38,7 @@ from poam_ros.models.cv import ConditionalVariance
 from poam_ros.models.device import resolve_device
 from poam_ros.models.dual_gp import DualGP
 from poam_ros.models.exact import ExactGP, ExactGPSizeError
+from poam_ros.models.independent import IndependentChannels
 from poam_ros.models.linalg import BatchTooLargeError, NumericalError
 from poam_ros.models.oips import Oips, PoamOips
 from poam_ros.models.ovc import OVC, OVCPlusPlus
@@ -49,7 +52,7 @@ from poam_ros.models.vips import PoamVips, Vips
 METHODS: dict[str, type[OnlineSparseGP]] = {cls.method: cls for cls in (
     POAM, SSGP, SSGPPlusPlus, OVC, OVCPlusPlus, Full, PAM, SVGP, ExactGP, PoamZOpt, PoamZRand,
     PoamZKmeans, PoamVarOpt, PoamVarSsgp, PoamOnlineElbo, Vips, PoamVips, Oips, PoamOips,
-    ConditionalVariance, DualGP, CMOGP, PoamMT)}
+    ConditionalVariance, DualGP, CMOGP, PoamMT, IndependentChannels)}
 
 __all__ = ["BatchTooLargeError", "MappingConfig", "ModelNotReadyError", "NumericalError",
            "OnlineSparseGP", "POAM", "SSGP", "SSGPPlusPlus", "OVC", "OVCPlusPlus", "Full", "PAM",
@@ -57,7 +60,7 @@ __all__ = ["BatchTooLargeError", "MappingConfig", "ModelNotReadyError", "Numeric
            "ExactGPSizeError", "PoamZOpt", "PoamZRand", "PoamZKmeans", "PoamVarOpt",
            "PoamVarSsgp", "PoamOnlineElbo", "StateFileError", "UpdateReport", "METHODS",
            "Vips", "PoamVips", "Oips", "PoamOips", "ConditionalVariance", "DualGP",
-           "CMOGP", "PoamMT",
+           "CMOGP", "PoamMT", "IndependentChannels",
            "make_model", "load_model", "resolve_device"]
 
 

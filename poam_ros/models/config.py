@@ -11,7 +11,7 @@ from poam_ros.params import ConfigError, Params, param
 METHOD_NAMES = ("poam", "ssgp", "ssgp++", "ovc", "ovc++", "full", "pam", "svgp", "exact",
                 "poam-z-opt", "poam-z-rand", "poam-z-kmeans", "poam-var-opt", "poam-var-ssgp",
                 "poam-online-elbo", "vips", "poam-vips", "cv", "oips", "poam-oips", "dual-gp",
-                "cmogp", "poam-mt")
+                "cmogp", "poam-mt", "poam-independent")
 
 
 @dataclass

@@ -21,6 +21,7 @@ M-step's Adam or L-BFGS, bad-input counting, the state file) is inherited from
   latents and chosen by the shared pivoted-Cholesky selection on the latents' summed kernel.
 
 ``UpdateReport.extra``: ``noise_<d>`` (channel d's noise variance, scaled units),
+``noise_std_<d>`` (its noise standard deviation σ_d in target units, NaN until in the model),
 ``correlation_<d>_<e>`` (d < e, the channels' prior correlation, :meth:`channel_correlation`),
 ``active_channels`` (channels in the model), ``num_latents`` (Q), ``pcd_trace_error`` (as the
 single-channel models).
@@ -217,9 +218,12 @@ class MultiTaskSparseGP(OnlineSparseGP):
         correlation = self.channel_correlation()
         pairs = {f"correlation_{d}_{e}": float(correlation[d, e])
                  for d in range(self.output_dim) for e in range(d + 1, self.output_dim)}
+        noise_std = np.sqrt(noise) * self.y_scaler.stds  # NaN for channels not in the model
         return {"num_latents": self.config.num_latents,
                 "active_channels": int(self.y_scaler.active.sum()),
-                **{f"noise_{d}": value for d, value in enumerate(noise)}, **pairs}
+                **{f"noise_{d}": value for d, value in enumerate(noise)},
+                **{f"noise_std_{d}": float(value) for d, value in enumerate(noise_std)},
+                **pairs}
 
     def channel_correlation(self) -> np.ndarray:
         """The prior correlations between channels of Σ_q s_q a_q a_qᵀ (D × D): how much one

@@ -92,19 +92,20 @@ class MissionSetup:
     #: the sensor_ingest node's own workspace (samples outside are dropped): a remap of a
     #: bag uses it; a simulated mission gives the ingest the planner's ``workspace``
     ingest_workspace: WorkspaceConfig = field(default_factory=WorkspaceConfig)
-    #: the simulated bottom-water temperature and its sensor (a second survey channel; the
-    #: ROS-free mission's until the simulated_auv node publishes it)
+    #: the simulated bottom-water temperature and its sensor (a second survey channel: the
+    #: simulated_auv node publishes it on ``temperature``)
     temperature: WaterTemperatureConfig = field(default_factory=WaterTemperatureConfig)
 
     #: node name -> {parameter prefix: attribute holding that config}; the prefix "" holds
     #: the node's own, unprefixed parameters
     NODES = {
-        "simulated_auv": {"terrain": "terrain", "vehicle": "vehicle", "sonar": "sonar"},
+        "simulated_auv": {"terrain": "terrain", "vehicle": "vehicle", "sonar": "sonar",
+                          "temperature": "temperature"},
         "sensor_ingest": {"": "ingest", "workspace": "ingest_workspace"},
         "mapper": {"": "mapper_node", "mapping": "mapping", "grid": "grid", "geo": "geo"},
         "planner": {"": "planner_node", "planning": "planning", "workspace": "workspace",
                     "pilot": "pilot", "max_entropy": "max_entropy", "lawnmower": "lawnmower"},
-        "mission": {"mission": "mission", "temperature": "temperature"},
+        "mission": {"mission": "mission"},
     }
     #: nodes that declare ``geo.*`` and are handed the mapper's anchor (one per graph)
     GEO_NODES = ("mapper", "sensor_ingest", "planner")
@@ -193,6 +194,8 @@ class MissionSetup:
             configs["geo"] = self.geo  # the simulator places a georeferenced raster with it
         if node == "mapper":
             configs["mapping"] = self.mapping.replace(seed=seeds["model"])
+            # the samples' channels are the ingest's
+            configs[""] = self.mapper_node.replace(channels=list(self.ingest.channels))
         if node == "planner":
             configs[""] = self.planner_node.replace(seed=seeds["planner"])
         parameters = {}

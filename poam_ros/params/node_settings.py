@@ -48,6 +48,12 @@ class MapperSettings(Params):
                                   "wide); 0 keeps torch's default, one per core. 1 avoids "
                                   "threads spinning against other busy processes on a "
                                   "shared CPU", low=0, high=1024)
+    channels: list[str] = param([], "the samples cloud's channels besides the depth, in "
+                                    "order: the ingest's channels (poam-ros sim passes "
+                                    "them); with any, the model maps 1 + C outputs "
+                                    "(mapping.method poam-mt or cmogp) and the map gains "
+                                    "mean_<channel> and std_<channel> layers; empty: depth "
+                                    "only")
 
     def use_torch_threads(self, override: int | None = None) -> int:
         """Set this process's torch threads as the mapper does (``override``, else

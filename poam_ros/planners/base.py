@@ -10,7 +10,8 @@ import numpy as np
 from poam_ros.workspace import Workspace
 
 PredictStd = Callable[[np.ndarray], np.ndarray]
-"""Predictive standard deviation of the map at points (N, 2) in metres: shape (N,)."""
+"""Predictive standard deviation of a new measurement at points (N, 2) in metres: shape
+(N,); of a multi-channel map, the channels' predictive covariance (N, D, D), depth first."""
 
 
 class Planner(ABC):

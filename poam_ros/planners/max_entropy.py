@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from poam_ros.params import Params, param
+from poam_ros.params import ConfigError, Params, param
+from poam_ros.planners.acquisition import ACQUISITIONS, DEPTH, predictive_entropy
 from poam_ros.planners.base import Planner, PredictStd, checked_position
 from poam_ros.sim.vehicle import forward_path_length
 from poam_ros.workspace import Workspace
@@ -24,6 +25,22 @@ class MaxEntropyConfig(Params):
                                        "if wider): the distance is then the length of its "
                                        "turn-then-straight path; 0: Euclidean (the paper)",
                                   unit="m", low=0.0)
+    acquisition: str = param(DEPTH, "a candidate's entropy on a multi-channel map: depth: "
+                                     "the depth channel's (the paper); weighted: the "
+                                     "channels' entropies weighted by channel_weights; "
+                                     "joint: the entropy of their joint predictive "
+                                     "distribution, 0.5 log det(2 pi e Sigma)",
+                             choices=ACQUISITIONS)
+    channel_weights: list = param([], "weighted: one weight >= 0 per channel, depth first "
+                                      "(e.g. [1.0, 0.5]); empty: all 1")
+
+    def validate(self) -> None:
+        if not all(isinstance(w, (int, float)) and not isinstance(w, bool)
+                   and 0.0 <= w < math.inf for w in self.channel_weights) or (
+                self.channel_weights and not any(self.channel_weights)):
+            raise ConfigError(f"MaxEntropyConfig.channel_weights must be finite numbers >= 0, "
+                              f"not all 0, got {self.channel_weights!r}")
+        self.channel_weights = [float(w) for w in self.channel_weights]
 
 
 class MaxEntropyPlanner(Planner):
@@ -33,7 +50,9 @@ class MaxEntropyPlanner(Planner):
 
         score = minmax(H) - distance_weight * minmax(d),   H = 0.5 log(2 pi e std^2),
 
-    where ``std`` is the predictive standard deviation at the candidate, ``d`` its Euclidean
+    where ``std`` is the predictive standard deviation at the candidate (on a multi-channel
+    map ``predict_std`` gives the channels' covariance and H is the configured
+    ``acquisition``: :mod:`~poam_ros.planners.acquisition`), ``d`` its Euclidean
     distance from the robot and ``minmax`` rescales over the candidates to [0, 1] (all zeros
     when the values are equal). The best candidate is returned as waypoints (1, 2).
 
@@ -59,26 +78,14 @@ class MaxEntropyPlanner(Planner):
             raise ValueError(f"MaxEntropyPlanner with turning_radius {radius:g} m needs the "
                              f"vehicle's finite heading, got {heading!r}")
         candidates = self.workspace.sample_uniform(self.config.num_candidates, self.rng)
-        std = _checked_std(predict_std(candidates), len(candidates))
-        # log(std) rather than log(std**2): squaring a tiny std could underflow to zero.
-        entropy = 0.5 * math.log(2.0 * math.pi * math.e) + np.log(std)
+        entropy = predictive_entropy(predict_std(candidates), len(candidates),
+                                     self.config.acquisition, self.config.channel_weights)
         if radius > 0.0:
             distance = forward_path_length((*position, heading), candidates, radius)
         else:
             distance = np.linalg.norm(candidates - position, axis=1)
         score = _minmax(entropy) - self.config.distance_weight * _minmax(distance)
         return candidates[np.argmax(score)][None, :]
-
-
-def _checked_std(std: np.ndarray, n: int) -> np.ndarray:
-    std = np.asarray(std, dtype=float)
-    if std.shape != (n,):
-        raise ValueError(f"predict_std must return shape ({n},), got {std.shape}")
-    bad = ~(np.isfinite(std) & (std > 0.0))
-    if bad.any():
-        raise ValueError(f"predict_std returned {bad.sum()} non-finite or non-positive "
-                         f"values, e.g. {std[bad][0]!r}")
-    return std
 
 
 def _minmax(values: np.ndarray) -> np.ndarray:

@@ -25,7 +25,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseStamped, Quaternion
 from nav_msgs.msg import MapMetaData, OccupancyGrid, Odometry, Path
 from rosgraph_msgs.msg import Clock
-from sensor_msgs.msg import PointCloud2, PointField, Range
+from sensor_msgs.msg import PointCloud2, PointField, Range, Temperature
 from std_msgs.msg import Header
 
 from poam_ros.attitude import quaternion_from_rpy
@@ -107,6 +107,13 @@ def range_from_reading(header: Header, distance: float, *, min_range: float, max
     return Range(header=header, radiation_type=radiation_type,
                  field_of_view=float(field_of_view), min_range=float(min_range),
                  max_range=float(max_range), range=float(distance), variance=float(variance))
+
+
+def temperature_from_reading(header: Header, value: float, *, variance: float = 0.0
+                             ) -> Temperature:
+    """``sensor_msgs/Temperature`` of one reading ``value`` [°C] with its ``variance``
+    [°C²] (0: unknown); NaN is passed on as measured (no reading off the terrain)."""
+    return Temperature(header=header, temperature=float(value), variance=float(variance))
 
 
 # ------------------------------------------------------------------------ grids
@@ -251,9 +258,12 @@ def samples_to_cloud(header: Header, xy, z, *,
                            datatype=datatype)
 
 
-def map_to_cloud(header: Header, x, y, mean, std, lengthscale=None) -> PointCloud2:
+def map_to_cloud(header: Header, x, y, mean, std, lengthscale=None, channels=(),
+                 channel_means=(), channel_stds=()) -> PointCloud2:
     """The ``map`` cloud: an organised grid of float32 x, y, z (= mean), mean, std and
-    optionally lengthscale, each (rows, cols) with row 0 the southern-most row.
+    optionally lengthscale, each (rows, cols) with row 0 the southern-most row; a
+    multi-channel map adds ``mean_<channel>`` and ``std_<channel>`` for each of
+    ``channels`` (C names; ``channel_means``, ``channel_stds``: (C, rows, cols)).
 
     NaN marks cells without a prediction (outside the workspace); ``is_dense`` is then
     false, and RViz skips those points.
@@ -261,6 +271,10 @@ def map_to_cloud(header: Header, x, y, mean, std, lengthscale=None) -> PointClou
     fields = {"x": x, "y": y, "z": mean, "mean": mean, "std": std}
     if lengthscale is not None:
         fields["lengthscale"] = lengthscale
+    if not len(channels) == len(channel_means) == len(channel_stds):
+        raise ValueError(f"one mean and one std layer per channel {list(channels)!r}")
+    for name, channel_mean, channel_std in zip(channels, channel_means, channel_stds):
+        fields[f"mean_{name}"], fields[f"std_{name}"] = channel_mean, channel_std
     shapes = {name: np.shape(value) for name, value in fields.items()}
     if len(set(shapes.values())) != 1 or len(shapes["x"]) != 2:
         raise ValueError(f"map layers must share one 2-D shape, got {shapes}")
@@ -283,22 +297,45 @@ def query_to_cloud(header: Header, xy) -> PointCloud2:
                            datatype=PointField.FLOAT64)
 
 
-def response_to_cloud(header: Header, xy, std) -> PointCloud2:
+def response_to_cloud(header: Header, xy, spread) -> PointCloud2:
     """``uncertainty/response``: the query's points (N, 2) [m] and their predictive
-    standard deviation (N,), float64 fields x, y, std. ``header.stamp`` is the query's."""
-    xy, std = _points_and_values(xy, std, "std")
-    return fields_to_cloud(header, {"x": xy[:, 0], "y": xy[:, 1], "std": std},
-                           datatype=PointField.FLOAT64)
+    standard deviation (N,), float64 fields x, y, std. ``header.stamp`` is the query's.
+
+    A multi-channel map's ``spread`` is the channels' predictive covariance (N, D, D),
+    depth first: ``std`` is then the depth's and the fields ``cov_<d>_<e>`` (d ≤ e, channel
+    indices) carry the covariance exactly (:func:`poam_ros.messages.cloud_to_response`)."""
+    spread = np.asarray(spread, dtype=float)
+    if spread.ndim != 3:
+        xy, std = _points_and_values(xy, spread, "std")
+        return fields_to_cloud(header, {"x": xy[:, 0], "y": xy[:, 1], "std": std},
+                               datatype=PointField.FLOAT64)
+    xy, channels = _points(xy), spread.shape[1]
+    if spread.shape != (len(xy), channels, channels):
+        raise ValueError(f"covariances must have shape ({len(xy)}, D, D), got {spread.shape}")
+    fields = {"x": xy[:, 0], "y": xy[:, 1], "std": np.sqrt(spread[:, 0, 0])}
+    fields.update({f"cov_{d}_{e}": spread[:, d, e]
+                   for d in range(channels) for e in range(d, channels)})
+    return fields_to_cloud(header, fields, datatype=PointField.FLOAT64)
 
 
-def evaluation_to_cloud(header: Header, xy, mean, std) -> PointCloud2:
+def evaluation_to_cloud(header: Header, xy, mean, std, channels=()) -> PointCloud2:
     """``map/evaluation``: evaluation points (N, 2) [m] with the predictive mean (N,) and
     the standard deviation of a new measurement (N,), float64 fields x, y, mean, std, so
-    that a monitor scores exactly the model's predictions."""
+    that a monitor scores exactly the model's predictions. With C ``channels``, ``mean``
+    and ``std`` are (N, 1 + C), depth first, and each channel adds ``mean_<channel>`` and
+    ``std_<channel>``."""
+    mean, std = np.asarray(mean, dtype=float), np.asarray(std, dtype=float)
+    if channels:
+        if mean.shape != std.shape or mean.ndim != 2 or mean.shape[1] != 1 + len(channels):
+            raise ValueError(f"mean and std must have shape (N, {1 + len(channels)}) for the "
+                             f"channels {list(channels)!r}, got {mean.shape}, {std.shape}")
+        mean, std, channel_means, channel_stds = mean[:, 0], std[:, 0], mean[:, 1:], std[:, 1:]
     xy, mean = _points_and_values(xy, mean, "mean")
     _, std = _points_and_values(xy, std, "std")
-    return fields_to_cloud(header, {"x": xy[:, 0], "y": xy[:, 1], "mean": mean, "std": std},
-                           datatype=PointField.FLOAT64)
+    fields = {"x": xy[:, 0], "y": xy[:, 1], "mean": mean, "std": std}
+    for c, name in enumerate(channels):
+        fields[f"mean_{name}"], fields[f"std_{name}"] = channel_means[:, c], channel_stds[:, c]
+    return fields_to_cloud(header, fields, datatype=PointField.FLOAT64)
 
 
 def nanoseconds_to_time(nanoseconds: int) -> Time:

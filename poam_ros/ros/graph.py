@@ -36,6 +36,7 @@ import poam_ros
 from poam_ros.bags import RecorderConfig
 from poam_ros.geo.georeference import GeoReference
 from poam_ros.mapping.epochs import EpochRecord
+from poam_ros.mission import survey_fields
 from poam_ros.params.files import PARAMETERS_KEY, dump_parameters, load_config
 from poam_ros.params.mission_setup import MissionSetup
 from poam_ros.processes import wait_or_kill
@@ -192,7 +193,7 @@ def run_graph(setup: MissionSetup, params_file: Path, options: GraphOptions, log
         outcome = "interrupted"
         try:
             monitor = MissionMonitor(terrain, setup.mission.max_samples, on_epoch,
-                                     context=context)
+                                     fields=survey_fields(setup, terrain)[0], context=context)
             executor.add_node(monitor)
             for name, module in starts:
                 if name == CLOCK_SOURCE:

@@ -22,6 +22,14 @@ Topics (names relative, remappable):
   surface, a USBL fix relayed by the vehicle) resets the horizontal position from its
   stamp on; it is not fused (robot_localization's job on a robot) and needs the map's
   geodetic anchor ``geo.*``; the antenna's or transponder's lever arm is not applied.
+* subscribes each scalar channel of ``channels`` on its topic (``channel_topics``, default the
+  channel's name) as its message type (``channel_types``: sensor_msgs/Temperature,
+  sensor_msgs/FluidPressure or a one-point PointCloud2 with a field named like the
+  channel; :mod:`poam_ros.ingest.channels`), with the sensor topics' QoS.
+* subscribes ``imu`` (sensor_msgs/Imu) with ``imu_attitude`` and ``depth``
+  (sensor_msgs/FluidPressure) with ``depth_from_pressure``, with the sensor topics' QoS:
+  the vehicle's attitude and depth from them instead of the odometry's
+  (:mod:`poam_ros.ingest.attitude_depth`).
 * subscribes ``plan`` (nav_msgs/Path): reliable, transient local, depth 1.
 * publishes ``samples`` (sensor_msgs/PointCloud2 in the world frame, float32 x, y, z with
   z the seafloor elevation; float64 with ``float64_samples``): reliable, depth 10, stamped
@@ -34,8 +42,8 @@ Topics (names relative, remappable):
   best-effort transport), seen as gaps in each publisher's DDS sequence numbers; and
   ``clock_resets.<stream>`` (odom, range, swath) with ``stamps_held``, the messages whose
   stamps are suspect until the next ones tell a glitch from a clock change; ``fixes_applied``
-  and ``last_fix_correction`` (m). A drop or a reset in the last period makes the status
-  WARN.
+  and ``last_fix_correction`` (m); per channel ``channel.<name>.received``, ``.placed`` and
+  ``.dropped`` (readings). A drop or a reset in the last period makes the status WARN.
 """
 
 from __future__ import annotations
@@ -43,17 +51,20 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from nav_msgs.msg import Odometry, Path
 from rclpy.clock import Clock, ClockType
 from rclpy.qos_overriding_options import QoSOverridingOptions
-from sensor_msgs.msg import NavSatFix, PointCloud2, Range
+from sensor_msgs.msg import FluidPressure, Imu, NavSatFix, PointCloud2, Range, Temperature
 from std_msgs.msg import Header
 
 from poam_ros import messages as msg
 from poam_ros.geo import GeoConfig, GeoReference, resolve_workspace
 from poam_ros.ingest import REASONS, Ingest, IngestConfig, SequenceGaps
+from poam_ros.ingest.attitude_depth import feed_depth_message, feed_imu_message
+from poam_ros.ingest.channels import channel_sources, feed_channel_message
 from poam_ros.ingest.core import NO_RETURN, ODOM, OUTSIDE_WORKSPACE, RANGE, SWATH
 from poam_ros.params import ConfigError
 from poam_ros.ros import conversions as cv
@@ -69,6 +80,9 @@ EXPECTED_DROPS = {OUTSIDE_WORKSPACE: "expected where a leg crosses the workspace
 POLL_PERIOD = 0.05  # s, wall: grace periods and pending timeouts are checked this often
 DIAGNOSTICS_PERIOD = 1.0  # s, wall
 LOST_IN_TRANSPORT = "lost_in_transport"
+# channel type (poam_ros.ingest.channels.CHANNEL_TYPES) -> its message class
+_CHANNEL_MESSAGES = {"temperature": Temperature, "fluid_pressure": FluidPressure,
+                     "cloud": PointCloud2}
 
 
 class IngestNode(StartingNode):
@@ -79,8 +93,9 @@ class IngestNode(StartingNode):
 
     def _start(self, node_name: str) -> None:
         # channels fix the samples' columns, so they are set once
-        config = declare_config(self, IngestConfig, read_only=["filter_backend", "odom_frame",
-                                                               "map_from_odom", "channels"])
+        config = declare_config(self, IngestConfig, read_only=[
+            "filter_backend", "odom_frame", "map_from_odom", "channels", "channel_topics",
+            "channel_types", "channel_frames", "imu_attitude", "depth_from_pressure"])
         georeference = GeoReference.from_config(declare_config(
             self, GeoConfig, "geo", read_only=[spec.name for spec in GeoConfig.specs()]))
         workspace_config = resolve_workspace(declare_config(
@@ -104,6 +119,14 @@ class IngestNode(StartingNode):
                                           (NavSatFix, "fix", self._on_fix)):
             self.create_subscription(msg_type, topic, callback, qos.SENSOR_BACKLOG,
                                      qos_overriding_options=overridable)
+        inputs = [(_CHANNEL_MESSAGES[source.kind], source.topic,
+                   partial(feed_channel_message, source=source))
+                  for source in channel_sources(config)]
+        inputs += [(Imu, "imu", feed_imu_message)] * config.imu_attitude
+        inputs += [(FluidPressure, "depth", feed_depth_message)] * config.depth_from_pressure
+        for msg_type, topic, feed in inputs:
+            self.create_subscription(msg_type, topic, partial(self._on_input, topic, feed),
+                                     qos.SENSOR_BACKLOG, qos_overriding_options=overridable)
         self.create_subscription(Path, "plan", self._on_plan, qos.LATCHED)
         self._samples_pub = self.create_publisher(PointCloud2, "samples", qos.SAMPLES)
         self._diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics",
@@ -159,6 +182,14 @@ class IngestNode(StartingNode):
         t, latitude, longitude, status, horizontal_std = msg.navsatfix_to_fix(message)
         with self._lock:
             self.core.add_fix(t, latitude, longitude, time.monotonic(), status, horizontal_std)
+        self._after()
+
+    def _on_input(self, topic: str, feed, message, info) -> None:
+        """A channel's, the IMU's or the depth sensor's message: ``feed(core, message,
+        now)`` converts and hands it over."""
+        self._count_lost(topic, info)
+        with self._lock:
+            feed(self.core, message=message, now=time.monotonic())
         self._after()
 
     def _on_plan(self, path: Path) -> None:
@@ -263,6 +294,12 @@ class IngestNode(StartingNode):
         values.update({f"dropped.{reason}": core.dropped.get(reason, 0) for reason in REASONS})
         values.update({f"clock_resets.{stream}": core.clock_resets.get(stream, 0)
                        for stream in (ODOM, RANGE, SWATH)})
+        for name in core.config.channels:
+            received, placed = core.channel_received[name], core.channel_placed[name]
+            values.update({f"channel.{name}.received": received,
+                           f"channel.{name}.placed": placed,
+                           f"channel.{name}.dropped": received - placed
+                           - core.channel_waiting(name)})
         status = cv.diagnostic_status(f"{self.get_name()}: samples", level, message, values)
         self._diagnostics_pub.publish(cv.diagnostic_array(latest[0] if latest else 0.0,
                                                           [status]))

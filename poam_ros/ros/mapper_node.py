@@ -24,6 +24,8 @@ Topics (names relative, remappable):
 | uncertainty/query      | sensor_msgs/PointCloud2         | in        | reliable, depth 10   |
 | map                    | sensor_msgs/PointCloud2         | out       | latched (TL, 1)      |
 | map/std                | nav_msgs/OccupancyGrid          | out       | latched (TL, 1)      |
+| map/<channel>/mean     | nav_msgs/OccupancyGrid          | out       | latched (TL, 1)      |
+| map/<channel>/std      | nav_msgs/OccupancyGrid          | out       | latched (TL, 1)      |
 | map/inducing           | sensor_msgs/PointCloud2         | out       | latched (TL, 1)      |
 | map/memory             | sensor_msgs/PointCloud2         | out       | latched (TL, 1)      |
 | map/evaluation         | sensor_msgs/PointCloud2         | out       | latched (TL, 1)      |
@@ -59,6 +61,15 @@ default extent and mask; a ``workspace.geojson`` file in lat/lon is placed with 
 ``state_file``, ``diagnostics_period``, ``evaluation_grid``, ``torch_threads``, ``journal.*``
 and ``geo.*`` (the map frame's anchor, :class:`GeoConfig`) are read-only.
 
+Channels (``channels``, read-only: the ingest's, which ``poam-ros`` passes): the samples carry a
+field per channel besides z (NaN where not measured), the model maps D = 1 + C outputs
+(:func:`~poam_ros.mapping.channels.survey_model`: ``poam-mt`` or ``cmogp``), the map adds
+``mean_<channel>`` and ``std_<channel>`` fields, each channel has its ``map/<channel>/*``
+grids, uncertainty answers carry the channels' covariance (``cov_<d>_<e>``,
+:meth:`~poam_ros.mapping.loop.MappingLoop.uncertainty`) and /diagnostics each channel's
+baseline and the model's per-channel noise and correlations; the crash journal records every
+channel's values. Without channels everything is as above.
+
 With ``evaluation_grid`` set, each map is followed by ``map/evaluation``, stamped as the
 map: the same model's mean and std of a new measurement, float64, at the mission's
 evaluation points, which is what :class:`~poam_ros.mission.Mission` scores, so that a
@@ -87,6 +98,7 @@ from std_srvs.srv import SetBool, Trigger
 
 from poam_ros import messages as msg
 from poam_ros.geo import GeoConfig, GeoError, GeoReference, resolve_workspace
+from poam_ros.mapping.channels import channel_names, check_method, output_count, survey_model
 from poam_ros.mapping.journal import Journal, JournalConfig, Recovery, journal_directory
 from poam_ros.mapping.loop import MappingLoop
 from poam_ros.mapping.map_grid import MapGrid, MapGridConfig
@@ -100,7 +112,6 @@ from poam_ros.models import (
     StateFileError,
     UpdateReport,
     load_model,
-    make_model,
     resolve_device,
     state_io,
 )
@@ -128,7 +139,7 @@ SHUTDOWN_WAIT = 10.0  # s destroy_node waits for an update in progress
 @dataclass
 class _Batch:
     xy: np.ndarray  # (N, 2) m
-    z: np.ndarray  # (N,)
+    z: np.ndarray  # (N,); (N, 1 + C) with channels, depth first, NaN where not measured
     stamp: int  # ns, the message's header stamp (the data time of its samples)
     arrival: float  # time.monotonic() when the message reached the callback
 
@@ -155,7 +166,8 @@ class _Status:
     overhead: float = float("nan")
     latencies: deque = field(default_factory=lambda: deque(maxlen=LATENCY_WINDOW))
     map_stamp: int = 0  # ns, header stamp of the last map published
-    targets: TargetBaseline | None = None  # of the samples the model holds (MSLL baseline)
+    # of the samples the model holds (MSLL baseline); with channels, one per channel
+    targets: TargetBaseline | list[TargetBaseline | None] | None = None
     autosaves: int = 0
     autosave_time: float = float("nan")  # s, the last autosave's
 
@@ -174,7 +186,11 @@ class MapperNode(StartingNode):
         grid_config = declare_config(self, MapGridConfig, "grid")
         self._settings = declare_config(self, MapperSettings,
                                         read_only=("state_file", "diagnostics_period",
-                                                   "evaluation_grid", "torch_threads"))
+                                                   "evaluation_grid", "torch_threads",
+                                                   "channels"))
+        # The samples' channels fix the model's outputs and the map's layers: set once.
+        self._channels = tuple(self._settings.channels)
+        check_method(self._mapping, self._channels)
         self._journal_config = declare_config(
             self, JournalConfig, "journal", read_only=[s.name for s in JournalConfig.specs()])
         self._georeference = GeoReference.from_config(declare_config(
@@ -223,6 +239,9 @@ class MapperNode(StartingNode):
 
         self._map_pub = self.create_publisher(PointCloud2, "map", qos.LATCHED)
         self._std_pub = self.create_publisher(OccupancyGrid, "map/std", qos.LATCHED)
+        self._channel_pubs = {name: tuple(self.create_publisher(
+            OccupancyGrid, f"map/{name}/{layer}", qos.LATCHED) for layer in ("mean", "std"))
+            for name in self._channels}
         self._inducing_pub = self.create_publisher(PointCloud2, "map/inducing", qos.LATCHED)
         self._memory_pub = self.create_publisher(PointCloud2, "map/memory", qos.LATCHED)
         self._evaluation_pub = self.create_publisher(PointCloud2, "map/evaluation",
@@ -258,8 +277,9 @@ class MapperNode(StartingNode):
     def _vet_parameters(self, parameters) -> SetParametersResult:
         """Checks across configs and against the machine, beyond each dataclass's own."""
         try:
-            resolve_device(proposed_config(self, MappingConfig, parameters,
-                                           "mapping").device)
+            mapping = proposed_config(self, MappingConfig, parameters, "mapping")
+            resolve_device(mapping.device)
+            check_method(mapping, self._channels)
             _make_grid(proposed_config(self, MapGridConfig, parameters, "grid"),
                        resolve_workspace(proposed_config(self, WorkspaceConfig, parameters,
                                                          "workspace"), self._georeference))
@@ -299,7 +319,7 @@ class MapperNode(StartingNode):
                                       f"expected '{frame}'")
             return
         try:
-            xy, z = msg.cloud_to_samples(message)
+            xy, z = msg.cloud_to_samples(message, self._channels)
         except ValueError as error:
             self._reject(UNREADABLE_MESSAGE, f"unreadable samples cloud: {error}")
             return
@@ -319,26 +339,28 @@ class MapperNode(StartingNode):
         self.warn_throttled(reason, text)
 
     def _on_query(self, message: PointCloud2) -> None:
-        """Predictive std of a new measurement at the query's points, from the served model;
-        an empty response means there is no model yet (or the query was unusable)."""
+        """Predictive std of a new measurement at the query's points (with channels, their
+        covariance), from the served model; an empty response means there is no model yet
+        (or the query was unusable)."""
         model = self._served_model()
         with self._lock:
             frame = self._settings.map_frame
             self._status.queries += 1
-        xy, std = np.empty((0, 2)), np.empty(0)
+        xy, spread = np.empty((0, 2)), np.empty(0)
         if message.header.frame_id != frame:
             self.warn_throttled("query_frame", f"query in frame '{message.header.frame_id}', "
                                                f"expected '{frame}': answered empty")
         elif model is not None:
             try:
                 points = msg.cloud_to_query(message)
-                # The paper's planner scores the predictive distribution of a measurement.
-                std = model.predict(points, include_noise=True)[1]
+                # The paper's planner scores the predictive distribution of a measurement
+                # (of every channel, with several).
+                spread = MappingLoop(model).uncertainty(points)
                 xy = points
             except (ValueError, NumericalError, ModelNotReadyError) as error:
                 self.warn_throttled("query_failed", f"query answered empty: {error}")
         self._response_pub.publish(cv.response_to_cloud(
-            Header(stamp=message.header.stamp, frame_id=frame), xy, std))
+            Header(stamp=message.header.stamp, frame_id=frame), xy, spread))
 
     def _on_save(self, _request, response):
         model = self._served_model()
@@ -437,7 +459,7 @@ class MapperNode(StartingNode):
                 if reset:
                     self._data_stamp = 0
                     self._model = None  # stays None, and batches wait, if the next fails
-                    self._model = make_model(mapping)
+                    self._model = survey_model(mapping, self._channels)
                 if batches:
                     if (self._update(batches, generation, mapping, taken)
                             and checkpoint is not None):
@@ -455,7 +477,7 @@ class MapperNode(StartingNode):
                 taken: float) -> bool:
         """One step of the mapping loop on ``batches`` and its map; whether it succeeded."""
         if self._model is None:  # building it at the reset failed: try again
-            self._model = make_model(mapping)
+            self._model = survey_model(mapping, self._channels)
         model = self._model
         with self._lock:
             workspace = self._workspace
@@ -534,9 +556,14 @@ class MapperNode(StartingNode):
         header = Header(stamp=stamp, frame_id=settings.map_frame)
         grid_x, grid_y = grid.coordinates()
         cloud = cv.map_to_cloud(header, grid_x, grid_y, layers.mean, layers.std,
-                                layers.lengthscale)
+                                layers.lengthscale, self._channels, layers.channel_means,
+                                layers.channel_stds)
         std_grid = cv.grid_from_array(header, layers.std, resolution=grid.resolution,
                                       origin=grid.origin)
+        channel_grids = [cv.grid_from_array(header, layer, resolution=grid.resolution,
+                                            origin=grid.origin)
+                         for pair in zip(layers.channel_means, layers.channel_stds)
+                         for layer in pair]
         inducing_cloud = cv.inducing_to_cloud(header, layers.inducing, layers.inducing_mean)
         memory = getattr(model, "memory_samples", None)  # dual-gp: (xy, z) of its memory
         memory_cloud = None if memory is None else cv.samples_to_cloud(header, *memory())
@@ -550,6 +577,8 @@ class MapperNode(StartingNode):
                     self._record(model, report, layers.predict_time)
             self._map_pub.publish(cloud)
             self._std_pub.publish(std_grid)
+            for publisher, channel_grid in zip(self._channel_publishers(), channel_grids):
+                publisher.publish(channel_grid)
             self._inducing_pub.publish(inducing_cloud)
             if memory_cloud is not None:
                 self._memory_pub.publish(memory_cloud)
@@ -565,7 +594,7 @@ class MapperNode(StartingNode):
             return
         mean, std = MappingLoop(model).evaluation(points)
         header = Header(stamp=cv.nanoseconds_to_time(stamp), frame_id=frame)
-        cloud = cv.evaluation_to_cloud(header, points, mean, std)
+        cloud = cv.evaluation_to_cloud(header, points, mean, std, self._channels)
         with self._publish_lock:
             with self._lock:
                 if generation != self._generation or self._stopping:
@@ -583,7 +612,7 @@ class MapperNode(StartingNode):
             status.num_samples = model.num_samples
             status.num_inducing = model.inducing.shape[0] if model.ready else 0  # also if skipped
             if model.num_samples:
-                status.targets = TargetBaseline.of(model.buffer.y)
+                status.targets = _target_baselines(model.buffer.y)
             status.device, status.method = str(model.device), model.method
             status.model_rejections = Counter(model.rejections)
 
@@ -597,13 +626,19 @@ class MapperNode(StartingNode):
         self._publish_diagnostics()
 
     # ---------------------------------------------------------------- publishing
+    def _channel_publishers(self) -> list:
+        """``map/<channel>/mean`` and ``map/<channel>/std`` of each channel, in order."""
+        return [publisher for pair in self._channel_pubs.values() for publisher in pair]
+
     def _publish_empty_map(self) -> None:
         header = Header(stamp=self.get_clock().now().to_msg(),
                         frame_id=self._settings.map_frame)
         empty = np.empty((0, 0))
         self._map_pub.publish(cv.map_to_cloud(header, empty, empty, empty, empty))
-        self._std_pub.publish(cv.grid_from_array(header, empty, resolution=1.0,
-                                                 origin=(0.0, 0.0)))
+        empty_grid = cv.grid_from_array(header, empty, resolution=1.0, origin=(0.0, 0.0))
+        self._std_pub.publish(empty_grid)
+        for publisher in self._channel_publishers():
+            publisher.publish(empty_grid)
         self._inducing_pub.publish(cv.inducing_to_cloud(header, np.empty((0, 2)), np.empty(0)))
 
     def _publish_diagnostics(self) -> None:
@@ -647,9 +682,16 @@ class MapperNode(StartingNode):
             "map_stamp": status.map_stamp, "journal": self._journal_state,
             "autosaves": status.autosaves, "last_autosave_time": status.autosave_time,
         })
-        if status.targets is not None:  # repr of a float: read back exactly
+        if isinstance(status.targets, TargetBaseline):  # repr of a float: read back exactly
             values.update({"target_mean": status.targets.mean,
                            "target_std": status.targets.std})
+        elif status.targets is not None:  # per channel; the depth's unsuffixed
+            values["channels"] = ", ".join(channel_names(self._channels))
+            for name, targets in zip(("", *(f"_{c}" for c in self._channels)),
+                                     status.targets):
+                if targets is not None:
+                    values.update({f"target_mean{name}": targets.mean,
+                                   f"target_std{name}": targets.std})
         values.update({f"rejected_{reason}": count for reason, count in rejections.items()})
         if status.failed:
             level, text = DiagnosticStatus.ERROR, status.last_failure
@@ -678,6 +720,10 @@ class MapperNode(StartingNode):
     def _resume(self, path: Path) -> OnlineSparseGP:
         """Serve the model saved in ``path`` (a StateFileError stops the start)."""
         model = load_model(path, device=self._mapping.device)
+        if output_count(model) != 1 + len(self._channels):
+            raise StateFileError(path, f"it maps {output_count(model)} channel(s), the "
+                                       f"samples carry {1 + len(self._channels)} (depth and "
+                                       f"channels {list(self._channels)!r})")
         self._model = model
         self._served = copy.deepcopy(model)
         self._republish = True
@@ -700,7 +746,7 @@ class MapperNode(StartingNode):
                     model = self._resume(path)
                     self.get_logger().info(f"resumed {model.num_samples} samples from {path}")
                 else:
-                    self._model = make_model(self._mapping)
+                    self._model = survey_model(self._mapping, self._channels)
                 if journal is not None:
                     journal.start_new(self._model if self._settings.state_file else None)
         except OSError as error:
@@ -721,7 +767,8 @@ class MapperNode(StartingNode):
             return None, None
         directory = journal_directory(config, self._settings.save_path)
         try:
-            journal = Journal(directory, config.sync_period)
+            journal = Journal(directory, config.sync_period,
+                              targets=1 + len(self._channels))
         except OSError as error:
             self._journal_state = f"off: {error}"
             self.get_logger().warning(f"mapping without a crash journal: {error}")
@@ -750,7 +797,7 @@ class MapperNode(StartingNode):
         if recovery.autosave is not None:
             saved = self._resume(recovery.autosave).num_samples
         else:
-            saved, self._model = 0, make_model(self._mapping)
+            saved, self._model = 0, survey_model(self._mapping, self._channels)
         self._data_stamp = recovery.stamp
         if len(recovery.z):
             self._incoming.append(_Batch(recovery.xy, recovery.z, recovery.stamp,
@@ -884,6 +931,15 @@ class MapperNode(StartingNode):
                 self.get_logger().warning(f"cannot remove the journal {journal.directory}: "
                                           f"{error}")
         super().destroy_node()
+
+
+def _target_baselines(targets: np.ndarray) -> TargetBaseline | list[TargetBaseline | None]:
+    """The MSLL baseline of the samples' targets (N,); of each channel's measured values
+    (N, D) with channels (None for a channel without any)."""
+    if targets.ndim == 1:
+        return TargetBaseline.of(targets)
+    columns = [column[np.isfinite(column)] for column in targets.T]
+    return [TargetBaseline.of(column) if len(column) else None for column in columns]
 
 
 def _evaluation_points(settings: MapperSettings,

@@ -9,6 +9,13 @@ the samples the mapper holds (the mean and std of their targets, which the mappe
 in its diagnostics of that map). Update times and counts come from the same diagnostics
 (``map_stamp``).
 
+With channels besides the depth (``fields``: each channel's truth, depth first, as
+:func:`~poam_ros.mission.survey_fields` gives them) the samples and the evaluation carry a
+field per channel, the mapper reports each channel's baseline (``target_mean_<channel>``,
+...), and each record holds the depth's metrics and every channel's in ``extra``
+(``smse_<channel>``, ...), scored by :func:`~poam_ros.mapping.loop.score_channels` as the
+ROS-free mission scores them.
+
 A map is scored once its evaluation, the mapper's diagnostics and the samples batch it is
 stamped with have all arrived, in stamp order, whatever order DDS delivers them in.
 """
@@ -24,7 +31,9 @@ from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import PointCloud2
 
 from poam_ros import messages as msg
+from poam_ros.mapping.channels import DEPTH
 from poam_ros.mapping.epochs import EpochRecord
+from poam_ros.mapping.loop import score_channels
 from poam_ros.mapping.metrics import TargetBaseline, evaluate_map
 from poam_ros.ros import qos
 from poam_ros.ros.run import StartingNode
@@ -36,13 +45,17 @@ KEPT_MAPS = 5  # maps (and inducing clouds) kept for the final figure
 
 
 class MissionMonitor(StartingNode):
-    """Scores the graph's maps against ``terrain`` until one holds ``budget`` samples;
+    """Scores the graph's maps against ``terrain`` (and the truths of further channels in
+    ``fields``, name -> (G, 2) m -> (G,), depth first) until one holds ``budget`` samples;
     ``on_epoch`` sees every record as it comes."""
 
     def __init__(self, terrain: Terrain, budget: int,
                  on_epoch: Callable[[EpochRecord], None] | None = None,
-                 node_name: str = "poam_ros_sim_monitor", **kwargs) -> None:
+                 node_name: str = "poam_ros_sim_monitor",
+                 fields: dict[str, Callable] | None = None, **kwargs) -> None:
         self.terrain, self.budget, self.on_epoch = terrain, budget, on_epoch
+        self.fields = fields or {DEPTH: terrain.elevation}
+        self.channels = tuple(self.fields)[1:]  # the samples' fields besides z
         super().__init__(node_name, **kwargs)
 
     def _start(self, node_name: str) -> None:
@@ -54,11 +67,12 @@ class MissionMonitor(StartingNode):
         self.messages: dict[str, str] = {}  # newest message per diagnostic status
         self.maps: dict[int, PointCloud2] = {}  # by stamp (ns), the newest few
         self.inducing: dict[int, PointCloud2] = {}
-        self._batches: list[tuple[int, np.ndarray, np.ndarray]] = []  # stamp ns, xy, z
+        # stamp ns, xy, z ((N,); (N, D) with channels)
+        self._batches: list[tuple[int, np.ndarray, np.ndarray]] = []
         self._newest_batch = -1
         self._evaluations: dict[int, PointCloud2] = {}
         self._mapper: dict[int, dict[str, str]] = {}  # mapper diagnostics by map_stamp
-        self._truth: tuple[np.ndarray, np.ndarray] | None = None  # points, elevations
+        self._truth: tuple[np.ndarray, np.ndarray] | None = None  # points, (G,) or (G, D)
         subscribe = self.create_subscription
         subscribe(PointCloud2, "map", self._keep(self.maps), qos.LATCHED_HISTORY)
         subscribe(PointCloud2, "map/inducing", self._keep(self.inducing), qos.LATCHED_HISTORY)
@@ -93,7 +107,7 @@ class MissionMonitor(StartingNode):
     # ------------------------------------------------------------------ callbacks
     def _on_samples(self, message: PointCloud2) -> None:
         stamp = msg.time_to_nanoseconds(message.header.stamp)
-        xy, z = msg.cloud_to_samples(message)
+        xy, z = msg.cloud_to_samples(message, self.channels)
         self._batches.append((stamp, xy, z))
         self._newest_batch = max(self._newest_batch, stamp)
         self._score_ready()
@@ -133,22 +147,29 @@ class MissionMonitor(StartingNode):
             self._score(stamp, self._evaluations.pop(stamp), self._mapper.pop(stamp))
 
     def _score(self, stamp: int, evaluation: PointCloud2, mapper: dict[str, str]) -> None:
-        points, mean, std = msg.cloud_to_evaluation(evaluation)
+        points, mean, std = msg.cloud_to_evaluation(evaluation, self.channels)
         if self._truth is None or not np.array_equal(self._truth[0], points):
-            self._truth = points, self.terrain.elevation(points)
+            truths = [field(points) for field in self.fields.values()]
+            self._truth = points, truths[0] if len(truths) == 1 else np.column_stack(truths)
         # The MSLL baseline of the samples the mapper holds, as it reports them.
-        baseline = TargetBaseline(float(mapper["target_mean"]), float(mapper["target_std"]))
-        metrics = evaluate_map(self._truth[1], mean, std, baseline)
+        if self.channels:
+            baselines = [_baseline(mapper, suffix)
+                         for suffix in ("", *(f"_{name}" for name in self.channels))]
+            metrics, per_channel = score_channels(tuple(self.fields), self._truth[1], mean,
+                                                  std, baselines)
+        else:
+            metrics, per_channel = evaluate_map(self._truth[1], mean, std,
+                                                _baseline(mapper, "")).as_dict(), {}
         failure = mapper.get("last_training_failure") or None
         record = EpochRecord(
-            len(self.records), int(mapper["samples"]), **metrics.as_dict(),
+            len(self.records), int(mapper["samples"]), **metrics,
             update_time=float(mapper["last_update_time"]),
             inducing_time=float(mapper["last_inducing_time"]),
             variational_time=float(mapper["last_variational_time"]),
             training_time=float(mapper["last_training_time"]),
             predict_time=float(mapper["last_map_predict_time"]),
             num_inducing=int(mapper["inducing_points"]), sim_time=stamp / 1e9,
-            training_failure=failure)
+            training_failure=failure, extra=per_channel)
         self.records.append(record)
         self.record_stamps.append(stamp)
         self.last_progress = time.monotonic()
@@ -156,21 +177,34 @@ class MissionMonitor(StartingNode):
             self.on_epoch(record)
 
     def samples(self, until: int | None = None) -> np.ndarray:
-        """(N, 3) x, y, elevation of the samples kept so far, up to stamp ``until`` (ns)."""
+        """(N, 3) x, y, elevation of the samples kept so far, up to stamp ``until`` (ns);
+        (N, 2 + D) with the channels' values (NaN where not measured)."""
         kept = [np.column_stack([xy, z]) for stamp, xy, z in self._batches
                 if until is None or stamp <= until]
-        return np.concatenate(kept) if kept else np.empty((0, 3))
+        return np.concatenate(kept) if kept else np.empty((0, 2 + len(self.fields)))
 
     def map_layers(self, stamp: int) -> dict[str, np.ndarray] | None:
         """The map of ``stamp`` (ns) as cells: ``points`` (N, 2), ``mean``, ``std`` and
-        ``lengthscale`` (N,) when published, and its ``inducing`` inputs (M, 2); None when
-        that map is no longer kept."""
+        ``lengthscale`` (N,) when published, each channel's ``mean_<channel>`` and
+        ``std_<channel>``, and its ``inducing`` inputs (M, 2); None when that map is no
+        longer kept."""
         if stamp not in self.maps:
             return None
         fields = msg.cloud_to_arrays(self.maps[stamp])
         layers = {"points": np.column_stack([fields["x"], fields["y"]]),
                   "mean": fields["mean"], "std": fields["std"],
                   "lengthscale": fields.get("lengthscale"), "inducing": np.empty((0, 2))}
+        layers.update({f"{kind}_{name}": fields[f"{kind}_{name}"] for name in self.channels
+                       for kind in ("mean", "std")})
         if stamp in self.inducing:
             layers["inducing"] = msg.cloud_to_points(self.inducing[stamp])[:, :2]
         return layers
+
+
+def _baseline(mapper: dict[str, str], suffix: str) -> TargetBaseline | None:
+    """The MSLL baseline the mapper reports (``target_mean<suffix>``, ...), None when it
+    reports none (a channel not measured yet)."""
+    if f"target_mean{suffix}" not in mapper:
+        return None
+    return TargetBaseline(float(mapper[f"target_mean{suffix}"]),
+                          float(mapper[f"target_std{suffix}"]))

@@ -11,7 +11,8 @@ and plans the next goal each time the vehicle has reached the end of its plan:
   lockstep graph replays the ROS-free mission decision for decision;
 * ``realtime`` mode plans at once with the map at hand (it waits only for a first map).
 
-The max-entropy planner scores its candidates with the mapper's exact predictive std: the
+The max-entropy planner scores its candidates with the mapper's exact predictive std (on a
+multi-channel map the channels' covariance, scored as ``max_entropy.acquisition`` says): the
 planner's ``predict_std`` publishes the candidates on ``uncertainty/query`` and waits for the
 mapper's ``uncertainty/response`` with the same stamp. Planning runs on a worker thread owned
 by the node, so that the wait never blocks the executor whatever kind it is; if no usable
@@ -102,7 +103,7 @@ class _Query:
     stamp: int  # ns, identifies the answer
     points: np.ndarray  # (N, 2) m
     done: threading.Event = field(default_factory=threading.Event)
-    std: np.ndarray | None = None
+    spread: np.ndarray | None = None  # std (N,) or the channels' covariance (N, D, D)
     error: str = "no answer"
 
 
@@ -245,19 +246,19 @@ class PlannerNode(StartingNode):
         if query is None or stamp != query.stamp:
             return  # an answer to an earlier query, or to another planner
         try:
-            points, std = msg.cloud_to_response(message)
+            points, spread = msg.cloud_to_response(message)
         except ValueError as error:
             query.error = f"unreadable answer: {error}"
             with self._lock:
                 self._inputs.refuse(RESPONSE_MALFORMED, query.error)
                 self._warn_dropped()
         else:
-            if len(std) == 0:
+            if len(spread) == 0:
                 query.error = "the mapper has no map to answer from"
             elif not np.array_equal(points, query.points):
                 query.error = "the answer is about other points than the query's"
             else:
-                query.std = std
+                query.spread = spread
         query.done.set()
 
     def _warn_dropped(self) -> None:
@@ -329,9 +330,9 @@ class PlannerNode(StartingNode):
             self._query = None
         if not answered:
             raise QueryFailed(f"no answer to the uncertainty query within {timeout} s")
-        if query.std is None:
+        if query.spread is None:
             raise QueryFailed(query.error)
-        return query.std
+        return query.spread
 
     def _issue(self, waypoints: np.ndarray, position: np.ndarray | None, state: str) -> None:
         """Publish ``waypoints`` (K, 2) as the plan and its last pose as the goal."""

@@ -14,7 +14,9 @@ georeferenced`` raster is placed with (``poam-ros sim`` passes the mapper's).
 
 Topics (names relative, remappable): publishes ``odom`` (nav_msgs/Odometry),
 ``sonar/range`` (sensor_msgs/Range), ``sonar/swath`` (sensor_msgs/PointCloud2, with
-``multibeam.enabled``), ``/clock`` and ``/diagnostics``; subscribes ``plan``
+``multibeam.enabled``), ``temperature`` (sensor_msgs/Temperature in ``base_frame``, variance
+``temperature.noise_std``², NaN off the terrain; with ``temperature.enabled``), ``/clock``
+and ``/diagnostics``; subscribes ``plan``
 (nav_msgs/Path, transient local). Its timers run on the steady clock, never on
 ``use_sim_time``: the node is the clock.
 """
@@ -28,7 +30,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from nav_msgs.msg import Odometry, Path
 from rclpy.clock import Clock, ClockType
 from rosgraph_msgs.msg import Clock as ClockMsg
-from sensor_msgs.msg import PointCloud2, Range
+from sensor_msgs.msg import PointCloud2, Range, Temperature
 from std_msgs.msg import Header
 
 from poam_ros import messages as msg
@@ -39,12 +41,24 @@ from poam_ros.ros import qos
 from poam_ros.ros.parameters import add_config_callback, declare_config
 from poam_ros.ros.run import StartingNode, run_node
 from poam_ros.sim.multibeam import MultibeamSonar, MultibeamStreamConfig
-from poam_ros.sim.simulated_auv import Odom, Ping, SimulatedAuv, SimulatedAuvConfig, Sounding
+from poam_ros.sim.simulated_auv import (
+    Odom,
+    Ping,
+    Reading,
+    SimulatedAuv,
+    SimulatedAuvConfig,
+    Sounding,
+)
 from poam_ros.sim.simulator import SurveySimulator
 from poam_ros.sim.sonar import SonarConfig
 from poam_ros.sim.terrain import TerrainError
 from poam_ros.sim.terrain_config import TerrainConfig, terrain_from_config
 from poam_ros.sim.vehicle import VehicleConfig
+from poam_ros.sim.water_temperature import (
+    WaterTemperature,
+    WaterTemperatureConfig,
+    temperature_sensor,
+)
 
 DIAGNOSTICS_PERIOD = 1.0  # s, wall
 # Parameters that cannot change once the simulator is built.
@@ -67,6 +81,8 @@ class SimulatedAuvNode(StartingNode):
         swath = declare_config(self, MultibeamStreamConfig, "multibeam",
                                read_only=_all(MultibeamStreamConfig))
         geo = declare_config(self, GeoConfig, "geo", read_only=_all(GeoConfig))
+        self.temperature_config = declare_config(self, WaterTemperatureConfig, "temperature",
+                                                 read_only=_all(WaterTemperatureConfig))
         add_config_callback(self, SimulatedAuvConfig, self._reconfigure)
         self.sonar_config = sonar
         try:  # a terrain file that cannot be read, a start off the terrain, a sonar too short
@@ -82,13 +98,18 @@ class SimulatedAuvNode(StartingNode):
                                            simulator.height.constant, rng)
         except ValueError as error:
             raise ConfigError(str(error)) from error
-        self.auv = SimulatedAuv(simulator, self.config.mode, multibeam, swath.rate)
+        sensors = ([temperature_sensor(WaterTemperature(terrain, self.temperature_config),
+                                       self.config.seed)]
+                   if self.temperature_config.enabled else [])
+        self.auv = SimulatedAuv(simulator, self.config.mode, multibeam, swath.rate, sensors)
 
         self._clock_pub = self.create_publisher(ClockMsg, "/clock", qos.CLOCK)
         self._odom_pub = self.create_publisher(Odometry, "odom", qos.SENSORS)
         self._range_pub = self.create_publisher(Range, "sonar/range", qos.SENSORS)
         self._swath_pub = (self.create_publisher(PointCloud2, "sonar/swath", qos.SENSORS)
                            if multibeam else None)
+        self._temperature_pub = (self.create_publisher(Temperature, "temperature", qos.SENSORS)
+                                 if sensors else None)
         self._diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics",
                                                       qos.DIAGNOSTICS)
         self.create_subscription(Path, "plan", self._on_plan, qos.LATCHED)
@@ -106,7 +127,8 @@ class SimulatedAuvNode(StartingNode):
         self.get_logger().info(
             f"simulated AUV ready: {self.config.mode} mode, time_scale "
             f"{self.config.time_scale:g}, start {tuple(round(v, 3) for v in self.auv.pose)}, "
-            f"seed {self.config.seed}{', multibeam on' if multibeam else ''}")
+            f"seed {self.config.seed}{', multibeam on' if multibeam else ''}"
+            f"{', temperature on' if sensors else ''}")
 
     # -------------------------------------------------------------------- callbacks
 
@@ -140,8 +162,9 @@ class SimulatedAuvNode(StartingNode):
         A topic found complete is asked again only when its number of matched subscribers
         changes: a graph query costs about 80 µs, the count about 2 µs.
         """
-        publishers = [self._odom_pub, self._range_pub] + (
-            [self._swath_pub] if self._swath_pub is not None else [])
+        publishers = [publisher for publisher in (self._odom_pub, self._range_pub,
+                                                  self._swath_pub, self._temperature_pub)
+                      if publisher is not None]
         missing = []
         for publisher in publishers:
             topic, count = publisher.topic_name, publisher.get_subscription_count()
@@ -203,6 +226,10 @@ class SimulatedAuvNode(StartingNode):
             header = Header(frame_id=config.sonar_frame, stamp=cv.seconds_to_time(event.t))
             swath = event.swath
             self._swath_pub.publish(cv.points_to_cloud(header, swath.points_sensor[swath.valid]))
+        elif isinstance(event, Reading) and self._temperature_pub is not None:
+            header = Header(frame_id=config.base_frame, stamp=cv.seconds_to_time(event.t))
+            self._temperature_pub.publish(cv.temperature_from_reading(
+                header, event.value, variance=self.temperature_config.noise_std ** 2))
 
     def _publish_diagnostics(self) -> None:
         auv = self.auv

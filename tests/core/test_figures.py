@@ -121,7 +121,7 @@ def test_a_georeferenced_map_is_drawn_in_eastings_and_northings(tmp_path, saved)
                                          "chart datum")
 
 
-def test_a_two_channel_mission_figure_shows_the_depth(tmp_path, saved):
+def test_a_two_channel_mission_has_a_figure_per_channel(tmp_path, saved):
     grid = MapGrid((-30, 30, -30, 30), 6.0)
     points = grid.points
     both = lambda x: np.column_stack([field(x), np.full(len(x), 7.0)])  # noqa: E731
@@ -131,11 +131,22 @@ def test_a_two_channel_mission_figure_shows_the_depth(tmp_path, saved):
         lengthscale_map=lambda x: np.full(len(x), 8.0))
     samples_y = np.full((len(points[::3]), 2), np.nan)
     samples_y[::2, 0] = 1.0
+    samples_y[1::2, 1] = 7.0
+    extra = dict(smse_depth=0.1, msll_depth=-1.0, smse_temperature=0.2, msll_temperature=-2.0)
     result = SimpleNamespace(model=model, eval_points=points, truth=both(points),
-                             final=SimpleNamespace(num_samples=9, smse=0.1, msll=-1.0),
+                             final=SimpleNamespace(num_samples=9, smse=0.1, msll=-1.0,
+                                                   extra=extra),
                              path=np.zeros((5, 3)), samples_x=points[::3], samples_y=samples_y)
-    figures.plot_mission(result, tmp_path / "m.png", "embedded bathymetry")
-    [fig] = saved
-    truth, mean = (ax.get_images()[0].get_array() for ax in panels_and_bars(fig, 4)[0][:2])
+    assert figures.plot_mission(result, tmp_path / "m.png", "embedded bathymetry") == \
+        tmp_path / "m.png"
+    assert (tmp_path / "m_temperature.png").is_file()
+    depth, temperature = saved
+    truth, mean = (ax.get_images()[0].get_array() for ax in panels_and_bars(depth, 4)[0][:2])
     np.testing.assert_allclose(np.ma.compressed(mean) - 0.5, np.ma.compressed(truth))
     assert np.ma.compressed(truth).std() > 0  # the depth, not the constant second channel
+    panels, bars = panels_and_bars(temperature, 3)  # no lengthscale panel
+    np.testing.assert_allclose(np.ma.compressed(panels[1].get_images()[0].get_array()), 7.5)
+    assert [bar.get_ylabel() for bar in bars] == ["temperature [°C]"] * 2 + ["std [°C]"]
+    assert temperature._suptitle.get_text() == ("embedded bathymetry, temperature · poam-mt · "
+                                                "17 samples · final SMSE 0.2000, MSLL -2.000")
+    assert len(panels[1].lines[0].get_xydata()) == 17  # the samples that measured it

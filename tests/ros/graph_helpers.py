@@ -115,3 +115,31 @@ def finish(process: subprocess.Popen, executor, deadline: float) -> tuple[int, s
         wait_or_kill(process, 30)
     out, err = process.communicate(timeout=30)
     return process.returncode, out, err
+
+
+def sim_then_mission(args, out: pathlib.Path, setup):
+    """Run ``poam-ros sim`` with ``args`` into ``out`` (it must succeed), then the ROS-free
+    :class:`~poam_ros.mission.Mission` of ``setup`` on the mapper's torch threads: (the
+    command's sim.json, its epoch records, the mission's result)."""
+    import json
+
+    import torch
+
+    from poam_ros.mission import Mission
+
+    process = poam_ros_sim(args, out)
+    try:
+        printed, errors = process.communicate(timeout=RUN_LIMIT)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        raise
+    assert process.returncode == 0, f"{printed}\n{errors}"
+    summary = json.loads((out / "sim.json").read_text())
+    records = [json.loads(line) for line in (out / "epochs.jsonl").read_text().splitlines()]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(setup.mapper_node.torch_threads)  # as the mapper runs
+    try:
+        result = Mission(setup).run()
+    finally:
+        torch.set_num_threads(threads)
+    return summary, records, result

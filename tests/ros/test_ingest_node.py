@@ -13,10 +13,20 @@ import pytest
 rclpy = pytest.importorskip("rclpy", exc_type=ModuleNotFoundError)
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
+from geometry_msgs.msg import Quaternion  # noqa: E402
 from nav_msgs.msg import Odometry, Path  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
-from sensor_msgs.msg import NavSatFix, NavSatStatus, PointCloud2, Range  # noqa: E402
+from sensor_msgs.msg import (  # noqa: E402
+    FluidPressure,
+    Imu,
+    NavSatFix,
+    NavSatStatus,
+    PointCloud2,
+    PointField,
+    Range,
+    Temperature,
+)
 from std_msgs.msg import Header  # noqa: E402
 
 from poam_ros import messages as msg  # noqa: E402
@@ -241,6 +251,76 @@ def test_soundings_outside_the_workspace_are_information_not_a_warning(start_nod
     tester.send_range(2.4, float("nan"))
     assert spin_until(lambda: DiagnosticStatus.WARN in tester.levels, ingest, tester.node,
                       timeout=10.0), tester.counts
+
+
+def test_channel_topics_are_read_and_bad_channel_messages_counted(start_node, make_node,
+                                                                  spin_until):
+    """Each channel from its own topic and message type; a NaN, a wrong frame and a cloud
+    without the channel's field are counted drops, per reason and per channel."""
+    ingest = start_node(IngestNode, channels=["temperature", "pressure", "methane"],
+                        channel_topics=["ctd/temperature", "ctd/pressure", "sniffer"],
+                        channel_types=["temperature", "fluid_pressure", "cloud"])
+    tester = Tester(make_node)
+    temperature = tester.node.create_publisher(Temperature, "ctd/temperature", RELIABLE)
+    pressure = tester.node.create_publisher(FluidPressure, "ctd/pressure", RELIABLE)
+    sniffer = tester.node.create_publisher(PointCloud2, "sniffer", RELIABLE)
+    assert spin_until(lambda: all(p.get_subscription_count() for p in (
+        temperature, pressure, sniffer, tester.odom)), ingest, tester.node)
+
+    def header(t, frame="base_link"):
+        return Header(frame_id=frame, stamp=cv.seconds_to_time(t))
+
+    for i in range(5):
+        tester.send_pose(float(i), float(i))
+    temperature.publish(Temperature(header=header(0.5), temperature=7.5))
+    temperature.publish(Temperature(header=header(1.0), temperature=math.nan))
+    temperature.publish(Temperature(header=header(1.5, "sonar_link"), temperature=7.0))
+    pressure.publish(FluidPressure(header=header(2.0), fluid_pressure=2.0e5))
+    sniffer.publish(cv.fields_to_cloud(header(2.5), {"salinity": np.ones(1)}, required=()))
+    sniffer.publish(cv.fields_to_cloud(header(3.0), {"methane": np.array([0.25])},
+                                       required=(), datatype=PointField.FLOAT64))
+    tester.send_plan([[4.0, 0.0]])
+    assert spin_until(lambda: tester.batches, ingest, tester.node, timeout=10.0)
+    points = msg.cloud_to_points(tester.batches[0], ["temperature", "pressure", "methane"])
+    nan = math.nan
+    np.testing.assert_array_equal(points, [[0.5, 0.0, nan, 7.5, nan, nan],
+                                           [2.0, 0.0, nan, nan, 2.0e5, nan],
+                                           [3.0, 0.0, nan, nan, nan, 0.25]])
+    expected = {ig.NONFINITE_POINT: 1, ig.WRONG_FRAME: 1, ig.MALFORMED: 1}
+    channels = {"channel.temperature.received": 3, "channel.temperature.placed": 1,
+                "channel.temperature.dropped": 2, "channel.pressure.dropped": 0,
+                "channel.methane.received": 1, "channel.methane.placed": 1}
+    assert spin_until(lambda: all(tester.count(key) == count for key, count in channels.items())
+                      and all(tester.count(f"dropped.{reason}") == count
+                              for reason, count in expected.items()),
+                      ingest, tester.node, timeout=5.0), tester.counts
+    assert ingest.core.dropped == expected
+
+
+def test_attitude_from_imu_and_depth_from_pressure(start_node, make_node, spin_until):
+    """With imu_attitude and depth_from_pressure the ingest subscribes imu and depth: a
+    sounding lands at z = -d - range whatever the odometry's z; a bad IMU message is a
+    counted drop."""
+    ingest = start_node(IngestNode, imu_attitude=True, depth_from_pressure=True,
+                        atmospheric_pressure=0.0, water_density=1000.0)
+    tester = Tester(make_node)
+    imu = tester.node.create_publisher(Imu, "imu", RELIABLE)
+    depth = tester.node.create_publisher(FluidPressure, "depth", RELIABLE)
+    assert spin_until(lambda: imu.get_subscription_count() and depth.get_subscription_count()
+                      and tester.range.get_subscription_count(), ingest, tester.node)
+    for t in range(3):
+        header = Header(frame_id="base_link", stamp=cv.seconds_to_time(float(t)))
+        tester.send_pose(float(t), float(t))  # at z = 300 m
+        imu.publish(Imu(header=header, orientation=cv.yaw_to_quaternion(0.0)))
+        depth.publish(FluidPressure(header=header, fluid_pressure=1000.0 * 9.80665 * 40.0))
+    imu.publish(Imu(header=Header(frame_id="base_link", stamp=cv.seconds_to_time(3.0)),
+                    orientation=Quaternion(w=0.0)))  # not a rotation
+    tester.send_range(1.5, 10.0)
+    tester.send_plan([[2.0, 0.0]])
+    assert spin_until(lambda: tester.batches, ingest, tester.node, timeout=10.0)
+    np.testing.assert_allclose(msg.cloud_to_points(tester.batches[0]), [[1.5, 0.0, -50.0]],
+                               atol=1e-4)
+    assert spin_until(lambda: ingest.core.dropped == {ig.IMU_INVALID: 1}, ingest, tester.node)
 
 
 def test_best_effort_sensors_through_qos_overrides(start_node, make_node, spin_until):

@@ -12,18 +12,15 @@ within a small tolerance.
 
 from __future__ import annotations
 
-import json
-import subprocess
 from dataclasses import asdict
 
 import pytest
 
 rclpy = pytest.importorskip("rclpy", exc_type=ModuleNotFoundError)
 
-import torch  # noqa: E402
-from graph_helpers import ROOT, RUN_LIMIT, poam_ros_sim  # noqa: E402
+from graph_helpers import ROOT, sim_then_mission  # noqa: E402
 
-from poam_ros.mission import Mission, MissionSetup  # noqa: E402
+from poam_ros.mission import MissionSetup  # noqa: E402
 from poam_ros.sim import TerrainConfig  # noqa: E402
 
 ENV2 = ROOT.parent / "shared" / "data" / "srtm" / "N17E073_360.npz"
@@ -39,27 +36,12 @@ def runs(ros_domain_id, small_parameter_file, tmp_path_factory):
     params = small_parameter_file(mapper={"mapping": {"num_inducing": 40, "train_steps": 2}},
                                   planner={"max_entropy": {"num_candidates": 150}},
                                   mission={"mission": {"eval_grid": 50}})
-    out = tmp_path_factory.mktemp("equivalence")
-    process = poam_ros_sim(["--params", str(params), "--map", str(ENV2), "--seed", str(SEED),
-                            "--max-samples", str(BUDGET), "--compare"], out)
-    try:
-        printed, errors = process.communicate(timeout=RUN_LIMIT)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        raise
-    assert process.returncode == 0, f"{printed}\n{errors}"
-    summary = json.loads((out / "sim.json").read_text())
-    records = [json.loads(line) for line in (out / "epochs.jsonl").read_text().splitlines()]
-
     setup = MissionSetup.from_file(params)
     setup.terrain = TerrainConfig(path=str(ENV2), extent=setup.terrain.extent)
     setup.mission = setup.mission.replace(seed=SEED, max_samples=BUDGET)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(setup.mapper_node.torch_threads)  # as the mapper runs
-    try:
-        result = Mission(setup).run()
-    finally:
-        torch.set_num_threads(threads)
+    summary, records, result = sim_then_mission(
+        ["--params", str(params), "--map", str(ENV2), "--seed", str(SEED), "--max-samples",
+         str(BUDGET), "--compare"], tmp_path_factory.mktemp("equivalence"), setup)
     return summary, records, result
 
 

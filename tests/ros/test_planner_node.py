@@ -40,18 +40,29 @@ def std_field(points):
     return 1.0 + np.hypot(points[:, 0], points[:, 1])
 
 
-def expected_run(num_goals, positions):
+def covariance_field(points):
+    """A two-channel answer: the depth as :func:`std_field`, a second channel most uncertain
+    near the south-west corner, their correlation 0.5."""
+    std = np.column_stack([std_field(points), 1000.0 / std_field(points) ** 3])
+    cov = np.einsum("nd,ne->nde", std, std)
+    cov[:, 0, 1] *= 0.5
+    cov[:, 1, 0] *= 0.5
+    return cov
+
+
+def expected_run(num_goals, positions, spread=std_field, **config):
     """Pilot and goals as Mission.run draws them from the same seed."""
     rng = np.random.default_rng(SEED)
-    planner = make_planner("max_entropy", workspace(), rng, MaxEntropyConfig(num_candidates=40))
+    planner = make_planner("max_entropy", workspace(), rng,
+                           MaxEntropyConfig(num_candidates=40, **config))
     pilot = pilot_survey(workspace(), rng, PilotSurveyConfig(num_waypoints=6))
-    return pilot, [planner.plan(np.asarray(p), std_field)[0] for p in positions[:num_goals]]
+    return pilot, [planner.plan(np.asarray(p), spread)[0] for p in positions[:num_goals]]
 
 
 @pytest.fixture
 def graph(ros_context, make_node, spin_until):
-    """``graph(**parameters)`` -> (planner, probe); the probe answers queries with std_field,
-    except the next ``probe.ignore`` of them."""
+    """``graph(**parameters)`` -> (planner, probe); the probe answers queries with
+    ``probe.spread`` (std_field), except the next ``probe.ignore`` of them."""
     nodes = []
 
     def start(**extra):
@@ -59,7 +70,7 @@ def graph(ros_context, make_node, spin_until):
                               parameter_overrides=overrides({**SMALL, **extra}))
         nodes.append(planner)
         probe = Probe(make_node("probe"))
-        probe.ignore = 0
+        probe.ignore, probe.spread = 0, std_field
 
         def answer(message):
             if probe.ignore > 0:
@@ -67,7 +78,7 @@ def graph(ros_context, make_node, spin_until):
                 return
             points = msg.cloud_to_query(message)
             probe.response_pub.publish(cv.response_to_cloud(message.header, points,
-                                                            std_field(points)))
+                                                            probe.spread(points)))
 
         probe.node.create_subscription(PointCloud2, "uncertainty/query", answer, qos.QUERY)
         assert spin_until(lambda: probe.plans and probe.goals
@@ -167,6 +178,25 @@ def test_realtime_plans_at_once_with_the_map_at_hand(graph, spin_until):
     assert spin_until(lambda: len(probe.plans) == 3, planner, probe.node, timeout=10.0)
     np.testing.assert_array_equal(msg.path_to_waypoints(probe.plans[2]),
                                   [expected_run(2, [pilot[-1], goal[0]])[1][1]])
+
+
+@pytest.mark.parametrize("acquisition", ["joint", "weighted"])
+def test_a_multi_channel_answer_is_scored_by_the_configured_acquisition(graph, spin_until,
+                                                                        acquisition):
+    """The mapper's covariance answer reaches the planner's acquisition exactly: the goal is
+    the core planner's on the same covariances, not the depth channel's."""
+    settings = {"acquisition": acquisition, "channel_weights": [0.2, 1.0]}
+    planner, probe = graph(mode="realtime", **{f"max_entropy.{k}": v
+                                               for k, v in settings.items()})
+    probe.spread = covariance_field
+    probe.send_map(stamp_ns=1)
+    pilot, _ = expected_run(0, [])
+    drive(probe, pilot, 10_000_000_000)
+    assert spin_until(lambda: len(probe.plans) == 2, planner, probe.node, timeout=10.0)
+    goal = msg.path_to_waypoints(probe.plans[1])[0]
+    expected = expected_run(1, [pilot[-1]], covariance_field, **settings)[1][0]
+    np.testing.assert_array_equal(goal, expected)
+    assert not np.array_equal(goal, expected_run(1, [pilot[-1]], covariance_field)[1][0])
 
 
 def test_one_bad_pose_during_a_leg_costs_only_itself(graph, spin_until):

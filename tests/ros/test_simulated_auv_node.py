@@ -196,3 +196,22 @@ def test_lockstep_holds_the_clock_until_the_named_nodes_subscribe(auv, make_node
 def test_nodes_are_matched_by_name_or_fully_qualified_name(required, missing):
     subscribers = [("/robot", "sensor_ingest"), ("/", "recorder_intake")]
     assert missing_nodes(required, subscribers) == missing
+
+
+def test_with_temperature_the_clock_also_waits_for_its_subscription(auv, make_node,
+                                                                    spin_until):
+    """temperature.enabled: the clock holds until hold_for subscribes to temperature too,
+    then the first reading (t = 0) reaches it."""
+    from sensor_msgs.msg import Temperature
+
+    node = auv(**{"temperature.enabled": True})
+    recorder = Recorder(make_node)  # subscribes odom and sonar/range, not temperature
+    recorder.send([[20.0, -30.0]])
+    assert spin_until(lambda: not node.auv.holding, node, recorder.node)
+    spin_until(lambda: False, node, recorder.node, timeout=0.5)
+    assert node.auv.time == 0.0 and node.waiting_for == ["/temperature"]
+    readings = []
+    recorder.node.create_subscription(Temperature, "temperature", readings.append, RELIABLE)
+    assert spin_until(lambda: len(readings) >= 2, node, recorder.node, timeout=10.0)
+    assert msg.time_to_seconds(readings[0].header.stamp) == 0.0
+    assert [msg.time_to_seconds(m.header.stamp) for m in readings[:2]] == [0.0, 2.0]

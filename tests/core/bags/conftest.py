@@ -19,6 +19,12 @@ def small_setup() -> MissionSetup:
 
 
 @pytest.fixture(scope="session")
+def make_small_setup():
+    """:func:`small_setup`, for a test that changes its own copy."""
+    return small_setup
+
+
+@pytest.fixture(scope="session")
 def survey_bag(tmp_path_factory):
     setup = small_setup()
     return setup, write_survey(tmp_path_factory.mktemp("survey") / "survey", setup,

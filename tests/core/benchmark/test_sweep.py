@@ -2,12 +2,15 @@
 methods refused before any run; an interrupted sweep keeps its finished runs."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from poam_ros.benchmark import sweep
 from poam_ros.sim import default_terrain
+
+TWO_CHANNELS = Path(__file__).resolve().parents[3] / "config" / "two_channels.yaml"
 
 
 @pytest.fixture
@@ -133,3 +136,26 @@ def test_parallel_jobs_give_the_runs_of_a_sequential_sweep(tmp_path, maps):
         two = [json.loads(line) for line in (tmp_path / "two" / name).read_text().splitlines()]
         assert [(r["num_samples"], r["smse"], r["msll"]) for r in one] == \
             [(r["num_samples"], r["smse"], r["msll"]) for r in two]
+
+
+def test_a_two_channel_sweep_tabulates_and_plots_each_channel(tmp_path):
+    """config/two_channels.yaml over the parameter file's own terrain (``--maps params``): the
+    summary has a row per method and channel whose SMSE is the run's average over its scored
+    epochs, and curves and figures come per channel."""
+    out = tmp_path / "out"
+    assert sweep.main(["--maps", "params", "--params", str(TWO_CHANNELS), "--methods",
+                       "poam-independent", "--seeds", "0", "--out", str(out), "--quick",
+                       "--no-progress"]) == 0
+    name = "params_poam-independent_attentive_0"
+    records = [json.loads(line)
+               for line in (out / "runs" / f"{name}.jsonl").read_text().splitlines()]
+    assert json.loads((out / "runs" / f"{name}.json").read_text())["run"]["terrain"] == ""
+    summary = (out / "summary.md").read_text()
+    for channel in ("depth", "temperature"):
+        smse = np.mean([r["extra"][f"smse_{channel}"] for r in records])
+        assert f"| params | poam-independent | attentive | 1 | {channel} | {smse:.4g} |" \
+            in summary
+        assert (out / f"curves_params_{channel}.png").stat().st_size > 0
+    assert records[0]["extra"]["smse_depth"] == records[0]["smse"]
+    assert (out / "figures" / f"{name}.png").stat().st_size > 0
+    assert (out / "figures" / f"{name}_temperature.png").stat().st_size > 0

@@ -12,6 +12,7 @@ import pytest
 
 from poam_ros.ingest import Ingest, IngestConfig
 from poam_ros.ingest import core as ig
+from poam_ros.params import ConfigError
 
 PLANE_Z = 300.0
 LIMITS = (1.0, 2000.0)
@@ -143,7 +144,7 @@ def test_ordinary_out_of_order_messages_are_dropped_as_before():
     ({"stamp_reset_count": 1}, "stamp_reset_count"),          # a glitch would be a reset
     ({"orientation_tolerance": -1e-3}, "orientation_tolerance")])
 def test_the_rules_parameters_are_validated(changes, match):
-    with pytest.raises(ig.ConfigError, match=match):
+    with pytest.raises(ConfigError, match=match):
         IngestConfig(**changes)
 
 

@@ -58,6 +58,33 @@ def test_batches_are_read_back_exactly_in_order(tmp_path):
     np.testing.assert_array_equal(recovery.z, np.concatenate([b[1] for b in batches]))
 
 
+def test_samples_with_channels_are_read_back_exactly(tmp_path):
+    """A mapper with channels journals T = 1 + C values per sample, NaN where a channel was
+    not measured; a journal of another T reads none of them back, and says so."""
+    journal = Journal(tmp_path / "j", targets=2)
+    journal.start_new()
+    batches = []
+    for seed, n in ((3, 6), (4, 0), (5, 4)):
+        xy, depth = batch(seed, n)
+        values = np.column_stack([depth, np.where(np.arange(n) % 2, np.nan, depth + 4.0)])
+        assert journal.append(xy, values, stamp=seed) == 24 + 32 * n
+        batches.append((xy, values))
+    with pytest.raises(ValueError, match=r"targets \(3, 2\)"):
+        journal.append(np.zeros((3, 2)), np.zeros(3))
+    journal.close()
+
+    reader = Journal(tmp_path / "j", targets=2)
+    recovery = reader.recover()
+    reader.close()
+    assert recovery.resumable and recovery.records == 3 and not recovery.ignored
+    np.testing.assert_array_equal(recovery.xy, np.concatenate([b[0] for b in batches]))
+    np.testing.assert_array_equal(recovery.z, np.concatenate([b[1] for b in batches]))
+    depth_only = Journal(tmp_path / "j").recover()
+    assert not depth_only.resumable and depth_only.z.shape == (0,)
+    assert depth_only.ignored == ["segment-00000000.journal (2 targets per sample, this "
+                                  "journal's 1)"]
+
+
 def test_a_batch_of_another_shape_is_refused(tmp_path):
     journal = Journal(tmp_path)
     journal.start_new()

@@ -1,0 +1,103 @@
+"""Where the ingest's scalar channels come from: each channel's topic, message type and frame
+(no ROS).
+
+A channel (``IngestConfig.channels``: a temperature, a pressure, any stamped scalar) is read
+off one topic of one of three standard message types:
+
+* ``temperature``: ``sensor_msgs/Temperature``, the value its ``temperature`` [°C];
+* ``fluid_pressure``: ``sensor_msgs/FluidPressure``, the value its ``fluid_pressure`` [Pa];
+* ``cloud``: a stamped ``sensor_msgs/PointCloud2`` of one point (any other sensor) whose
+  field named like the channel holds the value.
+
+:func:`feed_channel_message` hands one such message to :meth:`Ingest.add_reading
+<poam_ros.ingest.core.Ingest.add_reading>` with the numbers the readers of
+:mod:`poam_ros.messages` take off it: the ingest node calls it on a live message, the remap
+on a recorded one, so both place the same readings.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, NamedTuple
+
+from poam_ros import messages as msg
+from poam_ros.params import ConfigError
+
+if TYPE_CHECKING:
+    from poam_ros.ingest.config import IngestConfig
+    from poam_ros.ingest.core import Ingest
+
+#: channel type -> the ROS message type it reads
+CHANNEL_TYPES = {"temperature": "sensor_msgs/msg/Temperature",
+                 "fluid_pressure": "sensor_msgs/msg/FluidPressure",
+                 "cloud": "sensor_msgs/msg/PointCloud2"}
+
+
+class ChannelSource(NamedTuple):
+    """Channel ``name`` read off ``topic`` (a relative name, as the node's others), messages
+    of channel type ``kind`` (a key of :data:`CHANNEL_TYPES`) stamped in ``frame``."""
+
+    name: str
+    topic: str
+    kind: str
+    frame: str
+
+    @property
+    def msgtype(self) -> str:
+        return CHANNEL_TYPES[self.kind]
+
+
+def channel_sources(config: IngestConfig) -> list[ChannelSource]:
+    """Each channel's source, in ``channels`` order. An empty ``channel_topics`` means each
+    channel's own name; an empty ``channel_types`` a channel's name where that is a channel
+    type (``temperature``, ``fluid_pressure``), else ``cloud``; an empty ``channel_frames``
+    the vehicle's ``base_frame`` (a reading is placed at the vehicle's position)."""
+    names = config.channels
+    topics = config.channel_topics or names
+    kinds = config.channel_types or [name if name in CHANNEL_TYPES else "cloud"
+                                     for name in names]
+    frames = config.channel_frames or [config.base_frame] * len(names)
+    return [ChannelSource(*source) for source in zip(names, topics, kinds, frames)]
+
+
+def check_channel_sources(config: IngestConfig) -> None:
+    """ConfigError unless each of ``channel_topics``, ``channel_types`` and ``channel_frames``
+    is empty or names one entry per channel, types from :data:`CHANNEL_TYPES`, topics
+    distinct."""
+    for name in ("channel_topics", "channel_types", "channel_frames"):
+        values = getattr(config, name)
+        if values and (len(values) != len(config.channels) or not all(
+                isinstance(value, str) and value.strip("/") for value in values)):
+            raise ConfigError(f"IngestConfig.{name} must be empty or one name per channel "
+                              f"{config.channels!r}, got {values!r}")
+    unknown = [kind for kind in config.channel_types if kind not in CHANNEL_TYPES]
+    if unknown:
+        raise ConfigError(f"IngestConfig.channel_types {unknown!r} unknown: each is one of "
+                          f"{', '.join(CHANNEL_TYPES)}")
+    topics = [source.topic for source in channel_sources(config)]
+    if len(set(topics)) != len(topics):
+        raise ConfigError(f"IngestConfig.channel_topics must be distinct, got {topics!r}")
+
+
+def feed_channel_message(ingest: Ingest, source: ChannelSource, message, now: float) -> None:
+    """One message of ``source``'s topic (an rclpy message or a deserialized bag message)
+    into ``ingest`` at wall time ``now`` [s]. A cloud that cannot be read or lacks the
+    channel's field is a counted ``malformed_message``; bad values, stamps and frames are the
+    ingest's to drop (:meth:`~poam_ros.ingest.core.Ingest.add_reading`)."""
+    if source.kind == "temperature":
+        value, t, frame_id = msg.temperature_to_reading(message)
+        values = [value]
+    elif source.kind == "fluid_pressure":
+        value, t, frame_id = msg.fluid_pressure_to_reading(message)
+        values = [value]
+    else:
+        try:
+            t, fields = msg.cloud_to_channel_readings(message, [source.name])
+        except ValueError as error:
+            ingest.drop_malformed(f"{source.topic}: {error}")
+            return
+        values, frame_id = fields[source.name], message.header.frame_id
+        if values.shape != (1,):
+            ingest.drop_malformed(f"{source.topic}: field {source.name!r} of shape "
+                                  f"{values.shape}, expected one point of one value")
+            return
+    ingest.add_reading(t, source.name, float(values[0]), now, frame_id)
