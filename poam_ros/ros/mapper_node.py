@@ -98,8 +98,8 @@ from std_srvs.srv import SetBool, Trigger
 
 from poam_ros import messages as msg
 from poam_ros.geo import GeoConfig, GeoError, GeoReference, resolve_workspace
-from poam_ros.mapping.channels import channel_names, check_method, output_count, survey_model
-from poam_ros.mapping.journal import Journal, JournalConfig, Recovery, journal_directory
+from poam_ros.mapping.channels import channel_names, check_method, survey_model
+from poam_ros.mapping.journal import Journal, JournalConfig
 from poam_ros.mapping.loop import MappingLoop
 from poam_ros.mapping.map_grid import MapGrid, MapGridConfig
 from poam_ros.mapping.metrics import TargetBaseline, evaluation_points
@@ -111,14 +111,13 @@ from poam_ros.models import (
     OnlineSparseGP,
     StateFileError,
     UpdateReport,
-    load_model,
     resolve_device,
-    state_io,
 )
 from poam_ros.params import ConfigError
 from poam_ros.params.node_settings import MapperSettings
 from poam_ros.ros import conversions as cv
 from poam_ros.ros import qos
+from poam_ros.ros.mapper_persistence import MapperPersistence, QueuedBatch
 from poam_ros.ros.parameters import (
     add_config_callback,
     declare_config,
@@ -134,14 +133,6 @@ UNREADABLE_MESSAGE = "unreadable_message"
 LATENCY_WINDOW = 20  # updates over which the median latency is reported
 SNAPSHOT_WAIT = 10.0  # s a query waits at most for the model of a map just published
 SHUTDOWN_WAIT = 10.0  # s destroy_node waits for an update in progress
-
-
-@dataclass
-class _Batch:
-    xy: np.ndarray  # (N, 2) m
-    z: np.ndarray  # (N,); (N, 1 + C) with channels, depth first, NaN where not measured
-    stamp: int  # ns, the message's header stamp (the data time of its samples)
-    arrival: float  # time.monotonic() when the message reached the callback
 
 
 @dataclass
@@ -172,7 +163,7 @@ class _Status:
     autosave_time: float = float("nan")  # s, the last autosave's
 
 
-class MapperNode(StartingNode):
+class MapperNode(MapperPersistence, StartingNode):
     """POAM mapping node; see the module docstring for its interface."""
 
     _worker: threading.Thread | None = None
@@ -213,7 +204,7 @@ class MapperNode(StartingNode):
         # publications against ~/reset (taken first when both are needed).
         self._lock = threading.Condition()
         self._publish_lock = threading.Lock()
-        self._incoming: list[_Batch] = []
+        self._incoming: list[QueuedBatch] = []
         self._paused = False
         self._reset_requested = False
         self._republish = False
@@ -330,7 +321,7 @@ class MapperNode(StartingNode):
                     self._journal.append(xy, z, stamp)
                 except OSError as error:
                     self._journal_failed(f"cannot append to the journal: {error}")
-            self._incoming.append(_Batch(xy, z, stamp, arrival))
+            self._incoming.append(QueuedBatch(xy, z, stamp, arrival))
             self._lock.notify_all()
 
     def _reject(self, reason: str, text: str) -> None:
@@ -473,7 +464,7 @@ class MapperNode(StartingNode):
                 self._fail(f"{type(error).__name__}: {error}")
                 self.get_logger().error(f"mapping failed: {error!r}")
 
-    def _update(self, batches: list[_Batch], generation: int, mapping: MappingConfig,
+    def _update(self, batches: list[QueuedBatch], generation: int, mapping: MappingConfig,
                 taken: float) -> bool:
         """One step of the mapping loop on ``batches`` and its map; whether it succeeded."""
         if self._model is None:  # building it at the reset failed: try again
@@ -704,205 +695,6 @@ class MapperNode(StartingNode):
             level, text = DiagnosticStatus.OK, ("paused" if self._paused else "mapping")
         return cv.diagnostic_status(f"{self.get_name()}: mapping", level, text, values,
                                     hardware_id=status.device)
-
-    # ---------------------------------------------------------------- start and stop
-    def _remove_stale_temporaries(self) -> None:
-        """Delete what saves to ``save_path`` killed mid-write left beside it."""
-        path = Path(self._settings.save_path).expanduser()
-        try:
-            removed = state_io.remove_stale_temporaries(path)
-        except OSError as error:
-            self.get_logger().warning(f"cannot remove stale temporaries of {path}: {error}")
-            return
-        for stale in removed:
-            self.get_logger().info(f"removed {stale.name}, left by a save killed mid-write")
-
-    def _resume(self, path: Path) -> OnlineSparseGP:
-        """Serve the model saved in ``path`` (a StateFileError stops the start)."""
-        model = load_model(path, device=self._mapping.device)
-        if output_count(model) != 1 + len(self._channels):
-            raise StateFileError(path, f"it maps {output_count(model)} channel(s), the "
-                                       f"samples carry {1 + len(self._channels)} (depth and "
-                                       f"channels {list(self._channels)!r})")
-        self._model = model
-        self._served = copy.deepcopy(model)
-        self._republish = True
-        self._status.num_samples, self._status.num_inducing = (model.num_samples,
-                                                               model.inducing.shape[0])
-        self._status.device, self._status.method = str(model.device), model.method
-        return model
-
-    def _open_map(self) -> None:
-        """The model to start with: the journal's map when a process that did not shut down
-        in order left one, else ``state_file``'s or a new one, which the journal then
-        begins."""
-        journal, recovery = self._open_journal()
-        try:
-            if recovery is not None and recovery.resumable:
-                self._restore(journal, recovery)
-            else:
-                if self._settings.state_file:
-                    path = Path(self._settings.state_file).expanduser()
-                    model = self._resume(path)
-                    self.get_logger().info(f"resumed {model.num_samples} samples from {path}")
-                else:
-                    self._model = survey_model(self._mapping, self._channels)
-                if journal is not None:
-                    journal.start_new(self._model if self._settings.state_file else None)
-        except OSError as error:
-            if journal is None:
-                raise
-            self._journal_failed(str(error))  # the journal's: mapping goes on without it
-        except BaseException:
-            if journal is not None:  # left as it is for the next start, unless it is empty
-                journal.close(remove=not (recovery.resumable or recovery.ignored))
-            raise
-        self._journal = journal
-
-    def _open_journal(self) -> tuple[Journal | None, Recovery | None]:
-        """The journal, held by this process, and what an earlier one left in it; (None,
-        None) when it is off or unusable (said in the log, and the journal left as it is)."""
-        config = self._journal_config
-        if not config.enabled:
-            return None, None
-        directory = journal_directory(config, self._settings.save_path)
-        try:
-            journal = Journal(directory, config.sync_period,
-                              targets=1 + len(self._channels))
-        except OSError as error:
-            self._journal_state = f"off: {error}"
-            self.get_logger().warning(f"mapping without a crash journal: {error}")
-            return None, None
-        try:
-            recovery = journal.recover()
-        except OSError as error:
-            journal.close()
-            self._journal_state = f"off: cannot read {directory}: {error}"
-            self.get_logger().error(f"mapping without a crash journal: cannot read "
-                                    f"{directory} ({error}); it is left as it is")
-            return None, None
-        self._journal_state = str(directory)
-        for ignored in recovery.ignored:
-            self.get_logger().warning(f"journal {directory}: ignored {ignored}")
-        return journal, recovery
-
-    def _restore(self, journal: Journal, recovery: Recovery) -> None:
-        """Resume the journal's map: its autosave now, its later batches as the worker's
-        first batch (replayed, not journaled again), then an autosave."""
-        log = self.get_logger()
-        if self._settings.state_file:
-            log.warning(f"state_file {self._settings.state_file} not loaded: the journal in "
-                        f"{journal.directory} continues the map the last process held "
-                        f"(remove that directory to start from state_file)")
-        if recovery.autosave is not None:
-            saved = self._resume(recovery.autosave).num_samples
-        else:
-            saved, self._model = 0, survey_model(self._mapping, self._channels)
-        self._data_stamp = recovery.stamp
-        if len(recovery.z):
-            self._incoming.append(_Batch(recovery.xy, recovery.z, recovery.stamp,
-                                         time.monotonic()))
-            self._autosave_due = True
-        (log.error if recovery.corrupt else log.info)(
-            f"restoring the map of a mapper that did not shut down in order, from the journal "
-            f"in {journal.directory}: {recovery.describe(saved)} (replayed as one batch "
-            f"before the first map)")
-        journal.resume(recovery)
-
-    # ---------------------------------------------------------------- journal
-    def _journaling(self) -> bool:
-        """Whether batches go to the journal (call with the lock held)."""
-        return self._journal is not None and not self._journal_state.startswith("failed")
-
-    def _journal_failed(self, text: str) -> None:
-        """Stop journaling after an I/O error; mapping goes on. The journal stays until an
-        orderly shutdown: after a crash it still restores what it holds (call with the lock
-        held)."""
-        self._journal_state = f"failed: {text}"
-        self.get_logger().error(f"crash journal stopped, mapping goes on: {text}")
-
-    def _sync_journal(self) -> None:
-        with self._lock:
-            journal = self._journal if self._journaling() else None
-        if journal is None:
-            return
-        try:
-            journal.sync()
-        except OSError as error:
-            with self._lock:
-                self._journal_failed(f"cannot fsync the journal: {error}")
-
-    def _checkpoint(self) -> int | None:
-        """Begin the journal's next segment when an autosave is due after this update; its
-        number (call with the lock held)."""
-        config = self._journal_config
-        due = self._autosave_due or (
-            config.autosave_updates and self._since_autosave + 1 >= config.autosave_updates
-        ) or (config.autosave_period
-              and time.monotonic() - self._last_autosave >= config.autosave_period)
-        if not due or not self._journaling():
-            return None
-        try:
-            return self._journal.checkpoint()
-        except OSError as error:
-            self._journal_failed(f"cannot begin a journal segment: {error}")
-            return None
-
-    def _autosave(self, model: OnlineSparseGP, checkpoint: int, generation: int) -> None:
-        """Autosave ``model``, which holds every batch before ``checkpoint``, unless a reset
-        or the shutdown came since."""
-        with self._lock:
-            journal = (self._journal if self._journaling() and generation == self._generation
-                       and not self._stopping else None)
-        if journal is None or not model.ready:
-            return
-        tic = time.perf_counter()
-        try:
-            path = journal.autosave(model, checkpoint)
-        except OSError as error:
-            with self._lock:
-                self._journal_failed(f"cannot autosave: {error}")
-            return
-        with self._lock:
-            if path is not None:
-                self._autosave_due, self._since_autosave = False, 0
-                self._last_autosave = time.monotonic()
-                self._status.autosaves += 1
-                self._status.autosave_time = time.perf_counter() - tic
-
-    def _rebase_journal(self, model: OnlineSparseGP, generation: int) -> None:
-        """Samples were set aside after a failed update: the journal's base moves past them,
-        so that a restart does not replay them (and fail on them) again. The model without
-        them becomes the autosave of a new segment (a new map when it holds nothing yet), and
-        the batches that came during the update, journaled before that boundary, are
-        appended again after it."""
-        with self._lock:
-            if not self._journaling() or generation != self._generation or self._stopping:
-                return
-            try:
-                if model.ready:
-                    checkpoint = self._journal.checkpoint()
-                else:
-                    checkpoint = None
-                    self._journal.start_new(stamp=self._data_stamp)
-                for batch in self._incoming:
-                    if len(batch.z):
-                        self._journal.append(batch.xy, batch.z, batch.stamp)
-            except OSError as error:
-                self._journal_failed(f"cannot move the journal past samples set aside: {error}")
-                return
-        if checkpoint is not None:
-            self._autosave(model, checkpoint, generation)
-
-    def _new_journal_map(self) -> None:
-        """~/reset: the journal begins a new map (call with the lock held)."""
-        self._autosave_due, self._since_autosave = False, 0
-        self._last_autosave = time.monotonic()
-        if self._journaling():
-            try:
-                self._journal.start_new()
-            except OSError as error:
-                self._journal_failed(f"cannot begin a new map in the journal: {error}")
 
     def destroy_node(self) -> None:
         if self._worker is not None:
