@@ -37,6 +37,12 @@ def quaternion_from_rpy(roll: float, pitch: float, yaw: float
             cr * cp * sy - sr * sp * cy, cr * cp * cy + sr * sp * sy)
 
 
+def yaw_from_quaternion(q) -> float:
+    """z-y-x Euler yaw [rad] in (-π, π] of a quaternion (x, y, z, w), taken as a unit one."""
+    x, y, z, w = q
+    return math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+
+
 def roll_pitch_from_quaternion(q) -> tuple[float, float]:
     """(roll, pitch) rad of a quaternion (x, y, z, w), normalised first; pitch in
     [-π/2, π/2] (at ±π/2 roll and yaw are one degree of freedom and roll is returned)."""

@@ -18,6 +18,8 @@ import math
 
 import numpy as np
 
+from poam_ros.attitude import yaw_from_quaternion
+
 NANOSECONDS_PER_SECOND = 1_000_000_000
 XYZ = ("x", "y", "z")
 
@@ -50,7 +52,7 @@ def seconds_to_nanoseconds(seconds: float) -> int:
 
 def quaternion_to_yaw(q) -> float:
     """z-y-x Euler yaw [rad] in (-pi, pi] of a ``geometry_msgs/Quaternion``."""
-    return math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
+    return yaw_from_quaternion((q.x, q.y, q.z, q.w))
 
 
 def pose_to_xy_yaw(pose) -> tuple[float, float, float]:

@@ -50,15 +50,15 @@ class AttitudeDepth:
     """The enabled series (IMU attitude, pressure depth) and the pose they give a reading."""
 
     def __init__(self, config: IngestConfig) -> None:
-        self.configure(config)
+        self.config = config
         self.attitude = PoseHistory(config.pose_history, config.max_pose_gap)
         self.depth = PoseHistory(config.pose_history, config.max_pose_gap)
 
     def configure(self, config: IngestConfig) -> None:
+        """A new configuration; the series keep what they hold."""
         self.config = config
-        for series in (getattr(self, "attitude", None), getattr(self, "depth", None)):
-            if series is not None:
-                series.horizon, series.max_gap = config.pose_history, config.max_pose_gap
+        for series in (self.attitude, self.depth):
+            series.horizon, series.max_gap = config.pose_history, config.max_pose_gap
 
     @property
     def streams(self) -> tuple[str, ...]:
@@ -100,8 +100,7 @@ class AttitudeDepth:
 def feed_imu_message(ingest: Ingest, message, now: float) -> None:
     """One ``sensor_msgs/Imu`` (rclpy or a deserialized bag message) into ``ingest``."""
     t, orientation, frame_id, known = msg.imu_to_orientation(message)
-    ingest.add_attitude(t, orientation, msg.quaternion_to_yaw(message.orientation), now,
-                        frame_id, known)
+    ingest.add_attitude(t, orientation, now, frame_id, known)
 
 
 def feed_depth_message(ingest: Ingest, message, now: float) -> None:

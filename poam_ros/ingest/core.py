@@ -97,7 +97,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from poam_ros.attitude import roll_pitch_from_quaternion, rotation_matrix
+from poam_ros.attitude import roll_pitch_from_quaternion, rotation_matrix, yaw_from_quaternion
 from poam_ros.ingest.attitude_depth import DEPTH, IMU, AttitudeDepth, depth_from_pressure
 from poam_ros.ingest.channels import channel_sources
 from poam_ros.ingest.clock_jumps import ClockJumps, Verdict
@@ -477,12 +477,11 @@ class Ingest:
         return self._place(t, kind, float(value), now)
 
     def add_attitude(self, t: float, orientation: tuple[float, float, float, float],
-                     yaw: float, now: float, frame_id: str | None = None,
-                     known: bool = True) -> bool:
-        """The IMU's orientation quaternion (x, y, z, w) at ``t`` s and its ``yaw`` [rad]
-        (``imu_attitude``; :mod:`~poam_ros.ingest.attitude_depth`). ``known``: False where
-        the IMU gives no orientation. True when kept; ``wrong_frame`` (not this ingest's)
-        without ``imu_attitude``."""
+                     now: float, frame_id: str | None = None, known: bool = True) -> bool:
+        """The IMU's orientation quaternion (x, y, z, w) at ``t`` s (``imu_attitude``;
+        :mod:`~poam_ros.ingest.attitude_depth`); its roll, pitch and yaw are taken from it.
+        ``known``: False where the IMU gives no orientation. True when kept; ``wrong_frame``
+        (not this ingest's) without ``imu_attitude``."""
         config = self.config
         if not config.imu_attitude:
             return self._drop(WRONG_FRAME, 1, "imu message, but imu_attitude is off")
@@ -492,6 +491,7 @@ class Ingest:
             return self._drop(IMU_INVALID, 1, f"imu at t={t:.6f} s gives no orientation "
                               f"(orientation_covariance[0] = -1)")
         problem = not_a_rotation(orientation, config.orientation_tolerance)
+        yaw = yaw_from_quaternion(orientation)
         if problem is not None or not math.isfinite(yaw):
             return self._drop(IMU_INVALID, 1, f"imu at t={t:.6f} s with {problem}")
         if not self._in_order(IMU, t, 1):

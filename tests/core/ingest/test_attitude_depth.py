@@ -44,7 +44,7 @@ def swaths(ingest, imu=False, heading=None):
         if imu:
             ingest.add_pose(t, t, 0.0, -50.0, heading, 0.0,
                             orientation=quaternion_from_rpy(0.0, 0.0, heading))
-            ingest.add_attitude(t, quaternion_from_rpy(roll, pitch, yaw), yaw, 0.0)
+            ingest.add_attitude(t, quaternion_from_rpy(roll, pitch, yaw), 0.0)
         else:
             ingest.add_pose(t, t, 0.0, -50.0, yaw, 0.0,
                             orientation=quaternion_from_rpy(roll, pitch, yaw))
