@@ -60,16 +60,23 @@ def georeferenced(path, **values):
     return TerrainConfig(path=path, placement="georeferenced", **values)
 
 
+def assert_true_size(terrain, box, latitude: float, cell: float) -> None:
+    """The terrain spans the lon/lat ``box`` in metres (111,320 m a degree of longitude at
+    the equator, times cos(latitude); 111,132 m a degree of latitude), in ``cell`` m cells."""
+    xmin, xmax, ymin, ymax = terrain.extent
+    lon_min, lon_max, lat_min, lat_max = box
+    assert xmax - xmin == pytest.approx(
+        (lon_max - lon_min) * 111_320 * math.cos(math.radians(latitude)), rel=5e-3)
+    assert ymax - ymin == pytest.approx((lat_max - lat_min) * 111_132, rel=5e-3)
+    assert terrain.cell_size == pytest.approx((cell, cell), rel=0.05)
+
+
 def test_a_georeferenced_raster_is_placed_at_its_true_size(tmp_path):
     box = [-123.52, -123.48, 47.49, 47.51]
     terrain = terrain_from_config(georeferenced(depth_tile(tmp_path), survey_box=box,
                                                 resolution=50.0), ANCHOR)
-    xmin, xmax, ymin, ymax = terrain.extent
     # 0.04° of longitude at 47.5° N is about 3.0 km; 0.02° of latitude about 2.2 km.
-    assert xmax - xmin == pytest.approx(0.04 * 111_320 * math.cos(math.radians(47.5)),
-                                        rel=5e-3)
-    assert ymax - ymin == pytest.approx(0.02 * 111_132, rel=5e-3)
-    assert terrain.cell_size == pytest.approx((50.0, 50.0), rel=0.05)
+    assert_true_size(terrain, box, 47.5, 50.0)
     assert -900.0 < terrain.min_elevation < terrain.max_elevation < -100.0
 
 
@@ -116,12 +123,8 @@ def test_without_a_path_the_embedded_bathymetry_is_placed_at_its_true_size():
     box = [-125.85, -125.52, 48.02, 48.22]
     terrain = terrain_from_config(TerrainConfig(placement="georeferenced", survey_box=box,
                                                 resolution=500.0), anchor)
-    xmin, xmax, ymin, ymax = terrain.extent
     # 0.33° of longitude at 48.1° N is about 24.5 km; 0.2° of latitude about 22.2 km.
-    assert xmax - xmin == pytest.approx(0.33 * 111_320 * math.cos(math.radians(48.12)),
-                                        rel=5e-3)
-    assert ymax - ymin == pytest.approx(0.2 * 111_132, rel=5e-3)
-    assert terrain.cell_size == pytest.approx((500.0, 500.0), rel=0.05)
+    assert_true_size(terrain, box, 48.12, 500.0)
     # The shelf (about -150 m) in the east, the slope (below -1,000 m) in the west.
     assert terrain.min_elevation < -1000.0 and -200.0 < terrain.max_elevation < -100.0
     assert terrain.elevation([[-11_000.0, -9_000.0]])[0] < -800.0
