@@ -58,6 +58,14 @@ class MissionError(ValueError):
     """A mission that cannot run as configured; the message says what is wrong."""
 
 
+def simulated_channels(setup: MissionSetup, terrain: Terrain) -> dict[str, WaterTemperature]:
+    """Channel name -> the simulated field its sensor measures over ``terrain``, for each
+    channel the simulator of ``setup`` has besides the depth (``temperature.enabled``)."""
+    if not setup.temperature.enabled:
+        return {}
+    return {TEMPERATURE: WaterTemperature(terrain, setup.temperature)}
+
+
 def survey_fields(setup: MissionSetup,
                   terrain: Terrain) -> tuple[dict[str, Callable], list[WaterTemperature]]:
     """Channel name -> its true field ((G, 2) m -> (G,)), depth first, then the ingest's
@@ -65,9 +73,7 @@ def survey_fields(setup: MissionSetup,
     sensors measure. The ROS-free mission and ``poam-ros sim``'s monitor score against
     these."""
     fields = {DEPTH: terrain.elevation}
-    simulated = {}
-    if setup.temperature.enabled:
-        simulated[TEMPERATURE] = WaterTemperature(terrain, setup.temperature)
+    simulated = simulated_channels(setup, terrain)
     channels = setup.ingest.channels
     unknown = [name for name in channels if name not in simulated]
     unread = [name for name in simulated if name not in channels]
@@ -77,6 +83,13 @@ def survey_fields(setup: MissionSetup,
                            f"temperature.enabled)")
     fields.update((name, simulated[name].temperature) for name in channels)
     return fields, list(simulated.values())
+
+
+def field_truth(fields: dict[str, Callable], points: np.ndarray) -> np.ndarray:
+    """The true values at ``points`` (G, 2) m of :func:`survey_fields`' ``fields``: (G,) for
+    the depth alone, (G, D) with channels, depth first."""
+    truths = [field(points) for field in fields.values()]
+    return truths[0] if len(truths) == 1 else np.column_stack(truths)
 
 
 @dataclass
@@ -145,10 +158,9 @@ class Mission:
                         "radius %g m: the planner's distances are not the paths flown",
                         setup.max_entropy.turning_radius, radius)
         self.eval_points = evaluation_points(self.workspace, setup.mission.eval_grid)
-        truths = [field(self.eval_points) for field in self.fields.values()]
-        self.truth = truths[0] if len(truths) == 1 else np.column_stack(truths)
+        self.truth = field_truth(self.fields, self.eval_points)
         scoring = Scoring(self.eval_points, self.truth,
-                          tuple(self.fields) if len(truths) > 1 else ())
+                          tuple(self.fields) if len(self.fields) > 1 else ())
         self.loop = MappingLoop(self.model, scoring, self.workspace)
         self._path: list[tuple[float, float, float]] = []
 

@@ -639,12 +639,13 @@ def _truth(setup: MissionSetup, terrain, points: np.ndarray, notes: list[str]) -
     channels = setup.ingest.channels
     if not channels:
         return terrain.elevation(points)
-    from poam_ros.sim.water_temperature import CHANNEL, WaterTemperature
+    from poam_ros.mission import simulated_channels
 
+    simulated = simulated_channels(setup, terrain)
     columns = [terrain.elevation(points)]
     for name in channels:
-        if name == CHANNEL and setup.temperature.enabled:
-            columns.append(WaterTemperature(terrain, setup.temperature).temperature(points))
+        if name in simulated:
+            columns.append(simulated[name].temperature(points))
         else:
             notes.append(f"no simulated truth of channel {name!r}: its metrics are NaN")
             columns.append(np.full(len(points), np.nan))

@@ -35,6 +35,7 @@ from poam_ros.mapping.channels import DEPTH
 from poam_ros.mapping.epochs import EpochRecord
 from poam_ros.mapping.loop import score_channels
 from poam_ros.mapping.metrics import TargetBaseline, evaluate_map
+from poam_ros.mission import field_truth
 from poam_ros.ros import qos
 from poam_ros.ros.run import StartingNode
 from poam_ros.sim import Terrain
@@ -149,8 +150,7 @@ class MissionMonitor(StartingNode):
     def _score(self, stamp: int, evaluation: PointCloud2, mapper: dict[str, str]) -> None:
         points, mean, std = msg.cloud_to_evaluation(evaluation, self.channels)
         if self._truth is None or not np.array_equal(self._truth[0], points):
-            truths = [field(points) for field in self.fields.values()]
-            self._truth = points, truths[0] if len(truths) == 1 else np.column_stack(truths)
+            self._truth = points, field_truth(self.fields, points)
         # The MSLL baseline of the samples the mapper holds, as it reports them.
         if self.channels:
             baselines = [_baseline(mapper, suffix)
