@@ -95,3 +95,11 @@ def test_the_default_survey_file_is_one_consistent_world():
     assert xmax - xmin == ymax - ymin == 20_000.0  # metres that are metres
     assert terrain.elevation(np.array([[xmin, 0.0]]))[0] < -500.0  # the slope in the west
     assert terrain.elevation(np.array([[xmax, 0.0]]))[0] > -200.0  # the shelf in the east
+
+
+def test_the_two_channel_file_names_the_ingests_channels_for_the_mapper():
+    """config/two_channels.yaml launched as it is (ros2 launch, no poam-ros to pass them):
+    the mapper maps the channels the ingest publishes."""
+    setup = MissionSetup.from_file(CONFIG.with_name("two_channels.yaml"))
+    assert setup.ingest.channels == setup.mapper_node.channels == ["temperature"]
+    assert setup.temperature.enabled
