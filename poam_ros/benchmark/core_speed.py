@@ -26,9 +26,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from poam_ros.benchmark.dispatch import count_update
+from poam_ros.benchmark.dispatch import count_update, profile_device_update
 from poam_ros.cli.common import ArgumentParser
-from poam_ros.models import MappingConfig, make_model
+from poam_ros.models import METHODS, MappingConfig, make_model
 from poam_ros.models.linalg import NumericalError
 
 SIZES = (1_000, 2_000, 5_000, 10_000, 20_000, 50_000)
@@ -206,6 +206,12 @@ def markdown_table(result: dict) -> str:
         lines.append(f"Launch budget of one update at N = 5,000 on the GPU code path, counted on "
                      f"CPU tensors: {count['ops']:,} kernel-launching ops, {count['syncs']} host "
                      f"synchronisations, {count['uploads']} uploads.")
+    if result.get("cuda_profile"):
+        cuda = result["cuda_profile"]
+        lines.append(f"One update at N = 5,000 profiled on the device: {cuda['launches']:,.0f} "
+                     f"kernel launches, {cuda['waits']:.0f} host waits, {cuda['copies']:.0f} "
+                     f"copies; the device busy {cuda['gpu_busy'] * 1e3:.1f} ms of "
+                     f"{cuda['update'] * 1e3:.1f} ms.")
     if result.get("batches"):
         lines += ["", "| first batch B | update (s) | PCD (s) | variational (s) | training (s) "
                       "| peak memory added (GB) | RMSE | NLL |",
@@ -237,6 +243,8 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default="results/core_speed", help="output folder")
     parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     parser.add_argument("--dtype", default="float64", choices=("float64", "float32"))
+    parser.add_argument("--method", default="poam", choices=sorted(METHODS),
+                        help="the mapping method to time (default: %(default)s)")
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), type=_sizes,
                         help="comma-separated data sizes (default: %(default)s)")
     parser.add_argument("--batch-sizes", default=",".join(map(str, BATCH_SIZES)), type=_sizes,
@@ -252,9 +260,12 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    config = MappingConfig(device=args.device, dtype=args.dtype, num_inducing=args.num_inducing)
+    config = MappingConfig(method=args.method, device=args.device, dtype=args.dtype,
+                           num_inducing=args.num_inducing)
     result = measure(config, tuple(args.sizes), repeats=args.repeats)
     result["dispatch"] = count_update(config)
+    if result["device"].startswith("cuda"):
+        result["cuda_profile"] = profile_device_update(config)
     if not args.no_batches:
         result["batches"] = measure_batches(config, tuple(args.batch_sizes), args.threads)
     out = Path(args.out)

@@ -200,6 +200,70 @@ def count_update(config, num_samples: int = 5000, batch: int = 60, seed: int = 0
             "sync_by_op": dict(counter.sync_by_op.most_common())}
 
 
+#: CUDA runtime and driver calls that launch a kernel, and those that make the host wait.
+_LAUNCH_CALLS = ("cudaLaunchKernel", "cuLaunchKernel", "cudaLaunchCooperativeKernel",
+                 "cudaGraphLaunch")
+_WAIT_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize",
+               "cudaMemcpy ", "cuMemcpyDtoH", "cudaMemcpy(")
+
+
+def profile_device_update(config, num_samples: int = 5000, batch: int = 60, seed: int = 0,
+                          updates: int = 3) -> dict:
+    """What one steady-state update costs on a CUDA device, read by torch's profiler.
+
+    The model is filled as in :func:`count_update` (on ``config``'s device), then ``updates``
+    updates of ``batch`` samples are profiled. Per update (the median): ``launches`` (runtime
+    and driver calls that launch a kernel or a graph), ``waits`` (calls that block the host:
+    stream, device and event synchronisations and synchronous copies), ``copies`` (memory
+    copies the device ran), ``gpu_busy`` (the kernels' and copies' device time [s]) and
+    ``update`` (the update's wall time [s]). The ratio of the last two says how much of an
+    update the device waits on the host.
+    """
+    import time
+
+    from torch.profiler import ProfilerActivity, profile
+
+    from poam_ros.benchmark.core_speed import noisy_samples
+    from poam_ros.models import make_model
+
+    rng = np.random.default_rng(seed)
+    model = make_model(config)
+    if model.device.type != "cuda":
+        raise ValueError(f"profile_device_update needs a CUDA model, got {model.device}")
+    while model.num_samples < num_samples:
+        model.add_data(*noisy_samples(rng, min(2000, num_samples - model.num_samples)))
+        model.update()
+    model.add_data(*noisy_samples(rng, batch))
+    model.update()
+    rows = []
+    for _ in range(updates):
+        model.add_data(*noisy_samples(rng, batch))
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            tic = time.perf_counter()
+            model.update()
+            torch.cuda.synchronize()
+            wall = time.perf_counter() - tic
+        rows.append({"update": wall, **_device_activity(prof.events())})
+    return {key: float(np.median([row[key] for row in rows])) for key in rows[0]}
+
+
+def _device_activity(events) -> dict:
+    """Launch, wait and copy counts and the device's busy time [s] of profiler ``events``."""
+    launches = waits = copies = 0
+    busy_us = 0.0
+    for event in events:
+        name = event.name
+        if event.device_type == torch.autograd.DeviceType.CUDA:
+            busy_us += event.device_time
+            copies += "memcpy" in name.lower()
+        elif name.startswith(_LAUNCH_CALLS):
+            launches += 1
+        elif name.startswith(_WAIT_CALLS):
+            waits += 1
+    return {"launches": launches, "waits": waits, "copies": copies, "gpu_busy": busy_us * 1e-6}
+
+
 def main(argv=None) -> int:
     from poam_ros.models import MappingConfig
 

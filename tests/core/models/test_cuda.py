@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from poam_ros.models import load_model, make_model
+from poam_ros.benchmark.dispatch import profile_device_update
+from poam_ros.models import MappingConfig, load_model, make_model
 from poam_ros.models.objectives import FixedPosteriorElbo
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(),
@@ -69,6 +70,36 @@ def test_an_update_without_training_and_its_prediction_agree(saved):
     query = np.random.default_rng(0).uniform(-30, 30, (500, 2))
     for a, b in zip(cpu.predict(query), gpu.predict(query)):
         assert np.abs(a - b).max() < 1e-6
+
+
+@pytest.mark.parametrize("method", ["vips", "poam-vips", "oips", "poam-oips", "cv", "dual-gp",
+                                    "poam-mt", "cmogp", "ovc++", "ssgp++"])
+def test_each_method_updates_alike_on_both_devices(method, tmp_path, small_config, stream):
+    """Every online method, trained on the CPU and saved, then updated once more without
+    training on either device: the same inducing inputs and the same map to round-off."""
+    model = make_model(small_config.replace(method=method))
+    for x, y in stream(3, 150):
+        model.add_data(x, y)
+        model.update()
+    path = tmp_path / "model.pt"
+    model.save(path)
+    x, y = stream(1, 120)[0]
+    cpu, gpu = both(path)
+    for each in (cpu, gpu):
+        each.config = each.config.replace(train_steps=0)
+        each.add_data(x, y)
+        each.update()
+    assert torch.equal(cpu.inducing, gpu.inducing.cpu())
+    query = np.random.default_rng(0).uniform(-30, 30, (500, 2))
+    for a, b in zip(cpu.predict(query), gpu.predict(query)):
+        assert np.abs(a - b).max() < 1e-6
+
+
+def test_the_device_profile_sees_launches_and_busy_time():
+    profile = profile_device_update(MappingConfig(num_inducing=100, train_steps=3, device="cuda"),
+                                    num_samples=600, batch=60, updates=1)
+    assert profile["launches"] > 100 and profile["waits"] >= 1
+    assert 0 < profile["gpu_busy"] < profile["update"]
 
 
 def test_trained_maps_agree_within_seed_noise(small_config, stream, field):
