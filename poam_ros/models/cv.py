@@ -26,7 +26,7 @@ from typing import Callable
 
 from torch import Tensor
 
-from poam_ros.inducing import PivotedCholesky, PivotStep
+from poam_ros.inducing import PivotBlock, PivotedCholesky
 from poam_ros.models.sparse_gp import UpdateReport
 from poam_ros.models.ssgp import SSGPPlusPlus
 
@@ -37,14 +37,15 @@ class ConditionalVariance(SSGPPlusPlus):
     method = "cv"
 
     def _pivoted_selection(self, candidates: Tensor, report: UpdateReport, forced: int = 0,
-                           on_pivot: Callable[[PivotStep], bool] | None = None
+                           on_block: Callable[[PivotBlock], Tensor] | None = None
                            ) -> tuple[PivotedCholesky, Tensor | None]:
         """The shared selection, stopped after the first pivot that brings the trace error to
-        η (the per-pivot callback; it takes the column route of the selection)."""
+        η (a rule on the device; it takes the column route of the selection)."""
         tolerance = self.config.cv_tolerance
 
-        def explained(step: PivotStep) -> bool:
-            return step.trace_error <= tolerance or (on_pivot is not None and on_pivot(step))
+        def explained(block: PivotBlock) -> Tensor:
+            within = block.errors[block.start:block.end] <= tolerance
+            return within if on_block is None else within | on_block(block)
 
         pcd, k_cc = super()._pivoted_selection(candidates, report, forced, explained)
         full = len(pcd.pivots) == self.config.num_inducing

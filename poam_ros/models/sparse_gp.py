@@ -42,8 +42,8 @@ from torch import Tensor
 
 from poam_ros.inducing import (
     BLOCKED_RATIO,
+    PivotBlock,
     PivotedCholesky,
-    PivotStep,
     greedy_pivots,
     pivoted_cholesky,
 )
@@ -344,7 +344,7 @@ class OnlineSparseGP(ABC):
                               k_old)
 
     def _pivoted_selection(self, candidates: Tensor, report: UpdateReport, forced: int = 0,
-                           on_pivot: Callable[[PivotStep], bool] | None = None
+                           on_block: Callable[[PivotBlock], Tensor] | None = None
                            ) -> tuple[PivotedCholesky, Tensor | None]:
         """Greedy PCD pivots (at most M) of the candidates, and their kernel matrix when it was
         formed (None otherwise).
@@ -353,13 +353,13 @@ class OnlineSparseGP(ABC):
         ``DENSE_SELECTION_BYTES`` (the steady state, where LAPACK's blocked factorisation is
         fastest); beyond, :func:`~poam_ros.inducing.greedy_pivots` asks the kernel for the M
         chosen columns only, each one pass over the candidates with their attention weights
-        computed once: memory O(n M). ``forced`` and ``on_pivot`` are those of
+        computed once: memory O(n M). ``forced`` and ``on_block`` are those of
         :func:`~poam_ros.inducing.greedy_pivots` (and force that route).
         """
         config, n = self.config, candidates.shape[0]
         rank = min(config.num_inducing, n)
         dense = (n <= BLOCKED_RATIO * rank and n * n * 8 <= DENSE_SELECTION_BYTES
-                 and not forced and on_pivot is None)
+                 and not forced and on_block is None)
         k_cc = None
         if dense:
             k_cc = self.covariance(candidates, candidates)
@@ -377,13 +377,12 @@ class OnlineSparseGP(ABC):
                 raise NumericalError("the kernel features of the inducing candidates are not "
                                      "finite")
 
-            def column(i: int) -> Tensor:
-                return amplitude * base.columns(candidates, features, candidates[i:i + 1],
-                                                features[i:i + 1])[:, 0]
+            def column(i: Tensor) -> Tensor:  # device indices: no pivot is read back
+                return amplitude * base.columns(candidates, features, candidates[i], features[i])
 
             diagonal = amplitude.expand(n)  # both kernels have unit diagonal
             pcd = greedy_pivots(diagonal, column, rank, config.pcd_tolerance, forced=forced,
-                                on_pivot=on_pivot)
+                                on_block=on_block)
             if not math.isfinite(pcd.trace_error):  # a non-finite column reaches the residuals
                 raise NumericalError("the kernel columns of the inducing candidates are not "
                                      "finite")

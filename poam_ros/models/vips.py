@@ -15,8 +15,9 @@ inducing inputs Z_o are kept, never removed, and points of X_new are added:
 3. Candidates in greedy-variance order (pivoted Cholesky on [Z_o; X_new] with Z_o forced
    first) are added while L* − L̂(Z) > δ |L* − L_noise| (δ = ``vips_delta``). Algs. 1 and 4
    print the loop condition with the opposite sign; the text and the authors' code continue
-   while the gap exceeds the threshold, as here. L̂ is updated by a bordered Cholesky as each
-   pivot is added (:class:`~.vips_bound.IncrementalBound`). At least one inducing input is
+   while the gap exceeds the threshold, as here. L̂ is updated by a bordered Cholesky as
+   pivots are added, a block at a time on the device (:class:`~.vips_bound.IncrementalBound`,
+   :func:`grow_by_bound`): the host reads it once per block. At least one inducing input is
    kept; ``num_inducing`` is a hard cap (``cap_bound`` reports when it stops the loop). The
    selection's ``pcd_tolerance`` and round-off floor also end it (set the tolerance to 0 for
    the paper's rule alone).
@@ -37,12 +38,15 @@ and the one at Z_o ∪ X_new (the augmented model's exact posterior): tested on 
 from __future__ import annotations
 
 import logging
+import math
 import time
+from dataclasses import dataclass
+from typing import Callable
 
 import torch
 from torch import Tensor
 
-from poam_ros.inducing import PivotStep, pivoted_cholesky
+from poam_ros.inducing import PivotBlock, PivotedCholesky, pivoted_cholesky
 from poam_ros.models.batch_terms import FactorCross, KernelCross
 from poam_ros.models.linalg import NumericalError, robust_cholesky
 from poam_ros.models.poam import POAM
@@ -59,6 +63,49 @@ from poam_ros.models.vips_bound import (
 )
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class BoundStop:
+    """Where VIPS's rule ends the greedy order (step 3 of the module docstring)."""
+
+    count: int  # pivots kept
+    gap: float  # L* − L̂ at them
+    added: int  # of them points of the batch
+    surplus_square: float | None  # Σ L[:, j]² of the dropped surplus pivot j; None: none
+
+
+def grow_by_bound(select: Callable[[Callable[[PivotBlock], Tensor]], PivotedCholesky],
+                  bound: IncrementalBound, best: float, threshold: float, num_old: int
+                  ) -> tuple[PivotedCholesky, BoundStop]:
+    """Step 3: the greedy order on [Z_o; X] (``select``, called with the rule as the
+    ``on_block`` of :func:`~poam_ros.inducing.greedy_pivots`, Z_o forced first) stopped after
+    the first new point that brings L* − L̂ to ``threshold`` or below, or at the first new
+    point when Z_o alone met it: that pivot, computed to see it, is surplus and dropped.
+
+    The rule runs on the device, L̂ a block of pivots at a time (:class:`IncrementalBound`),
+    so that the selection reads the device once per block; the result is read once here.
+    ``bound`` must be fresh (no pivot added)."""
+
+    def stops(block: PivotBlock) -> Tensor:
+        bound.truncate(block.start)
+        bound.extend(block.rows[block.start:block.end])
+        before = best - bound.history[block.start:block.end] <= threshold
+        if block.start == 0:
+            before[0] = False  # at least one inducing input is kept
+        after = best - bound.history[block.start + 1:block.end + 1] <= threshold
+        return (block.pivots[block.start:block.end] >= num_old) & (before | after)
+
+    pcd = select(stops)
+    taken = len(pcd.pivots)
+    before, after, new, last_square = torch.stack([
+        *bound.history[taken - 1:taken + 1], (pcd.pivots >= num_old).sum().to(DTYPE),
+        pcd.factor[:, -1].square().sum()]).tolist()
+    if not math.isfinite(after):
+        raise NumericalError("I + A of the VIPS bound is not positive definite")
+    surplus = taken > 1 and new > 0 and best - before <= threshold  # new pivots come last
+    return pcd, BoundStop(taken - surplus, best - (before if surplus else after),
+                          int(new) - surplus, last_square if surplus else None)
 
 
 class VipsSelection:
@@ -102,32 +149,19 @@ class VipsSelection:
         threshold = config.vips_delta * abs(best - noise_fit)
         bound = IncrementalBound(num_old, y, noise, amplitude, site,
                                  min(config.num_inducing, candidates.shape[0]))
-        values: list[float] = []  # L̂ after each pivot
-        surplus: list[PivotStep] = []  # a pivot taken when Z_o alone met the rule
-
-        def on_pivot(step: PivotStep) -> bool:
-            before = bound.value
-            values.append(bound.add(step.column))
-            if step.pivot < num_old:  # Z_o is kept whole
-                return False
-            if best - before <= threshold and bound.count > 1:
-                surplus.append(step)
-                return True
-            return best - values[-1] <= threshold
-
-        pcd, _ = self._pivoted_selection(candidates, report, forced=num_old, on_pivot=on_pivot)
-        count = len(pcd.pivots) - len(surplus)
+        pcd, stop = grow_by_bound(
+            lambda rule: self._pivoted_selection(candidates, report, num_old, rule)[0],
+            bound, best, threshold, num_old)
+        count, gap = stop.count, stop.gap
         pivots = pcd.pivots[:count].to(self.device)
         factor = pcd.factor[:, :count].to(self.device)
-        if surplus:
-            report.extra["pcd_trace_error"] = (
-                pcd.trace_error + float(surplus[0].column.square().sum())) / pcd.trace
-        gap = best - values[count - 1]
+        if stop.surplus_square is not None:
+            report.extra["pcd_trace_error"] = (pcd.trace_error + stop.surplus_square) / pcd.trace
         cap_bound = count == config.num_inducing and gap > threshold
         if cap_bound:
             log.info("%s: the cap of %d inducing inputs binds (gap %.4g > threshold %.4g)",
                      self.method, count, gap, threshold)
-        report.extra.update(inducing_added=int((pivots >= num_old).sum()), bound_best=best,
+        report.extra.update(inducing_added=stop.added, bound_best=best,
                             bound_gap=gap, bound_threshold=threshold, cap_bound=int(cap_bound))
         z = candidates[pivots]
         cross = (KernelCross(self.covariance, z, x_new) if subset

@@ -25,7 +25,8 @@ tr Q_ff / 2σ² and Bui's ½ tr[Λ Q_aa]; without a site F is Titsias' collapsed
 depends on b only through the span of its kernel functions, so any basis of Z = a ∪ X gives
 L* (Eq. 9), and adding a pivot borders A by one row: :class:`IncrementalBound` updates the
 Cholesky factor of I + A, its solve with c and log|I + A| in O(n r + r²) per pivot
-(bordered Cholesky), and F grows by ½ A_jj + ½ w_j² − log d_j ≥ 0.
+(bordered Cholesky, a block of pivots at a time), and F grows by ½ A_jj + ½ w_j² − log d_j ≥ 0
+with each pivot j.
 
 All in float64 (``TERMS_DTYPE`` of the models).
 """
@@ -38,7 +39,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from poam_ros.models.linalg import NumericalError, robust_cholesky
+from poam_ros.models.linalg import robust_cholesky
 
 DTYPE = torch.float64
 
@@ -85,47 +86,73 @@ def whitened_bound(a: Tensor, c: Tensor, max_tries: int = 0) -> Tensor:
 
 
 class IncrementalBound:
-    """F(b) as pivots are added one by one (bordered Cholesky of I + A).
+    """F(b) as pivots are added (bordered Cholesky of I + A), on the device.
 
-    ``add(column)`` takes the pivot's column of the pivoted Cholesky factor (n,) and returns the
-    bound with it; :attr:`value` is the bound so far (with no pivot: the batch constant plus
-    the site's). Memory O(r n) for the rows kept (``capacity`` r at most)."""
+    ``extend(rows)`` takes the new pivots' rows of the pivoted Cholesky factor's transpose
+    (b × n) and returns the bound after each (b,): nothing is read back, so a GPU never waits
+    for the host. A block of b pivots borders the factor of I + A by one triangular solve
+    and a b × b Cholesky, whatever b. ``history[j]`` is the bound with the first j pivots
+    (``history[0]``: the batch constant plus the site's) and :attr:`value` the bound so far;
+    ``truncate(count)`` drops the pivots after the first ``count`` (those computed past a
+    stopping point). A pivot that leaves I + A not positive definite (round-off) makes the
+    bound NaN from there on, for the caller to check. Memory O(r n) for the rows kept
+    (``capacity`` r at most)."""
 
     def __init__(self, num_old: int, y: Tensor, noise: Tensor, amplitude: Tensor,
                  site: BoundSite | None, capacity: int):
         self.num_old, self.y, self.noise, self.site = num_old, y, noise, site
         self.count = 0
-        self.value = float(batch_constant(y, noise, amplitude)
-                           + (0.0 if site is None else site.constant))
         new = dict(dtype=y.dtype, device=y.device)
+        self.history = torch.empty(capacity + 1, **new)
+        self.history[0] = (batch_constant(y, noise, amplitude)
+                           + (0.0 if site is None else site.constant))
         self.rows_f = torch.empty(capacity, y.shape[0], **new)  # P_f
         self.rows_a = torch.empty(capacity, num_old, **new)  # P_a
         self.factor = torch.zeros(capacity, capacity, **new)  # chol(I + A)
         self.solved = torch.empty(capacity, **new)  # chol(I + A)⁻¹ c
 
-    def add(self, column: Tensor) -> float:
-        j, noise = self.count, self.noise
-        p_a, p_f = column[:self.num_old], column[self.num_old:]
-        a_col = self.rows_f[:j] @ p_f / noise
-        a_jj = p_f @ p_f / noise
-        c_j = p_f @ self.y / noise
+    @property
+    def value(self) -> Tensor:
+        return self.history[self.count]
+
+    def truncate(self, count: int) -> None:
+        self.count = min(self.count, count)
+
+    def add(self, column: Tensor) -> Tensor:
+        """One pivot's column of the factor (n,); the bound with it (0-d)."""
+        return self.extend(column.unsqueeze(0))[0]
+
+    def extend(self, rows: Tensor) -> Tensor:
+        j, size, noise = self.count, rows.shape[0], self.noise
+        p_a, p_f = rows[:, :self.num_old], rows[:, self.num_old:]
+        a_cross = p_f @ self.rows_f[:j].transpose(0, 1) / noise  # A[new, old]
+        a_block = p_f @ p_f.transpose(0, 1) / noise  # A[new, new]
+        c = p_f @ self.y / noise
         if self.site is not None:
-            weighted = self.site.precision @ p_a
-            a_col = a_col + self.rows_a[:j] @ weighted
-            a_jj = a_jj + p_a @ weighted
-            c_j = c_j + self.site.shift @ p_a
-        border = torch.linalg.solve_triangular(self.factor[:j, :j], a_col.unsqueeze(-1),
-                                               upper=False).squeeze(-1)
-        pivot_sq = float(1.0 + a_jj - border @ border)
-        if not pivot_sq > 0.0:  # also NaN: I + A is not positive definite
-            raise NumericalError("I + A of the VIPS bound is not positive definite")
-        pivot = math.sqrt(pivot_sq)
-        w_j = float(c_j - border @ self.solved[:j]) / pivot
-        self.factor[j, :j], self.factor[j, j], self.solved[j] = border, pivot, w_j
-        self.rows_f[j], self.rows_a[j] = p_f, p_a
-        self.count += 1
-        self.value += 0.5 * (float(a_jj) + w_j * w_j) - math.log(pivot)
-        return self.value
+            weighted = p_a @ self.site.precision  # Λ is symmetric
+            a_cross = a_cross + weighted @ self.rows_a[:j].transpose(0, 1)
+            a_block = a_block + weighted @ p_a.transpose(0, 1)
+            c = c + p_a @ self.site.shift
+        border = torch.linalg.solve_triangular(self.factor[:j, :j], a_cross.transpose(0, 1),
+                                               upper=False)  # j × b
+        schur = a_block - border.transpose(0, 1) @ border
+        schur.diagonal().add_(1.0)
+        chol, info = torch.linalg.cholesky_ex(schur)
+        w = torch.linalg.solve_triangular(
+            chol, (c - border.transpose(0, 1) @ self.solved[:j]).unsqueeze(-1),
+            upper=False).squeeze(-1)
+        new = slice(j, j + size)
+        self.factor[new, :j], self.factor[new, new], self.solved[new] = (
+            border.transpose(0, 1), chol, w)
+        self.rows_f[new], self.rows_a[new] = p_f, p_a
+        # F grows by ½ A_jj + ½ w_j² − log d_j with each pivot, summed in order.
+        steps = 0.5 * (a_block.diagonal() + w * w) - chol.diagonal().log()
+        values = torch.cat([self.history[j:j + 1], steps]).cumsum(0)[1:]
+        failed = (info > 0) & (torch.arange(size, device=info.device) >= info - 1)
+        values = values.masked_fill_(failed, math.nan)
+        self.history[j + 1:j + size + 1] = values
+        self.count += size
+        return values
 
 
 @dataclass

@@ -134,6 +134,64 @@ def test_callback_sees_each_pivot_and_may_stop():
     assert seen[-1][2] < 0.5 * np.trace(k) <= seen[-2][2]  # stopped at the first that met it
 
 
+def one_at_a_time(k, rank, **kwargs):
+    """The reference: a host callback that never stops makes every block a single pivot."""
+    return greedy_pivots(*columns_of(k), rank, on_pivot=lambda step: False, **kwargs)
+
+
+@pytest.mark.parametrize("forced, rank", [(12, 40), (40, 40), (30, 25)])
+def test_forced_prefix_at_once_equals_it_one_pivot_at_a_time(forced, rank):
+    """The forced prefix from one Cholesky of its columns' leading square: the same pivots,
+    factor and trace error as the column-by-column recursion (and the cap inside it)."""
+    k = rbf_matrix(90, 0.3, seed=5)
+    blocked = greedy_pivots(*columns_of(k), rank, 1e-4, forced=forced)
+    reference = one_at_a_time(k, rank, rel_tol=1e-4, forced=forced)
+    assert torch.equal(blocked.pivots, reference.pivots)
+    assert torch.allclose(blocked.factor, reference.factor, atol=1e-12)
+    assert np.isclose(blocked.trace_error, reference.trace_error, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("last", [0, 1, 2, 3, 5, 6, 7, 20, 36])
+def test_block_rule_stops_after_the_first_pivot_it_holds_for(last):
+    """``on_block`` sees blocks of 1, 2, 4, … pivots not yet read (after the forced prefix,
+    one block); the selection keeps the pivots up to the first flagged one, whether it is the
+    first, inside a block, or a block's last, and computes the rest of its block only."""
+    k = rbf_matrix(80, 0.3, seed=6)
+    seen = []
+
+    def rule(block):
+        seen.append((block.start, block.end))
+        assert block.errors.shape == block.pivots.shape == (60,)
+        return torch.arange(block.start, block.end) >= last
+
+    result = greedy_pivots(*columns_of(k), 60, forced=3, on_block=rule)
+    reference = one_at_a_time(k, 60, forced=3)
+    assert torch.equal(result.pivots, reference.pivots[:last + 1])
+    assert torch.allclose(result.factor, reference.factor[:, :last + 1], atol=1e-12)
+    expected = float(np.trace(k) - (reference.factor[:, :last + 1].numpy() ** 2).sum())
+    assert np.isclose(result.trace_error, expected, atol=1e-9)
+    starts = [0, 3, 4, 6, 10, 18, 34, 50]
+    assert seen == [(a, b) for a, b in zip(starts, starts[1:])][:len(seen)]
+    assert seen[-1][0] <= last < seen[-1][1]
+
+
+def test_reads_the_device_once_per_block():
+    """Counted on CPU tensors (the GPU's code path): a forced prefix of any length is one read,
+    greedy pivots one read per block of at most ``PIVOT_BLOCK``."""
+    from poam_ros.benchmark.dispatch import DispatchCounter
+
+    k = torch.as_tensor(rbf_matrix(200, 0.2, seed=7))
+    syncs = []
+    for forced in (10, 100):
+        with DispatchCounter() as counter:
+            result = greedy_pivots(k.diagonal(), lambda i: k.index_select(1, i), forced + 40,
+                                   forced=forced, on_block=lambda b: b.errors[b.start:b.end] < 0)
+        assert len(result.pivots) == forced + 40
+        syncs.append(counter.syncs)
+    # One read of tr K, one of the prefix, blocks of 1, 2, 4, 8, 16, 9 greedy pivots.
+    assert syncs == [8, 8] and inducing.PIVOT_BLOCK == 16
+
+
 def test_kmeans_assignment_in_chunks_changes_nothing(monkeypatch):
     points = np.random.default_rng(2).uniform(-1, 1, (500, 2))
     whole = kmeans(points, 12, 50, np.random.default_rng(0))
