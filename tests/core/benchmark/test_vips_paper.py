@@ -1,0 +1,54 @@
+"""The VIPS paper's benchmark: the magnetometer's starting kernel and the per-batch trace of the
+hyper-parameters."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from poam_ros.benchmark import vips_paper
+from poam_ros.models import make_model
+from poam_ros.scalers import StandardScaler
+
+
+def matern52(r: float) -> float:
+    s = math.sqrt(5.0) * r
+    return (1.0 + s + s * s / 3.0) * math.exp(-s)
+
+
+def test_the_magnetometer_model_starts_from_the_authors_kernel_in_microtesla():
+    """Constant 500 µT², Matérn variance 1 µT², lengthscale 1, noise 0.1 µT², whatever the
+    targets' spread: the kernel in standardised units times σ_y² gives them back."""
+    target_std = 12.0  # µT
+    model = make_model(vips_paper.magnetometer_config(target_std).replace(method="vips"), 2)
+    x = torch.tensor([[0.0, 0.0], [0.0, 1.0], [80.0, 0.0]], dtype=torch.float64)
+    with torch.no_grad():
+        k = model.covariance(x, x)[0] * target_std ** 2
+    assert k.tolist() == pytest.approx([501.0, 500.0 + matern52(1.0), 500.0], rel=1e-6)
+    values = vips_paper.in_microtesla(vips_paper.hyperparameters(model), target_std)
+    assert values == pytest.approx({"constant_variance": 500.0, "matern_variance": 1.0,
+                                    "lengthscale": 1.0, "noise_variance": 0.1}, rel=1e-6)
+
+
+def test_each_batch_row_holds_the_hyperparameters_after_that_update():
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0.0, 4.0, (60, 2))
+    y = 40.0 + 5.0 * np.sin(2.0 * x[:, 0]) + rng.normal(0.0, 0.3, 60)
+    batches = [(x[:30], y[:30]), (x[30:], y[30:])]
+    x_test = rng.uniform(0.0, 4.0, (20, 2))
+    config = vips_paper.magnetometer_config(5.0).replace(method="vips", vips_delta=0.095)
+
+    def scalers():
+        return vips_paper.identity_scalers(2)[0], StandardScaler(40.0, 5.0)
+
+    rows = vips_paper.stream(config, batches, scalers(), x_test, np.zeros(20))
+    model = make_model(config, 2)
+    model.x_scaler, model.y_scaler = scalers()
+    for row, batch in zip(rows, batches):
+        model.add_data(*batch)
+        model.update()
+        expected = vips_paper.hyperparameters(model)
+        assert {k: row[k] for k in expected} == pytest.approx(expected, rel=1e-12)
+    assert rows[0]["lengthscale"] != rows[1]["lengthscale"]  # the M-step ran on each batch
+    assert set(expected) == {"amplitude", "noise", "lengthscale", "constant"}
