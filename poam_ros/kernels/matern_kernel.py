@@ -12,8 +12,8 @@ threshold ρ·a read it so):
     k(x, x') = (c + m(|x − x'| / l)) / (1 + c),   c ≥ 0 learned, l > 0 learned.
 
 With a = c_v + σ² and c = c_v / σ², a·k is the papers' kernel exactly, for every c_v, σ² ≥ 0
-(c → ∞ is a pure constant). Every correlation is at least c / (1 + c): an OIPS threshold ρ at
-or below it admits no new point.
+(c → ∞ is a pure constant). Every correlation is at least c / (1 + c), so OIPS tests the
+Matérn part alone (:meth:`ConstantMaternKernel.distance_correlation`).
 
 Reference: C. E. Rasmussen, C. K. I. Williams, "Gaussian Processes for Machine Learning",
 MIT Press 2006, Eq. 4.17 (the Matérn class at ν = 5/2).
@@ -69,11 +69,23 @@ class ConstantMaternKernel(StationaryCache, gpytorch.kernels.Kernel):
         gradient with respect to coinciding inputs 0 instead of 0 · ∞. The floor's root
         (1e-154 in float64) changes no kernel value.
         """
+        c = self.constant.reshape(())
+        return (c + self._matern(sq_dist)) / (1.0 + c)
+
+    def _matern(self, sq_dist: Tensor) -> Tensor:
         dist = sq_dist.clamp_min(torch.finfo(sq_dist.dtype).tiny).sqrt()
         s = _SQRT5 * dist / self.lengthscale.reshape(())
-        matern = (1.0 + s + s.square() / 3.0) * torch.exp(-s)
-        c = self.constant.reshape(())
-        return (c + matern) / (1.0 + c)
+        return (1.0 + s + s.square() / 3.0) * torch.exp(-s)
+
+    def distance_correlation(self, x1: Tensor, x2: Tensor) -> Tensor:
+        """m(|x1 − x2| / l) (N1 × N2): the correlation of the Matérn part alone, the part that
+        tells places apart (the constant correlates every pair by c / (1 + c))."""
+        return self._matern(self.precompute(x1, x2))
+
+    @property
+    def distance_share(self) -> Tensor:
+        """1 / (1 + c): the Matérn part's share of the prior variance (no gradient)."""
+        return 1.0 / (1.0 + self.constant.detach().reshape(()))
 
     def forward(self, x1: Tensor, x2: Tensor, diag: bool = False,
                 last_dim_is_batch: bool = False, **params) -> Tensor:

@@ -10,9 +10,10 @@ with a the kernel amplitude (the prior variance k(x, x)): the original assumes u
 the threshold scaled by the amplitude is that of the VIPS paper's App. B.3 (Alg. 6), so that Z
 does not depend on a. With this project's unit-diagonal kernels the test is max_j k̃(x, z_j) < ρ
 on the correlation k̃ = k / a, which is how it is evaluated. For the RBF kernel a sample is
-added exactly when it lies farther than ℓ √(−2 ln ρ) from every inducing input; under the
-constant + Matérn kernel every correlation is at least c / (1 + c), and a ρ at or below it
-adds nothing.
+added exactly when it lies farther than ℓ √(−2 ln ρ) from every inducing input. Under the
+constant + Matérn kernel c_v + σ² m(r/ℓ) every correlation is at least c_v / (c_v + σ²), so
+a learned constant would hide every new point: there the test is on the Matérn part,
+m(r/ℓ) < ρ (threshold ρ·σ²), as the VIPS authors' code tests it.
 
 Z starts from ``oips_kmin`` random samples of the first batch (the model's seeded generator)
 and is never pruned: the old inducing inputs stay first, in order, and the added ones follow
@@ -110,9 +111,9 @@ class ThresholdSelection:
     """Mixin: OIPS's selection as :meth:`_choose_inducing` of a method.
 
     ``UpdateReport.extra`` keys: ``inducing_added`` (inputs added in this update, the initial
-    ``oips_kmin`` included at the first), ``rho_bar`` (the threshold ρ·a, a variance in
-    standardised target units) and ``cap_bound`` (1 when ``num_inducing`` stopped an addition,
-    else 0).
+    ``oips_kmin`` included at the first), ``rho_bar`` (the threshold ρ·a, or ρ·σ² on the
+    constant + Matérn kernel's Matérn part, a variance in standardised target units) and
+    ``cap_bound`` (1 when ``num_inducing`` stopped an addition, else 0).
     """
 
     def _choose_inducing(self, x_new: Tensor, report: UpdateReport) -> InducingUpdate:
@@ -121,11 +122,13 @@ class ThresholdSelection:
         if old is None:
             old = x_new[self._random_rows(len(x_new), min(config.oips_kmin, cap))]
         base = self.kernel.base_kernel
-        added, bound = threshold_selection(base.forward, old, x_new, rho, cap)
+        correlation = getattr(base, "distance_correlation", base.forward)
+        share = getattr(base, "distance_share", 1.0)  # of the amplitude, the part tested
+        added, bound = threshold_selection(correlation, old, x_new, rho, cap)
         z = torch.cat([old, x_new[added]])
         num_added = z.shape[0] - (0 if self.inducing is None else self.inducing.shape[0])
-        report.extra.update(inducing_added=num_added, rho_bar=float(rho * self.amplitude),
-                            cap_bound=int(bound))
+        report.extra.update(inducing_added=num_added,
+                            rho_bar=float(rho * self.amplitude * share), cap_bound=int(bound))
         if bound:
             log.info("%s: the cap of %d inducing inputs stopped the selection", self.method, cap)
         return self._inducing_blocks(z, x_new)

@@ -75,7 +75,8 @@ def test_rho_one_adds_every_new_distinct_point(method, kernel, stream):
 
 @pytest.mark.parametrize("kernel, changes, rho", [
     ("rbf", dict(rbf_initial_lengthscale=5.0), 0.8),  # k ≥ exp(−8 / 50) = 0.85 on [−1, 1]²
-    ("matern52", dict(matern_initial_constant=0.25), 0.199),  # k ≥ c / (1 + c) = 0.2
+    # the Matérn part m ≥ 0.79 at distances up to 2√2 with l = 5
+    ("matern52", dict(matern_initial_lengthscale=5.0, matern_initial_constant=0.25), 0.78),
 ])
 def test_rho_below_every_kernel_value_adds_nothing(kernel, changes, rho, stream):
     model = model_for(kernel=kernel, oips_rho=rho, oips_kmin=4, **changes)
@@ -100,20 +101,37 @@ def test_added_points_are_apart_and_every_sample_is_covered(method, kernel, stre
     rho, kmin = 0.7, 5
     model = model_for(method, kernel=kernel, oips_rho=rho, oips_kmin=kmin,
                       initial_amplitude=2.5)
+    base = model.kernel.base_kernel
+    tested = getattr(base, "distance_correlation", base.forward)  # Matérn: its distance part
+    share = float(torch.as_tensor(getattr(base, "distance_share", 1.0)).detach())
     seen = []
     for x, y in stream(3, 80):
         model.add_data(x, y)
         report = model.update()
         seen.append(x)
-        rho_bar = rho * 2.5
-        assert report.extra["rho_bar"] == pytest.approx(rho_bar, rel=1e-6)
+        assert report.extra["rho_bar"] == pytest.approx(rho * 2.5 * share, rel=1e-6)
         with torch.no_grad():
             z = model.inducing
-            k = model.covariance(z, z)
+            k = tested(z, z)
             for i in range(kmin, len(z)):
-                assert k[i, :i].max() < rho_bar
-            covered = model.covariance(scaled(model, np.vstack(seen)), z).max(1).values
-        assert (covered >= rho_bar).all()
+                assert k[i, :i].max() < rho
+            covered = tested(scaled(model, np.vstack(seen)), z).max(1).values
+        assert (covered >= rho).all()
+
+
+def test_a_large_constant_does_not_hide_new_places(stream):
+    """Constant + Matérn with the constant 50 times the Matérn variance: every correlation is
+    at least 50/51 > ρ, yet a sample far from the set (Matérn part below ρ) is added and the
+    seeds' own neighbourhood adds nothing."""
+    model = model_for(kernel="matern52", matern_initial_constant=50.0,
+                      matern_initial_lengthscale=0.1, oips_rho=0.8, oips_kmin=1)
+    x = np.array([[0.0, 0.0], [0.0, 0.001], [20.0, 20.0], [-25.0, 10.0]])
+    model.add_data(x[:1], np.zeros(1))
+    model.update()
+    model.add_data(x[1:], np.zeros(3))
+    report = model.update()
+    assert report.extra["inducing_added"] == 2
+    assert np.allclose(model.inducing_inputs, x[[0, 2, 3]], atol=1e-9)
 
 
 @pytest.mark.parametrize("rho", [0.8, 0.5, 0.93])
