@@ -70,7 +70,15 @@ class LatentSum:
 
 
 class LMCKernel(torch.nn.Module):
-    """The Q latent kernels (each a ScaleKernel of amplitude s_q) and the mixing weights a (Q × D).
+    """The Q latent kernels (each a ScaleKernel of amplitude s_q) and the mixing weights a (Q × D)
+    with rows of unit length, a_q = r_q / |r_q| of the learned ``raw_mixing`` r.
+
+    The LMC is the same model under a_q → c a_q, s_q → s_q / c². Learned freely, a's scale is a
+    second route to every channel's variance Σ_q a_{q,d}² s_q, quadratic and without s_q's
+    softplus, on which Adam (a step of about its rate per parameter, whatever the gradient)
+    moves the variances several times faster than a single-channel model moves its amplitude.
+    Unit rows remove that direction: s_q alone is latent q's amplitude, learned as POAM learns
+    its own, and a_q shares it out among the channels (with D = 1, a = ±1: POAM's M-step).
 
     ``base_kernel`` and ``outputscale`` present the latents' sum Σ_q s_q k_q to the shared
     inducing-input selection; the models' LMC maths read :meth:`latent_covariance`."""
@@ -78,8 +86,13 @@ class LMCKernel(torch.nn.Module):
     def __init__(self, latents: list[ScaleKernel], mixing: Tensor):
         super().__init__()
         self.latents = torch.nn.ModuleList(latents)
-        self.mixing = torch.nn.Parameter(mixing)
+        self.raw_mixing = torch.nn.Parameter(mixing)
         self.base_kernel = LatentSum(self)
+
+    @property
+    def mixing(self) -> Tensor:
+        """a (Q × D): ``raw_mixing`` with each row scaled to unit length."""
+        return self.raw_mixing / self.raw_mixing.norm(dim=1, keepdim=True)
 
     @property
     def num_latents(self) -> int:

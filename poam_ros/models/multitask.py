@@ -16,9 +16,11 @@ M-step's Adam or L-BFGS, bad-input counting, the state file) is inherited from
 * ``predict(x)`` returns means and standard deviations (N × D; (N,) arrays when D = 1, the
   single-channel API) and with ``covariance=True`` the cross-channel covariance (N × D × D).
   A channel not in the model yet predicts NaN.
-* Q latent kernels (each the configured kernel, ``num_latents``), mixing weights a (Q × D) and a
-  noise variance per channel, all learned by the M-step. The inducing inputs are shared by the
-  latents and chosen by the shared pivoted-Cholesky selection on the latents' summed kernel.
+* Q latent kernels (each the configured kernel, ``num_latents``), mixing weights a (Q × D,
+  each latent's row of unit length, so that the latents' amplitudes alone scale the channels'
+  variances: :class:`~.lmc.LMCKernel`) and a noise variance per channel, all learned by the
+  M-step. The inducing inputs are shared by the latents and chosen by the shared
+  pivoted-Cholesky selection on the latents' summed kernel.
 
 ``UpdateReport.extra``: ``noise_<d>`` (channel d's noise variance, scaled units),
 ``noise_std_<d>`` (its noise standard deviation σ_d in target units, NaN until in the model),
@@ -137,8 +139,9 @@ class ChannelBuffer(SampleBuffer):
 
 
 def initial_mixing(num_latents: int, output_dim: int) -> Tensor:
-    """a_{q,d} = 1 where d ≡ q (mod Q), else 0.1: every channel starts on a latent of its own
-    where Q ≥ D, and the small weights let every channel's gradient reach every latent."""
+    """The raw weights r_{q,d} = 1 where d ≡ q (mod Q), else 0.1 (a: their rows at unit length,
+    :class:`~.lmc.LMCKernel`): every channel starts on a latent of its own where Q ≥ D, and the
+    small weights let every channel's gradient reach every latent."""
     q, d = np.meshgrid(np.arange(num_latents), np.arange(output_dim), indexing="ij")
     return torch.as_tensor(np.where(d % num_latents == q, 1.0, 0.1))
 

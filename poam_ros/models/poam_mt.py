@@ -20,9 +20,9 @@ Per update, with the newest batch and the inducing inputs Z shared by the Q late
    −ELBO/N = −1/B Σ_b Σ_{d measured} E_q[log N(y_bd | f_d, σ_d²)] + KL(q(u) ‖ p(u))/N.
 
 No step reads old data except the M-step's mini-batches: an update costs
-O(D (QM)³ + N_new D (QM)²) whatever the number of samples. With D = Q = 1 and a = 1 it is
-POAM's update. The stored terms stay valid while a and σ_d² are learned, because these enter
-only when the terms are combined.
+O(D (QM)³ + N_new D (QM)²) whatever the number of samples. With D = Q = 1 (a = 1) it is
+POAM's update, M-step included. The stored terms stay valid while a and σ_d² are learned,
+because these enter only when the terms are combined.
 """
 
 from __future__ import annotations

@@ -48,9 +48,14 @@ def channel_stream(count, size, channels=2, seed=0, missing=0.0):
 
 
 def set_hyper(model, mixing=None, noise=None, lengthscales=None):
+    """``mixing``: the LMC's weights a (Q × D) with the latents' amplitudes s_q as they are, set
+    as the same model with unit rows (each s_q times its row's squared length)."""
     with torch.no_grad():
         if mixing is not None:
-            model.kernel.mixing.copy_(torch.as_tensor(mixing, dtype=model.dtype))
+            mixing = torch.as_tensor(mixing, dtype=model.dtype)
+            model.kernel.raw_mixing.copy_(mixing)
+            for latent, length in zip(model.kernel.latents, mixing.norm(dim=1)):
+                latent.outputscale = latent.outputscale * length.square()
         if noise is not None:
             model.likelihood.noise = torch.as_tensor(noise, dtype=model.dtype).reshape(-1, 1)
         for latent, value in zip(model.kernel.latents, lengthscales or ()):
@@ -107,10 +112,12 @@ def test_one_channel_bound_is_the_single_output_continual_bound():
 
 
 @pytest.mark.parametrize("kernel", ["rbf", "attentive"])
-def test_poam_mt_with_one_channel_is_poam(kernel):
-    """POAM's selection, carried terms and q(u), hyper-parameters fixed: the same map."""
+@pytest.mark.parametrize("train_steps", [0, 5])
+def test_poam_mt_with_one_channel_is_poam(kernel, train_steps):
+    """POAM's selection, carried terms and q(u), and with training steps POAM's M-step (a = 1
+    stays 1: the amplitude is s alone): the same map."""
     batches = [(x, y[:, 0]) for x, y in channel_stream(3, 40)]
-    settings = dict(kernel=kernel, num_inducing=30)
+    settings = dict(kernel=kernel, num_inducing=30, train_steps=train_steps, batch_size=32)
     poam = fit_stream(POAM(config(**settings)), batches)
     ours = fit_stream(PoamMT(config(channel_min_samples=40, **settings)), batches)
     assert torch.equal(poam.inducing, ours.inducing)
@@ -201,8 +208,9 @@ def test_inducing_inputs_at_the_data_give_the_exact_multi_output_gp():
     x, y = channel_stream(1, 14, missing=0.3, seed=2)[0]
     y[0] = [0.5, 1.0]  # both channels in the first rows: their scalers fit on them
     model = PoamMT(config(num_latents=2, jitter=0.0, channel_min_samples=3), output_dim=2)
-    mixing, noise = np.array([[1.0, 0.5], [-0.3, 0.8]]), np.array([0.05, 0.1])
-    set_hyper(model, mixing=mixing, noise=noise, lengthscales=[0.3, 0.7])
+    noise = np.array([0.05, 0.1])
+    set_hyper(model, mixing=[[1.0, 0.5], [-0.3, 0.8]], noise=noise, lengthscales=[0.3, 0.7])
+    mixing = model.mixing.detach().numpy()  # unit rows, the amplitudes scaled to match
     model.add_data(x, y)
     model.fix_inducing_inputs(x)
     model.update()
@@ -259,9 +267,10 @@ def test_stored_terms_serve_learned_mixing_weights_and_noises():
     model = PoamMT(config(num_latents=2, train_steps=5, lr_hyper=0.05), output_dim=2)
     for latent in model.kernel.latents:
         latent.requires_grad_(False)
+    initial = model.mixing.detach().clone()
     fit_stream(model, batches[:2], np.random.default_rng(1).uniform(-30, 30, (20, 2)))
     mixing, noise = model.mixing.detach().clone(), model.noise.detach().clone()
-    assert not torch.allclose(mixing, torch.tensor([[1.0, 0.1], [0.1, 1.0]], dtype=mixing.dtype))
+    assert not torch.allclose(mixing, initial)
     model.add_data(*batches[2])
     model.update()
     x, y = scaled_data(model, batches)
