@@ -29,7 +29,6 @@ import torch
 from poam_ros.benchmark.dispatch import count_update, profile_device_update
 from poam_ros.cli.common import ArgumentParser
 from poam_ros.models import METHODS, MappingConfig, make_model
-from poam_ros.models.device import resolve_device
 from poam_ros.models.linalg import NumericalError
 
 SIZES = (1_000, 2_000, 5_000, 10_000, 20_000, 50_000)
@@ -131,11 +130,11 @@ def first_update(config: MappingConfig, size: int, threads: int, seed: int = 0) 
     if threads:
         torch.set_num_threads(threads)
     rng = np.random.default_rng(seed)
-    if resolve_device(config.device).type != "cpu":
-        _warm_up(config)
     model = make_model(config)
-    model.add_data(*noisy_samples(rng, size))
     on_gpu = model.device.type == "cuda"
+    if on_gpu:
+        _warm_up(config)
+    model.add_data(*noisy_samples(rng, size))
     if on_gpu:
         torch.cuda.reset_peak_memory_stats(model.device)
         device_before = torch.cuda.memory_allocated(model.device)

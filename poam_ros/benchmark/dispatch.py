@@ -165,6 +165,17 @@ def use_gpu_code_path(model) -> None:
     model.optimizer = model._make_optimizer(fused=True)
 
 
+def fill_to_steady_state(model, samples, num_samples: int, batch: int) -> None:
+    """Fill ``model`` with ``num_samples`` samples (``samples(n)`` draws n) in updates of
+    2,000, then update it once more with ``batch`` new ones: the state a mission's update
+    starts from."""
+    while model.num_samples < num_samples:
+        model.add_data(*samples(min(2000, num_samples - model.num_samples)))
+        model.update()
+    model.add_data(*samples(batch))
+    model.update()
+
+
 def count_update(config, num_samples: int = 5000, batch: int = 60, seed: int = 0,
                  top: int = 15, gpu_path: bool = True) -> dict:
     """Launches and synchronisations of one steady-state update on CPU tensors.
@@ -187,11 +198,7 @@ def count_update(config, num_samples: int = 5000, batch: int = 60, seed: int = 0
     model = make_model(config.replace(device="cpu"))
     if gpu_path:
         use_gpu_code_path(model)
-    while model.num_samples < num_samples:
-        model.add_data(*samples(min(2000, num_samples - model.num_samples)))
-        model.update()
-    model.add_data(*samples(batch))
-    model.update()
+    fill_to_steady_state(model, samples, num_samples, batch)
     model.add_data(*samples(batch))
     with DispatchCounter() as counter:
         model.update()
@@ -211,7 +218,7 @@ def profile_device_update(config, num_samples: int = 5000, batch: int = 60, seed
                           updates: int = 3) -> dict:
     """What one steady-state update costs on a CUDA device, read by torch's profiler.
 
-    The model is filled as in :func:`count_update` (on ``config``'s device), then ``updates``
+    The model is filled by :func:`fill_to_steady_state` (on ``config``'s device), then ``updates``
     updates of ``batch`` samples are profiled. Per update (the median): ``launches`` (runtime
     and driver calls that launch a kernel or a graph), ``waits`` (calls that block the host:
     stream, device and event synchronisations and synchronous copies), ``copies`` (memory
@@ -227,17 +234,17 @@ def profile_device_update(config, num_samples: int = 5000, batch: int = 60, seed
     from poam_ros.models import make_model
 
     rng = np.random.default_rng(seed)
+
+    def samples(n):
+        return noisy_samples(rng, n)
+
     model = make_model(config)
     if model.device.type != "cuda":
         raise ValueError(f"profile_device_update needs a CUDA model, got {model.device}")
-    while model.num_samples < num_samples:
-        model.add_data(*noisy_samples(rng, min(2000, num_samples - model.num_samples)))
-        model.update()
-    model.add_data(*noisy_samples(rng, batch))
-    model.update()
+    fill_to_steady_state(model, samples, num_samples, batch)
     rows = []
     for _ in range(updates):
-        model.add_data(*noisy_samples(rng, batch))
+        model.add_data(*samples(batch))
         torch.cuda.synchronize()
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
             tic = time.perf_counter()
