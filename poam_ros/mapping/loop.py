@@ -96,9 +96,17 @@ class MappingLoop:
             except InvalidBatchError as error:  # the model counts it as malformed_batch
                 refused.append(str(error))
         try:
-            return MapStep(self.model.update(), refused=refused)
+            return MapStep(self._updated(), refused=refused)
         except UPDATE_FAILURES as error:
             return self._recover(_describe(error), refused)
+
+    def _updated(self, max_new: int | None = None) -> UpdateReport:
+        """The model's update, its report with the model's diagnostics (the learned noise; with
+        several channels also their correlations) when it took samples."""
+        report = self.model.update(max_new)
+        if not report.skipped:
+            report.extra.update(self.model.diagnostics())
+        return report
 
     def _inside(self, xy, z) -> tuple:
         """The samples of a batch within the workspace's bounding box; malformed batches pass
@@ -128,7 +136,7 @@ class MappingLoop:
             if size == 0:
                 break
             try:
-                report = model.update(max_new=size)
+                report = self._updated(max_new=size)
             except UPDATE_FAILURES as error:
                 failure = f"{failure}; the oldest {size} alone: {_describe(error)}"
                 continue

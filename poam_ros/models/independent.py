@@ -19,7 +19,7 @@ the mapper and the benchmarks swap it for ``poam-mt`` or ``cmogp`` by name:
 An update is one transaction over the channels: if one channel's update fails, every channel
 stays as it was and the rows stay pending. ``UpdateReport`` sums the channels' times, losses
 (the joint bound of independent models is the sum of theirs) and inducing inputs;
-``extra`` holds ``noise_<d>`` (channel d's noise variance, scaled units), ``num_inducing_<d>``,
+:meth:`diagnostics` (added to ``extra`` by the mapping loop) gives ``noise_<d>`` (channel d's noise variance, scaled units), ``num_inducing_<d>``,
 ``active_channels`` and ``num_latents`` (D). :attr:`inducing` is the channels' inducing inputs
 stacked (each channel selects up to M of its own, or takes the set fixed by
 :meth:`fix_inducing_inputs`); :meth:`lengthscale_map` is the first channel's.
@@ -90,7 +90,6 @@ class IndependentChannels(MultiTaskSparseGP):
                     if r.training_failure]
         report.training_failure = "; ".join(failures) or None
         report.num_new, report.num_inducing = count, self.inducing.shape[0]
-        report.extra.update(self.diagnostics())
         report.total_time = time.perf_counter() - start
         return report
 
@@ -107,7 +106,7 @@ class IndependentChannels(MultiTaskSparseGP):
         return channel.update()
 
     def diagnostics(self) -> dict:
-        """Per-update numbers for ``UpdateReport.extra`` (see the module docstring)."""
+        """After an update, per channel (see the module docstring)."""
         extra = {"num_latents": self.output_dim,
                  "active_channels": int(sum(c.ready for c in self.channels))}
         for d, channel in enumerate(self.channels):

@@ -22,11 +22,12 @@ M-step's Adam or L-BFGS, bad-input counting, the state file) is inherited from
   M-step. The inducing inputs are shared by the latents and chosen by the shared
   pivoted-Cholesky selection on the latents' summed kernel.
 
-``UpdateReport.extra``: ``noise_<d>`` (channel d's noise variance, scaled units),
+:meth:`diagnostics` (the mapping loop adds them to ``UpdateReport.extra``): ``noise_<d>``
+(channel d's noise variance, scaled units),
 ``noise_std_<d>`` (its noise standard deviation σ_d in target units, NaN until in the model),
 ``correlation_<d>_<e>`` (d < e, the channels' prior correlation, :meth:`channel_correlation`),
-``active_channels`` (channels in the model), ``num_latents`` (Q), ``pcd_trace_error`` (as the
-single-channel models).
+``active_channels`` (channels in the model), ``num_latents`` (Q); the update's own
+``pcd_trace_error`` as the single-channel models'.
 """
 
 from __future__ import annotations
@@ -211,12 +212,10 @@ class MultiTaskSparseGP(OnlineSparseGP):
             raise
         finally:
             self._backlog = self._estep_batch = None
-        if not report.skipped:
-            report.extra.update(self.diagnostics())
         return report
 
     def diagnostics(self) -> dict:
-        """Per-update numbers for ``UpdateReport.extra`` (see the module docstring)."""
+        """After an update, per channel (see the module docstring)."""
         noise = self.noise.detach().cpu().tolist()
         correlation = self.channel_correlation()
         pairs = {f"correlation_{d}_{e}": float(correlation[d, e])

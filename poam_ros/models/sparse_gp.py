@@ -410,6 +410,13 @@ class OnlineSparseGP(ABC):
     def noise(self) -> Tensor:
         return self.likelihood.noise.reshape(())
 
+    def diagnostics(self) -> dict:
+        """The learned noise after an update, for ``UpdateReport.extra`` (the mapping loop
+        adds it, outside :meth:`update`: one host read): ``noise``, the variance in scaled
+        units, and ``noise_std``, its standard deviation in the targets' units (m)."""
+        noise = float(self.noise.detach())
+        return {"noise": noise, "noise_std": math.sqrt(noise) * self.y_scaler.std}
+
     def covariance(self, x1: Tensor, x2: Tensor) -> Tensor:
         """a · k(x1, x2) as a dense tensor (scaled units)."""
         return self.amplitude * self.kernel.base_kernel.forward(x1, x2)

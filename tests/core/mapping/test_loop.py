@@ -113,3 +113,17 @@ def test_an_epoch_without_new_samples_records_the_model_s_inducing_inputs():
     first = loop.record(0, loop.step([batch(rng, 60)]), sim_time=1.0)
     empty = loop.record(1, loop.step([(np.empty((0, 2)), np.empty(0))]), sim_time=2.0)
     assert first.num_inducing == empty.num_inducing == loop.model.inducing.shape[0] > 0
+
+
+def test_a_step_reports_the_learned_noise_in_the_targets_units(model):
+    rng = np.random.default_rng(3)
+    loop = MappingLoop(model)
+    xy, z = batch(rng, 100)
+    report = loop.step([(xy, 50.0 * z)]).report
+    noise = model.noise.item()
+    assert report.extra["noise"] == noise
+    assert report.extra["noise_std"] == pytest.approx(np.sqrt(noise) * model.y_scaler.std)
+    assert model.y_scaler.std == pytest.approx(50.0 * z.std())
+    split = loop.step([batch(rng, 40), batch(rng, 40, poison_first=True)])  # the oldest half
+    assert split.failure is None and split.report.extra["noise"] == model.noise.item()
+    assert "noise" not in loop.step([]).report.extra  # nothing new: no update, no figures

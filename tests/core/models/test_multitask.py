@@ -422,9 +422,10 @@ def test_state_round_trip_continues_exactly(cls, dtype, tmp_path):
         assert np.array_equal(a, b)
     for m in (model, loaded):
         m.add_data(*batches[2])
-        report = m.update()
-        assert report.training_failure is None and report.extra["active_channels"] == 3
-        assert set(report.extra) >= {"noise_2", "correlation_0_2", "correlation_1_2"}
+        assert m.update().training_failure is None
+        diagnostics = m.diagnostics()
+        assert diagnostics["active_channels"] == 3
+        assert set(diagnostics) >= {"noise_2", "correlation_0_2", "correlation_1_2"}
     for a, b in zip(model.predict(QUERY, covariance=True), loaded.predict(QUERY, covariance=True)):
         assert np.array_equal(a, b)
     mean, std = model.predict(QUERY)
