@@ -18,5 +18,6 @@ fi
    "$workspace/install/poam_ros/lib/poam_ros/poam-ros" --help >/dev/null &&
    python3 -c "import poam_ros.sim, poam_ros.models" && echo "colcon build: ok")
 
-"$python" -m ruff check . && echo "ruff: clean"
+"$python" -m ruff check .  # on a line of its own: set -e ignores a failure left of &&
+echo "ruff: clean"
 "$python" -m pytest -q "$@"

@@ -19,10 +19,11 @@ the mapper and the benchmarks swap it for ``poam-mt`` or ``cmogp`` by name:
 An update is one transaction over the channels: if one channel's update fails, every channel
 stays as it was and the rows stay pending. ``UpdateReport`` sums the channels' times, losses
 (the joint bound of independent models is the sum of theirs) and inducing inputs;
-:meth:`diagnostics` (added to ``extra`` by the mapping loop) gives ``noise_<d>`` (channel d's noise variance, scaled units), ``num_inducing_<d>``,
-``active_channels`` and ``num_latents`` (D). :attr:`inducing` is the channels' inducing inputs
-stacked (each channel selects up to M of its own, or takes the set fixed by
-:meth:`fix_inducing_inputs`); :meth:`lengthscale_map` is the first channel's.
+:meth:`diagnostics` (added to ``extra`` by the mapping loop) gives ``noise_<d>`` (channel d's
+noise variance, scaled units), ``num_inducing_<d>``, ``active_channels`` and ``num_latents``
+(D). :attr:`inducing` is the channels' inducing inputs stacked (each channel selects up to M
+of its own, or takes the set fixed by :meth:`fix_inducing_inputs`); :meth:`lengthscale_map`
+is the first channel's.
 
 The inherited LMC kernel and likelihood are not used: each channel's POAM holds its own.
 """
