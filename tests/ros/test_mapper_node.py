@@ -98,8 +98,9 @@ def test_a_batch_gives_the_map_layers_and_diagnostics(graph, spin_until):
     assert level == DiagnosticStatus.OK[0]
     assert (values["samples"], values["updates"], values["device"]) == ("80", "1", "cpu")
     for key in ("last_latency", "last_update_time", "last_map_predict_time",
-                "last_node_overhead", "median_latency"):
+                "last_node_overhead", "median_latency", "last_noise", "last_noise_std"):
         assert float(values[key]) == float(values[key])  # a number, not NaN
+    assert float(values["last_noise_std"]) > 0  # the learned noise, in metres
 
 
 def test_queries_get_the_predictive_std_of_a_measurement(graph, spin_until):
