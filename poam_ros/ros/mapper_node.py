@@ -664,6 +664,7 @@ class MapperNode(MapperPersistence, StartingNode):
                 "last_training_failure": report.training_failure or "",
                 # the method's own figures: inducing inputs added, bound gap, memory size, ...
                 **{f"last_{name}": value for name, value in report.extra.items()},
+                "method_figures": ",".join(report.extra),  # their names, for the sim's records
             })
         values.update({
             "last_map_predict_time": status.map_time, "last_latency": status.latency,

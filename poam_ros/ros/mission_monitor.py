@@ -169,7 +169,7 @@ class MissionMonitor(StartingNode):
             training_time=float(mapper["last_training_time"]),
             predict_time=float(mapper["last_map_predict_time"]),
             num_inducing=int(mapper["inducing_points"]), sim_time=stamp / 1e9,
-            training_failure=failure, extra=per_channel)
+            training_failure=failure, extra={**_method_figures(mapper), **per_channel})
         self.records.append(record)
         self.record_stamps.append(stamp)
         self.last_progress = time.monotonic()
@@ -199,6 +199,23 @@ class MissionMonitor(StartingNode):
         if stamp in self.inducing:
             layers["inducing"] = msg.cloud_to_points(self.inducing[stamp])[:, :2]
         return layers
+
+
+def _method_figures(mapper: dict[str, str]) -> dict:
+    """The update's own figures (``UpdateReport.extra``: the learned noise, inducing inputs
+    added, memory size, ...) as the mapper reports them, read back as numbers where they are."""
+    names = filter(None, mapper.get("method_figures", "").split(","))
+    return {name: _as_number(mapper[f"last_{name}"]) for name in names}
+
+
+def _as_number(text: str):
+    """A diagnostic value read back: int, float (a repr reads back exactly) or the text."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
 
 
 def _baseline(mapper: dict[str, str], suffix: str) -> TargetBaseline | None:

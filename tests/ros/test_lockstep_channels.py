@@ -57,6 +57,8 @@ def test_each_channel_is_scored_as_the_mission_scores_it(runs):
             assert graph["extra"][f"msll_{channel}"] == pytest.approx(
                 mission.extra[f"msll_{channel}"], abs=0.02)
         assert graph["smse"] == graph["extra"]["smse_depth"]
+        for figure in ("noise_0", "noise_std_1", "correlation_0_1", "active_channels"):
+            assert graph["extra"][figure] == pytest.approx(mission.extra[figure], rel=0.05)
 
 
 def test_compare_reports_each_channel_of_the_ros_free_mission(runs):
