@@ -70,6 +70,14 @@ class AttentiveKernel(Kernel):
         """The per-input factor of the kernel, w̄(x) (N × K), for :meth:`columns`."""
         return self.attention_weights(x)
 
+    #: The share of the prior variance that :meth:`distance_correlation` measures: all of it.
+    distance_share = 1.0
+
+    def distance_correlation(self, x1: Tensor, x2: Tensor) -> Tensor:
+        """The correlation that OIPS thresholds (N1 × N2): the whole kernel, which has no
+        constant part (the interface of :class:`~.stationary.StationaryCache`)."""
+        return self.forward(x1, x2)
+
     def rows_for(self, x: Tensor) -> int | None:
         """Rows per block for inputs on x's device: ``block_rows`` on the CPU, whole matrices
         (None) elsewhere, where launches cost more than cache misses."""

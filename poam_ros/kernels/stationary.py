@@ -24,6 +24,14 @@ class StationaryCache:
         """No per-input factor (N × 0): the interface of :meth:`AttentiveKernel.features`."""
         return x.new_empty(x.shape[0], 0)
 
+    #: The share of the prior variance that :meth:`distance_correlation` measures: all of it.
+    distance_share = 1.0
+
+    def distance_correlation(self, x1: Tensor, x2: Tensor) -> Tensor:
+        """The correlation of the part that tells places apart (N1 × N2), which OIPS
+        thresholds: the whole kernel (overridden where a constant part correlates all pairs)."""
+        return self.from_precomputed(x1, x2, self.precompute(x1, x2))
+
     def columns(self, x1: Tensor, f1: Tensor, x2: Tensor, f2: Tensor) -> Tensor:
         """k(x1, x2); the features are empty."""
         return self.from_precomputed(x1, x2, squared_distances(x1, x2))

@@ -122,13 +122,12 @@ class ThresholdSelection:
         if old is None:
             old = x_new[self._random_rows(len(x_new), min(config.oips_kmin, cap))]
         base = self.kernel.base_kernel
-        correlation = getattr(base, "distance_correlation", base.forward)
-        share = getattr(base, "distance_share", 1.0)  # of the amplitude, the part tested
-        added, bound = threshold_selection(correlation, old, x_new, rho, cap)
+        added, bound = threshold_selection(base.distance_correlation, old, x_new, rho, cap)
         z = torch.cat([old, x_new[added]])
         num_added = z.shape[0] - (0 if self.inducing is None else self.inducing.shape[0])
         report.extra.update(inducing_added=num_added,
-                            rho_bar=float(rho * self.amplitude * share), cap_bound=int(bound))
+                            rho_bar=float(rho * self.amplitude * base.distance_share),
+                            cap_bound=int(bound))
         if bound:
             log.info("%s: the cap of %d inducing inputs stopped the selection", self.method, cap)
         return self._inducing_blocks(z, x_new)
