@@ -82,6 +82,13 @@ class PivotBlock:
 #: Most greedy pivots computed ahead of one read of the device by the host.
 PIVOT_BLOCK = 16
 
+
+def failed_from(info: Tensor, size: int) -> Tensor:
+    """Which of ``size`` pivots a Cholesky did not factorise (bool (size,), on the device):
+    those from the first failed leading minor on (``torch.linalg.cholesky_ex``'s ``info``,
+    1-based; 0 when none failed), read without waiting for the host."""
+    return (info > 0) & (torch.arange(size, device=info.device) >= info - 1)
+
 #: Up to this ratio of candidates to pivots, factorising the whole matrix beats the loop.
 BLOCKED_RATIO = 4
 
@@ -245,9 +252,9 @@ class _Factor:
         torch.sum(left, dim=1, out=self.errors[:size])
         self.residual.copy_(left[-1])
         self.pivots[:size] = prefix
-        # A failed leading minor (info > 0) leaves no variance from that pivot on.
-        failed = (info > 0) & (prefix >= info - 1)
-        self.variances[:size] = chol.diagonal().square().masked_fill_(failed, 0.0)
+        # A failed leading minor leaves no variance from that pivot on.
+        self.variances[:size] = chol.diagonal().square().masked_fill_(failed_from(info, size),
+                                                                       0.0)
 
     def restart(self, diagonal: Tensor) -> None:
         self.residual.copy_(diagonal)

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from poam_ros.inducing import failed_from
 from poam_ros.models.linalg import robust_cholesky
 
 DTYPE = torch.float64
@@ -148,8 +149,7 @@ class IncrementalBound:
         # F grows by ½ A_jj + ½ w_j² − log d_j with each pivot, summed in order.
         steps = 0.5 * (a_block.diagonal() + w * w) - chol.diagonal().log()
         values = torch.cat([self.history[j:j + 1], steps]).cumsum(0)[1:]
-        failed = (info > 0) & (torch.arange(size, device=info.device) >= info - 1)
-        values = values.masked_fill_(failed, math.nan)
+        values = values.masked_fill_(failed_from(info, size), math.nan)
         self.history[j + 1:j + size + 1] = values
         self.count += size
         return values
