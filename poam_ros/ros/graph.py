@@ -11,8 +11,8 @@ so that it misses no batch and no map.
 
 The run ends when a map holds the sample budget, on Ctrl-C or SIGTERM, or with a
 :class:`GraphError` when a node exits on its own, the nodes do not come up, or no map comes
-for ``stall_timeout`` seconds. Whatever ends it, every child gets SIGINT, then time to
-exit, then SIGKILL.
+for ``stall_timeout`` seconds. Whatever ends it, the children stop in stages (the clock
+source, the other nodes, the recorder), each given SIGINT, then time to exit, then SIGKILL.
 """
 
 from __future__ import annotations
@@ -221,9 +221,7 @@ def run_graph(setup: MissionSetup, params_file: Path, options: GraphOptions, log
         finally:
             end = monitor.last_progress if monitor is not None and monitor.records else \
                 time.monotonic()
-            # The nodes, then the recorder: it takes what they publish until they are gone.
-            codes = _stop([c for c in children if c.name != RECORDER[0]], options.stop_timeout)
-            codes |= _stop([c for c in children if c.name == RECORDER[0]], options.stop_timeout)
+            codes = stop_in_stages(children, options.stop_timeout)
             executor.shutdown()
             if monitor is not None:
                 monitor.destroy_node()
@@ -277,15 +275,23 @@ def _spin_until(done: Callable[[], bool], executor: SingleThreadedExecutor,
             raise GraphError(reason)
 
 
-def _stop(children: list[Child], timeout: float) -> dict[str, int | str]:
-    """SIGINT to every child, wait for them up to ``timeout`` s, then SIGKILL the rest."""
-    for child in reversed(children):  # the clock source first: the rest see no new data
-        if child.process.poll() is None:
-            child.process.send_signal(signal.SIGINT)
-    deadline = time.monotonic() + timeout
+def stop_in_stages(children: list[Child], timeout: float) -> dict[str, int | str]:
+    """Stop the graph in three stages, each SIGINT, up to ``timeout`` s, then SIGKILL: the
+    clock source (the rest see no new data), the other nodes, the recorder (it takes what
+    they publish until they are gone). A stage starts once the one before has exited, so
+    that no node tears down its DDS endpoints while its peers tear down theirs. The exit
+    status of each child, "killed" for one that had to be."""
+    stages = ([c for c in children if c.name == CLOCK_SOURCE],
+              [c for c in children if c.name not in (CLOCK_SOURCE, RECORDER[0])],
+              [c for c in children if c.name == RECORDER[0]])
     codes: dict[str, int | str] = {}
-    for child in children:
-        codes[child.name] = wait_or_kill(child.process, deadline - time.monotonic())
+    for stage in stages:
+        for child in stage:
+            if child.process.poll() is None:
+                child.process.send_signal(signal.SIGINT)
+        deadline = time.monotonic() + timeout
+        for child in stage:
+            codes[child.name] = wait_or_kill(child.process, deadline - time.monotonic())
     return codes
 
 
