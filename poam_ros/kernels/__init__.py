@@ -25,7 +25,7 @@ def make_kernel(name: str, input_dim: int, config) -> ScaleKernel:
                                config.num_base_lengthscales, config.min_lengthscale,
                                config.max_lengthscale)
     elif name == "rbf":
-        base = RBFKernel()
+        base = RBFKernel(ard_num_dims=input_dim if config.rbf_ard else None)
         base.lengthscale = config.rbf_initial_lengthscale
     elif name == "matern52":
         base = ConstantMaternKernel()

@@ -34,7 +34,7 @@ class StationaryCache:
 
     def columns(self, x1: Tensor, f1: Tensor, x2: Tensor, f2: Tensor) -> Tensor:
         """k(x1, x2); the features are empty."""
-        return self.from_precomputed(x1, x2, squared_distances(x1, x2))
+        return self.from_precomputed(x1, x2, self.precompute(x1, x2))
 
     def lengthscale_map(self, x: Tensor) -> Tensor:
         """The one lengthscale l at every input (N,)."""

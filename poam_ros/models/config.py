@@ -42,6 +42,8 @@ class MappingConfig(Params):
     min_lengthscale: float = param(0.05, "smallest base lengthscale", low=1e-6)
     max_lengthscale: float = param(0.5, "largest base lengthscale", low=1e-6)
     rbf_initial_lengthscale: float = param(0.3, "initial lengthscale of the RBF kernel", low=1e-6)
+    rbf_ard: bool = param(False, "the RBF kernel learns one lengthscale per input dimension "
+                          "(automatic relevance determination) instead of one for all")
     matern_initial_lengthscale: float = param(
         0.3, "initial lengthscale of the matern52 kernel's Matern-5/2 part", low=1e-6)
     matern_initial_constant: float = param(

@@ -3,12 +3,15 @@
 import math
 
 import gpytorch
+import numpy as np
 import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from poam_ros.kernels import AttentiveKernel, RBFKernel, base_stack
 from poam_ros.kernels.base_stack import MixBaseKernels, base_kernel_stack, exp_floor
+from poam_ros.models import make_model
+from poam_ros.models.config import MappingConfig
 
 
 @pytest.fixture
@@ -228,3 +231,44 @@ def test_rbf_direct_evaluation_is_the_cached_one():
         assert torch.equal(kernel.forward(x1, x2),
                            kernel.from_precomputed(x1, x2, kernel.precompute(x1, x2)))
         assert torch.equal(kernel.forward(x1, x1, diag=True), torch.ones(30, dtype=torch.float64))
+
+
+def test_rbf_with_one_lengthscale_per_input_is_gpytorchs_ard_kernel_on_every_path():
+    lengthscales = torch.tensor([[0.2, 0.5, 1.5]], dtype=torch.float64)
+    kernel = RBFKernel(ard_num_dims=3).double()
+    kernel.lengthscale = lengthscales
+    reference = gpytorch.kernels.RBFKernel(ard_num_dims=3).double()
+    reference.lengthscale = lengthscales
+    generator = torch.Generator().manual_seed(4)
+    x1, x2 = (torch.rand(n, 3, generator=generator, dtype=torch.float64) for n in (25, 15))
+    empty = torch.empty(25, 0, dtype=torch.float64)
+    with torch.no_grad():
+        expected = reference(x1, x2).to_dense()
+        assert torch.allclose(kernel.forward(x1, x2), expected, atol=1e-14)
+        assert torch.allclose(kernel.from_precomputed(x1, x2, kernel.precompute(x1, x2)),
+                              expected, atol=1e-14)
+        assert torch.allclose(kernel.columns(x1, empty, x2, empty[:15]), expected, atol=1e-14)
+        assert torch.allclose(kernel.lengthscale_map(x1),
+                              torch.full((25,), (0.2 * 0.5 * 1.5) ** (1 / 3),
+                                         dtype=torch.float64))
+
+
+def test_ard_with_equal_lengthscales_is_the_one_lengthscale_kernel():
+    one, ard = RBFKernel().double(), RBFKernel(ard_num_dims=2).double()
+    one.lengthscale, ard.lengthscale = 0.3, torch.tensor([[0.3, 0.3]])
+    x1, x2 = inputs(30, 10), inputs(20, 11)
+    with torch.no_grad():
+        assert torch.allclose(ard(x1, x2).to_dense(), one(x1, x2).to_dense(), atol=1e-14)
+
+
+def test_a_model_with_ard_learns_a_long_lengthscale_for_an_input_the_field_ignores():
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1, 1, size=(200, 2))
+    y = np.sin(3 * x[:, 0]) + 0.05 * rng.standard_normal(200)
+    config = MappingConfig(method="exact", kernel="rbf", rbf_ard=True, m_step="lbfgs",
+                           rbf_initial_lengthscale=0.5, device="cpu", dtype="float64")
+    model = make_model(config, input_dim=2)
+    model.add_data(x, y)
+    model.update()
+    relevant, ignored = model.kernel.base_kernel.lengthscale.reshape(-1).tolist()
+    assert ignored > 5 * relevant
