@@ -152,35 +152,13 @@ class IndependentChannels(MultiTaskSparseGP):
         """The intake's state, the shared scalers and each channel's own state (None for a
         channel not in the model yet)."""
         self._require_ready()
-        return {
-            "config": self.config.to_dict(),
-            "input_dim": self.input_dim,
-            "output_dim": self.output_dim,
-            "x_scaler": self.x_scaler.state_dict(),
-            "y_scaler": self.y_scaler.state_dict(),
-            "buffer_x": torch.from_numpy(self.buffer.x.copy()),
-            "buffer_y": torch.from_numpy(self.buffer.channels.copy()),
-            "num_pending": self.num_pending,
-            "num_updates": self.num_updates,
-            "rejections": dict(self.rejections),
-            "fixed_inducing": None if self._fixed_z is None else self._fixed_z.cpu(),
-            "channels": [c.state_dict() if c.ready else None for c in self.channels],
-        }
+        return {**self._intake_state(), "output_dim": self.output_dim,
+                "channels": [c.state_dict() if c.ready else None for c in self.channels]}
 
     def _load_state(self, state: dict) -> None:
         self.x_scaler = MinMaxScaler.from_state_dict(state["x_scaler"])
         self.y_scaler = ChannelScalers.from_state_dict(state["y_scaler"])
-        x, y = state["buffer_x"].numpy(), state["buffer_y"].numpy()
-        if x.shape != (len(y), self.input_dim) or y.shape != (len(y), self.output_dim):
-            raise ValueError(f"buffer shapes {tuple(x.shape)} and {tuple(y.shape)} disagree")
-        self._seen.add(self.num_samples, np.column_stack([x, y]))
-        self.buffer.append(x, y)
-        self.num_pending = int(state["num_pending"])
-        self.num_updates = int(state["num_updates"])
-        self.rejections.update(state["rejections"])
-        fixed = state["fixed_inducing"]
-        self.fixed_inducing = fixed is not None
-        self._fixed_z = None if fixed is None else fixed.to(self.device, self.dtype)
+        self._load_intake(state)
         if len(state["channels"]) != self.output_dim:
             raise ValueError(f"{len(state['channels'])} channel states for {self.output_dim} "
                              f"channels")

@@ -751,26 +751,49 @@ class OnlineSparseGP(ABC):
         """Everything needed to continue exactly where this model is, as plain containers."""
         self._require_ready()
         return {
-            "config": self.config.to_dict(),
-            "input_dim": self.input_dim,
-            "x_scaler": self.x_scaler.state_dict(),
-            "y_scaler": self.y_scaler.state_dict(),
+            **self._intake_state(),
             "kernel": self.kernel.state_dict(),
             "likelihood": self.likelihood.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "generator": self.generator.get_state(),
+            "inducing": self.inducing.cpu(),
+            "posterior": None if self.posterior is None else {
+                "mean": self.posterior.mean.cpu(), "sqrt": self.posterior.sqrt.cpu(),
+                "logdet": self.posterior.logdet.cpu()},
+            "method_state": {k: v.cpu() for k, v in self._method_state().items()},
+        }
+
+    def _intake_state(self) -> dict:
+        """The part of the state that every model, one channel or several, keeps alike: the
+        configuration, the scalers, the sample buffer (targets as :attr:`SampleBuffer.y`),
+        the counters, the rejections and a fixed Z."""
+        return {
+            "config": self.config.to_dict(),
+            "input_dim": self.input_dim,
+            "x_scaler": self.x_scaler.state_dict(),
+            "y_scaler": self.y_scaler.state_dict(),
             "buffer_x": torch.from_numpy(self.buffer.x.copy()),
             "buffer_y": torch.from_numpy(self.buffer.y.copy()),
             "num_pending": self.num_pending,
             "num_updates": self.num_updates,
             "rejections": dict(self.rejections),
-            "inducing": self.inducing.cpu(),
-            "posterior": None if self.posterior is None else {
-                "mean": self.posterior.mean.cpu(), "sqrt": self.posterior.sqrt.cpu(),
-                "logdet": self.posterior.logdet.cpu()},
             "fixed_inducing": None if self._fixed_z is None else self._fixed_z.cpu(),
-            "method_state": {k: v.cpu() for k, v in self._method_state().items()},
         }
+
+    def _load_intake(self, state: dict) -> None:
+        """Inverse of :meth:`_intake_state` but for the scalers, which a model reads as its
+        own kinds: the buffer (checked against ``input_dim``), counters, rejections, fixed Z."""
+        x, y = state["buffer_x"].numpy(), state["buffer_y"].numpy()
+        if x.shape != (len(y), self.input_dim):
+            raise ValueError(f"buffer shapes {tuple(x.shape)} and {tuple(y.shape)} disagree")
+        self._seen.add(self.num_samples, np.column_stack([x, y]))
+        self.buffer.append(x, y)
+        self.num_pending = int(state["num_pending"])
+        self.num_updates = int(state["num_updates"])
+        self.rejections = Counter(state["rejections"])
+        fixed = state["fixed_inducing"]
+        self.fixed_inducing = fixed is not None
+        self._fixed_z = None if fixed is None else fixed.to(self.device, self.dtype)
 
     def _method_state(self) -> dict[str, Tensor]:
         """Tensors a method keeps beyond q(u) and Z (e.g. POAM's stored data terms)."""
@@ -816,21 +839,11 @@ class OnlineSparseGP(ABC):
         self.likelihood.load_state_dict(state["likelihood"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.generator.set_state(state["generator"])
-        x, y = state["buffer_x"].numpy(), state["buffer_y"].numpy()
-        if x.shape != (len(y), self.input_dim):
-            raise ValueError(f"buffer shapes {tuple(x.shape)} and {tuple(y.shape)} disagree")
-        self._seen.add(self.num_samples, np.column_stack([x, y]))
-        self.buffer.append(x, y)
-        self.num_pending = int(state["num_pending"])
-        self.num_updates = int(state["num_updates"])
-        self.rejections = Counter(state["rejections"])
+        self._load_intake(state)
         self.inducing = state["inducing"].to(**to)
         post = state["posterior"]
         self.posterior = None if post is None else VariationalPosterior(
             post["mean"].to(**to), post["sqrt"].to(**to), post["logdet"].to(**to))
-        fixed = state["fixed_inducing"]
-        self.fixed_inducing = fixed is not None
-        self._fixed_z = None if fixed is None else fixed.to(**to)
         # In the precision saved (data terms are float64 in any model); methods cast.
         self._load_method_state({k: v.to(self.device) for k, v in state["method_state"].items()})
         self._refresh_factors()
