@@ -12,8 +12,11 @@ come with it. Runs whose records score several channels one by one (``extra``:
 channel's SMSE and MSLL (averaged over the epochs where the channel was scored, then mean ±
 sample std over seeds), curves per channel and a figure per channel. ``--maps params`` sweeps
 the parameter file's own terrain (the embedded bathymetry unless it names a file), as
-``poam-ros mission`` without ``--map``. ``--jobs`` runs missions in parallel worker processes,
-each with ``--threads`` torch threads (missions are independent; one thread per job on a
+``poam-ros mission`` without ``--map``. ``--method-params METHOD=FILE`` gives one method's runs
+the ``mapper: mapping`` parameters of FILE over the parameter file's (``poam-vips`` with a cap
+and its δ beside ``poam`` at its M, in one sweep whose runs interleave, so that their times
+compare); each run's status file records them. ``--jobs`` runs missions in parallel worker
+processes, each with ``--threads`` torch threads (missions are independent; one thread per job on a
 machine with as many cores as jobs keeps the timings comparable between methods).
 
 Every map, method and kernel is checked before the first run starts. Ctrl-C or SIGTERM stops
@@ -35,6 +38,7 @@ import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -43,7 +47,13 @@ from poam_ros.cli.common import INTERRUPTED, ArgumentParser, fail
 from poam_ros.figures import scored_channels
 from poam_ros.mapping.epochs import AVERAGED_METRICS, EpochRecord, sample_averages
 from poam_ros.mission import Mission, MissionError
+from poam_ros.models.config import MappingConfig
 from poam_ros.params import ConfigError
+from poam_ros.params.files import (
+    config_from_parameters,
+    load_node_parameters,
+    load_parameter_tree,
+)
 from poam_ros.params.mission_setup import MissionSetup, default_parameter_file
 from poam_ros.sim import TerrainError
 
@@ -65,10 +75,49 @@ class RunSpec:
     kernel: str
     seed: int
     terrain: str  # the map's file; empty: the parameter file's terrain
+    mapping: tuple[tuple[str, Any], ...] = ()  # the method's own MappingConfig values
 
     @property
     def name(self) -> str:
         return f"{self.map}_{self.method}_{self.kernel}_{self.seed}"
+
+    def mapping_config(self, base: MappingConfig) -> MappingConfig:
+        """``base`` with this run's method, kernel and the method's own values."""
+        return base.replace(method=self.method, kernel=self.kernel, **dict(self.mapping))
+
+
+def method_parameters(entries: list[str], methods: list[str]
+                      ) -> dict[str, tuple[tuple[str, Any], ...]]:
+    """``--method-params METHOD=FILE`` entries: per method, the ``mapper: ros__parameters:
+    mapping`` values of FILE but the method and kernel, checked as MappingConfig values.
+    Raises ConfigError for an entry not of that form, a method not swept or given twice, or a
+    file with anything else."""
+    values: dict[str, tuple[tuple[str, Any], ...]] = {}
+    for entry in entries:
+        method, _, path = entry.partition("=")
+        if not method or not path:
+            raise ConfigError(f"--method-params: expected METHOD=FILE, got {entry!r}")
+        if method not in methods or method in values:
+            problem = "given twice" if method in values else "not among --methods"
+            raise ConfigError(f"--method-params: {method!r} is {problem}")
+        if not Path(path).is_file():
+            raise ConfigError(f"--method-params: no parameter file at {path}")
+        parameters = load_node_parameters(path, "mapper")
+        others = sorted(name for name in parameters
+                        if not name.startswith("mapping.") or name.count(".") > 1
+                        or name in ("mapping.method", "mapping.kernel"))
+        if set(load_parameter_tree(path)) != {"mapper"} or others:
+            extra = f" (not {', '.join(others)})" if others else ""
+            raise ConfigError(f"--method-params: {path} may hold only mapper: ros__parameters: "
+                              f"mapping: values{extra}")
+        try:
+            config_from_parameters(parameters, MappingConfig, "mapping")
+        except ConfigError as error:
+            raise ConfigError(f"--method-params: {path}: {error}") from None
+        values[method] = tuple(sorted(  # hashable, as a RunSpec must be
+            (name.split(".", 1)[1], tuple(value) if isinstance(value, list) else value)
+            for name, value in parameters.items()))
+    return values
 
 
 def map_files(maps: str, data_dir: Path) -> dict[str, Path | None]:
@@ -97,8 +146,8 @@ def check_setups(specs: list[RunSpec], base: MissionSetup) -> None:
     """Every map, method and kernel of the sweep, before a run starts: each map's mission is
     built once (its terrain read, the workspace checked against it, the model made on its
     device). Raises ConfigError, MissionError or TerrainError."""
-    for method, kernel in {(spec.method, spec.kernel) for spec in specs}:
-        base.mapping.replace(method=method, kernel=kernel)
+    for spec in specs:
+        spec.mapping_config(base.mapping)
     for terrain in dict.fromkeys(spec.terrain for spec in specs):
         Mission(_over_map(base, terrain))
 
@@ -116,7 +165,7 @@ def run_one(spec: RunSpec, base: MissionSetup, out: Path, figure: bool = False) 
     status = {"run": asdict(spec)}
     try:
         setup = replace(_over_map(base, spec.terrain),
-                        mapping=base.mapping.replace(method=spec.method, kernel=spec.kernel),
+                        mapping=spec.mapping_config(base.mapping),
                         mission=base.mission.replace(seed=spec.seed))
         with open(records_path.with_suffix(".partial"), "w") as handle:
             def write(record):
@@ -345,15 +394,19 @@ def main(argv=None) -> int:
             base.mission = base.mission.replace(max_samples=700, eval_grid=25)
             base.mapping = base.mapping.replace(num_inducing=100, train_steps=3)
         window = _window(args.window_start, base.mission.max_samples)
-        specs = [RunSpec(name, method, kernel, seed, "" if path is None else str(path))
+        methods = args.methods.split(",")
+        own = method_parameters(args.method_params, methods)
+        specs = [RunSpec(name, method, kernel, seed, "" if path is None else str(path),
+                         own.get(method, ()))
                  for name, path in map_files(args.maps, args.data_dir).items()
-                 for method in args.methods.split(",") for kernel in args.kernels.split(",")
+                 for method in methods for kernel in args.kernels.split(",")
                  for seed in args.seeds]
         check_setups(specs, base)
     except (ConfigError, MissionError, TerrainError) as error:
         return fail("bench sweep", error)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "setup.json").write_text(json.dumps(base.to_dict(), indent=1))
+    (args.out / "setup.json").write_text(json.dumps(
+        {**base.to_dict(), "method_params": {m: dict(v) for m, v in own.items()}}, indent=1))
     try:
         statuses = run_sweep(specs, base, args.out, set(args.figure_seeds),
                              progress=not args.no_progress, jobs=args.jobs,
@@ -394,6 +447,9 @@ def _parser() -> ArgumentParser:
                         help="e.g. 0-9, 0,1,2 or 0,3-8")
     parser.add_argument("--data-dir", default=str(DEFAULT_DATA_DIR), type=Path)
     parser.add_argument("--params", default=None, help="parameter file (default: the package's)")
+    parser.add_argument("--method-params", action="append", default=[], metavar="METHOD=FILE",
+                        help="FILE's mapper: mapping values for METHOD's runs alone, over "
+                             "--params's (repeatable, one file per method)")
     parser.add_argument("--out", default="results/sweep", type=Path)
     parser.add_argument("--figure-seeds", default="0", type=parse_seeds,
                         help="seeds whose runs get a figure")

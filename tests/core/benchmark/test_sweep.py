@@ -159,3 +159,68 @@ def test_a_two_channel_sweep_tabulates_and_plots_each_channel(tmp_path):
     assert records[0]["extra"]["smse_depth"] == records[0]["smse"]
     assert (out / "figures" / f"{name}.png").stat().st_size > 0
     assert (out / "figures" / f"{name}_temperature.png").stat().st_size > 0
+
+
+def _mapping_file(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def test_a_method_runs_with_its_own_mapping_values_beside_the_others(tmp_path, maps):
+    """--method-params: poam capped at 40 inducing inputs, ovc++ at the sweep's 100, in one
+    sweep; the status files and setup.json say which values each method ran with."""
+    out = tmp_path / "out"
+    own = _mapping_file(tmp_path / "poam.yaml", "mapper:\n  ros__parameters:\n    mapping:\n"
+                                                "      num_inducing: 40\n")
+    assert sweep.main(["--maps", "BATHY", "--data-dir", str(maps), "--methods", "poam,ovc++",
+                       "--method-params", f"poam={own}", "--seeds", "0", "--quick",
+                       "--no-progress", "--figure-seeds", "", "--window-start", "0",
+                       "--out", str(out)]) == 0
+
+    def sizes(method):
+        lines = (out / "runs" / f"BATHY_{method}_attentive_0.jsonl").read_text().splitlines()
+        return [json.loads(line)["num_inducing"] for line in lines]
+
+    assert max(sizes("poam")) == 40 and max(sizes("ovc++")) == 100
+    status = json.loads((out / "runs" / "BATHY_poam_attentive_0.json").read_text())
+    assert status["run"]["mapping"] == [["num_inducing", 40]]
+    assert json.loads((out / "runs" / "BATHY_ovc++_attentive_0.json").read_text())[
+        "run"]["mapping"] == []
+    setup = json.loads((out / "setup.json").read_text())
+    assert setup["method_params"] == {"poam": {"num_inducing": 40}}
+    assert setup["mapping"]["num_inducing"] == 100
+
+
+@pytest.mark.parametrize("entry, text, message", [
+    ("poam", None, "expected METHOD=FILE, got 'poam'"),
+    ("svgp={file}", "mapper:\n  ros__parameters:\n    mapping: {num_inducing: 40}\n",
+     "'svgp' is not among --methods"),
+    ("poam={file}", "mapper:\n  ros__parameters:\n    mapping: {num_inducing: 40}\n"
+                    "planner:\n  ros__parameters: {}\n",
+     "may hold only mapper: ros__parameters: mapping: values"),
+    ("poam={file}", "mapper:\n  ros__parameters:\n    mapping: {method: ovc}\n",
+     "(not mapping.method)"),
+    ("poam={file}", "mapper:\n  ros__parameters:\n    mapping: {num_inducng: 40}\n",
+     "num_inducng"),
+    ("poam={file}", "mapper:\n  ros__parameters:\n    mapping: {num_inducing: 0}\n",
+     "num_inducing"),
+])
+def test_method_parameters_are_checked_before_any_run(tmp_path, maps, capsys, entry, text,
+                                                      message):
+    out = tmp_path / "out"
+    file = tmp_path / "own.yaml"
+    if text is not None:
+        file.write_text(text)
+    assert sweep.main(["--maps", "BATHY", "--data-dir", str(maps), "--methods", "poam",
+                       "--method-params", entry.format(file=file), "--quick",
+                       "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "--method-params" in err and message in err
+    assert not out.exists()
+
+
+def test_a_method_given_twice_is_refused(tmp_path):
+    own = _mapping_file(tmp_path / "own.yaml",
+                        "mapper:\n  ros__parameters:\n    mapping: {num_inducing: 40}\n")
+    with pytest.raises(sweep.ConfigError, match="'poam' is given twice"):
+        sweep.method_parameters([f"poam={own}", f"poam={own}"], ["poam"])
