@@ -118,17 +118,21 @@ def spin_node(node: Node, stop: threading.Event,
               duration: float | None = None) -> None:
     """Spin ``node`` until ``stop`` (or ``duration`` s, see :func:`spin_until_stopped`);
     then callbacks in flight get ``CALLBACK_GRACE`` seconds to finish, the node is destroyed
-    and rclpy shut down."""
+    and rclpy shut down. The log marks the start and the end of that teardown, so that a
+    process that does not exit shows where it stands."""
     executor = None
+    logger = node.get_logger()
     try:
         executor = make_executor()
         executor.add_node(node)
         spin_until_stopped(executor, stop, duration)
     finally:
+        logger.info("stopping")
         if executor is not None:
             executor.shutdown(timeout_sec=CALLBACK_GRACE)
         node.destroy_node()
         rclpy.try_shutdown()
+        logger.info("stopped: node destroyed, middleware shut down")
 
 
 def run_node(make_node: Callable[[], Node], name: str, args=None,
