@@ -8,7 +8,14 @@ import torch
 from gp_reference import fit_stream
 from test_multitask import QUERY, channel_stream
 
-from poam_ros.models import POAM, IndependentChannels, MappingConfig, NumericalError, load_model
+from poam_ros.models import (
+    POAM,
+    IndependentChannels,
+    MappingConfig,
+    NumericalError,
+    load_model,
+    state_io,
+)
 from poam_ros.scalers import MinMaxScaler, StandardScaler
 
 pytestmark = pytest.mark.usefixtures("single_thread")
@@ -111,6 +118,24 @@ def test_state_round_trip_continues_exactly(tmp_path):
     for a, b in zip(model.predict(QUERY, covariance=True), loaded.predict(QUERY, covariance=True)):
         assert np.array_equal(a, b)
     assert torch.equal(model.inducing, loaded.inducing)
+
+
+def test_a_one_channel_state_with_its_buffer_as_a_column_loads_and_continues_exactly(tmp_path):
+    """The intake state keeps a one-channel buffer as a vector; a file that keeps it as an
+    N × 1 column (as IndependentChannels once saved it) loads the same."""
+    batches = channel_stream(3, 40, channels=1)
+    model = fit_stream(IndependentChannels(config(), output_dim=1), batches[:2])
+    model.save(tmp_path / "map.pt")
+    state = state_io.read_state(tmp_path / "map.pt", model.method)
+    assert state["buffer_y"].dim() == 1
+    state_io.write_state(tmp_path / "column.pt", model.method,
+                         {**state, "buffer_y": state["buffer_y"].unsqueeze(-1)})
+    loaded = load_model(tmp_path / "column.pt")
+    for m in (model, loaded):
+        m.add_data(*batches[2])
+        m.update()
+    for a, b in zip(model.predict(QUERY), loaded.predict(QUERY)):
+        assert np.array_equal(a, b)
 
 
 def test_fixed_inducing_inputs_reach_every_channel():
