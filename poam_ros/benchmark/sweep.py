@@ -146,8 +146,8 @@ def check_setups(specs: list[RunSpec], base: MissionSetup) -> None:
     """Every map, method and kernel of the sweep, before a run starts: each map's mission is
     built once (its terrain read, the workspace checked against it, the model made on its
     device). Raises ConfigError, MissionError or TerrainError."""
-    for spec in specs:
-        spec.mapping_config(base.mapping)
+    for spec in {(s.method, s.kernel, s.mapping): s for s in specs}.values():
+        spec.mapping_config(base.mapping)  # once per method setting, not per map and seed
     for terrain in dict.fromkeys(spec.terrain for spec in specs):
         Mission(_over_map(base, terrain))
 
