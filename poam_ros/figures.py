@@ -179,20 +179,94 @@ def plot_curves(curves: Mapping[str, Sequence[dict]], path: str | Path,
     fig, axes = plt.subplots(1, len(keys), figsize=(5.2 * len(keys), 3.8), constrained_layout=True)
     axes = np.atleast_1d(axes)
     for label, runs in curves.items():
-        grid = np.linspace(max(r[0]["num_samples"] for r in runs),
-                           min(r[-1]["num_samples"] for r in runs), 60)
         for ax, key in zip(axes, keys):
-            values = np.array([np.interp(grid, [e["num_samples"] for e in r], [e[key] for e in r])
-                               for r in runs])
-            mean, spread = values.mean(0), values.std(0)
-            ax.plot(grid, mean, label=label)
-            ax.fill_between(grid, mean - spread, mean + spread, alpha=0.2)
+            _draw_band(ax, runs, key, label)
     for ax, key in zip(axes, keys):
         ax.set(xlabel="number of samples", ylabel=METRIC_LABELS.get(key, key))
     axes[0].legend(fontsize=8)
     if title:
         fig.suptitle(title)
     return save_figure(fig, path)
+
+
+#: The panels of :func:`plot_sizing`: y label and the per-update figures (``extra`` keys) drawn
+#: on it, the first solid, the second dashed in the same colour.
+SIZING_PANELS = (
+    ("inducing inputs added per update", ("inducing_added",)),
+    ("VIPS bound gap L* − L̂ (—), threshold (--) [nats]",
+     ("bound_gap", "bound_threshold")),
+    ("OIPS: threshold ρ̄ [standardised variance]", ("rho_bar",)),
+    ("updates the cap stopped (cumulative)", ("cap_bound_total",)),
+)
+
+
+def plot_sizing(curves: Mapping[str, Sequence[dict]], path: str | Path,
+                title: str = "") -> Path | None:
+    """How the methods that size themselves (VIPS, OIPS, CV) grew, against the number of
+    samples: one panel of :data:`SIZING_PANELS` per figure some label reports, each label drawn
+    on the panels whose figures every one of its runs reports (mean over seeds, shaded ±1 std).
+
+    ``curves`` maps a label to its runs, each a list of records with ``num_samples`` and the
+    update's figures; a record without them (an epoch without an update) is passed over. The
+    cap's panel counts the updates it stopped so far (from ``cap_bound``). Returns None,
+    writing nothing, when no label reports any of them."""
+    def updates(run, keys):
+        return [record for record in run if all(key in record for key in keys)]
+
+    def reports(runs, keys):
+        return all(updates(run, keys) for run in runs)
+
+    curves = {label: [_with_cap_total(updates(run, ())) for run in runs]
+              for label, runs in curves.items()}
+    panels = [(ylabel, keys) for ylabel, keys in SIZING_PANELS
+              if any(reports(runs, keys) for runs in curves.values())]
+    if not panels:
+        return None
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 3.8),
+                             constrained_layout=True)
+    axes = np.atleast_1d(axes)
+    for ax, (ylabel, keys) in zip(axes, panels):
+        for index, (label, runs) in enumerate(curves.items()):
+            if reports(runs, keys):
+                drawn = [updates(run, keys) for run in runs]
+                for key, style in zip(keys, ("-", "--")):
+                    _draw_band(ax, drawn, key, label if style == "-" else None, f"C{index}",
+                               style)
+        if keys[0] == "bound_gap":
+            ax.set_yscale("symlog", linthresh=1e-2)
+        elif keys[0] == "cap_bound_total":  # a count: from 0, whole numbers
+            ax.set_ylim(bottom=0, top=max(1.0, ax.get_ylim()[1]))
+            ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+        ax.set(xlabel="number of samples", ylabel=ylabel)
+        ax.legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
+    return save_figure(fig, path)
+
+
+def _with_cap_total(run: Sequence[dict]) -> list[dict]:
+    """The records, those that report ``cap_bound`` with ``cap_bound_total``: the updates the
+    cap stopped up to and including theirs."""
+    total, out = 0, []
+    for record in run:
+        if "cap_bound" in record:
+            total += record["cap_bound"]
+            record = {**record, "cap_bound_total": total}
+        out.append(record)
+    return out
+
+
+def _draw_band(ax, runs: Sequence[Sequence[dict]], key: str, label: str | None,
+               color: str | None = None, style: str = "-") -> None:
+    """The mean over ``runs`` of ``key`` against the number of samples, shaded ±1 std, on the
+    sample counts all runs span."""
+    grid = np.linspace(max(r[0]["num_samples"] for r in runs),
+                       min(r[-1]["num_samples"] for r in runs), 60)
+    values = np.array([np.interp(grid, [e["num_samples"] for e in r], [e[key] for e in r])
+                       for r in runs])
+    mean, spread = values.mean(0), values.std(0)
+    [line] = ax.plot(grid, mean, style, label=label, color=color)
+    ax.fill_between(grid, mean - spread, mean + spread, alpha=0.2, color=line.get_color())
 
 
 def plot_speed(rows: Sequence[dict], path: str | Path) -> Path:

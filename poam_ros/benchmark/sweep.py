@@ -3,21 +3,24 @@
 Each run writes its per-epoch records (``runs/<run>.jsonl``) and, last, a status file
 (``runs/<run>.json``: done or failed, with the error). A sweep that is interrupted resumes
 without redoing runs that have a status file; a failed run is recorded and the sweep goes on.
-The summary averages each run's metrics over its decision epochs and reports mean ± sample
-std over seeds (``summary.md``, ``summary.csv``); a second table averages over the sample
-counts 1,000 … budget instead, as the POAM authors' released scripts compute the paper's
-figures. Curves against the number of samples per map and mission figures for chosen seeds
-come with it. Runs whose records score several channels one by one (``extra``:
-``smse_<channel>``, ``msll_<channel>``: a mission with ``ingest.channels``) add a table of each
-channel's SMSE and MSLL (averaged over the epochs where the channel was scored, then mean ±
-sample std over seeds), curves per channel and a figure per channel. ``--maps params`` sweeps
-the parameter file's own terrain (the embedded bathymetry unless it names a file), as
-``poam-ros mission`` without ``--map``. ``--method-params METHOD=FILE`` gives one method's runs
-the ``mapper: mapping`` parameters of FILE over the parameter file's (``poam-vips`` with a cap
-and its δ beside ``poam`` at its M, in one sweep whose runs interleave, so that their times
-compare); each run's status file records them. ``--jobs`` runs missions in parallel worker
-processes, each with ``--threads`` torch threads (missions are independent; one thread per job on a
-machine with as many cores as jobs keeps the timings comparable between methods).
+The summary averages each run's metrics over its decision epochs and reports mean ± sample std
+over seeds (``summary.md``, ``summary.csv``); a second table averages over the sample counts
+1,000 … budget instead, as the POAM authors' released scripts compute the paper's figures.
+Curves against the number of samples per map and mission figures for chosen seeds come with it;
+methods that size themselves (VIPS, OIPS, CV) add a table of their model size and a figure of
+its growth (``sizing_<map>.png``: inducing inputs added per update, VIPS's bound gap and
+threshold, OIPS's ρ̄, the updates the cap stopped). Runs whose records score several channels
+one by one (``extra``: ``smse_<channel>``, ``msll_<channel>``: a mission with
+``ingest.channels``) add a table of each channel's SMSE and MSLL (averaged over the epochs
+where the channel was scored, then mean ± sample std over seeds), curves per channel and a
+figure per channel. ``--maps params`` sweeps the parameter file's own terrain (the embedded
+bathymetry unless it names a file), as ``poam-ros mission`` without ``--map``. ``--method-params
+METHOD=FILE`` gives one method's runs the ``mapper: mapping`` parameters of FILE over
+the parameter file's (``poam-vips`` with a cap and its δ beside ``poam`` at its M, in one sweep
+whose runs interleave, so that their times compare); each run's status file records them.
+``--jobs`` runs missions in parallel worker processes, each with ``--threads`` torch threads
+(missions are independent; one thread per job on a machine with as many cores as jobs keeps the
+timings comparable between methods).
 
 Every map, method and kernel is checked before the first run starts. Ctrl-C or SIGTERM stops
 the sweep within a second, the runs in progress with it; the finished runs stay, and the
@@ -263,6 +266,7 @@ def summarise(specs: list[RunSpec], statuses: list[dict], out: Path,
         # the model's size at the end (methods that size themselves: vips, oips, cv, ...)
         row["final_inducing"] = (float(np.mean([runs[spec][-1]["num_inducing"]
                                                 for spec, _ in done])) if done else math.nan)
+        row.update(_sizing_figures([runs[spec] for spec, _ in done]))
         row.update(_mean_std([_channel_averages(runs[spec]) for spec, _ in done],
                              keys=[f"{m}_{c}" for c in channels for m in CHANNEL_METRICS]))
         if window:
@@ -293,6 +297,14 @@ def summarise(specs: list[RunSpec], statuses: list[dict], out: Path,
         lines += [f"| {r['map']} | {r['method']} | {r['kernel']} | {r['seeds']} | {c} | "
                   f"{_cell(r, f'smse_{c}')} | {_cell(r, f'msll_{c}')} |"
                   for r in rows for c in channels]
+    sized = [r for r in rows if not math.isnan(r["inducing_added"])]
+    if sized:
+        lines += ["", "Model size of the methods that size themselves; mean over seeds.", "",
+                  "| map | method | kernel | seeds | final M | added per update | "
+                  "updates the cap stopped |", "|---|---|---|---:|---:|---:|---:|"]
+        lines += [f"| {r['map']} | {r['method']} | {r['kernel']} | {r['seeds']} | "
+                  f"{r['final_inducing']:.0f} | {r['inducing_added']:.1f} | "
+                  f"{r['cap_bound_updates']:.1f} |" for r in sized]
     if window:
         lines += ["", f"Averaged over samples {window[0]:,}–{window[1]:,} (interpolated between "
                   "epochs, as the POAM authors' metrics scripts average); runs that do not "
@@ -305,6 +317,19 @@ def summarise(specs: list[RunSpec], statuses: list[dict], out: Path,
                          f"{r['window_update_time']:.3f} |")
     (out / "summary.md").write_text("\n".join(lines) + "\n")
     _plot_curves(runs, out, channels)
+
+
+def _sizing_figures(runs: list[list[dict]]) -> dict[str, float]:
+    """Mean over runs of the inducing inputs added per update and of the updates the cap
+    stopped (``extra``: ``inducing_added``, ``cap_bound``, in the records of the epochs that
+    updated); NaN where the method reports none (it does not size itself) or no run is done."""
+    def per_run(key, reduce):
+        reported = [[r["extra"][key] for r in records if key in r["extra"]] for records in runs]
+        values = [reduce(figures) for figures in reported if figures]
+        return float(np.mean(values)) if values else math.nan
+
+    return {"inducing_added": per_run("inducing_added", np.mean),
+            "cap_bound_updates": per_run("cap_bound", np.sum)}
 
 
 def _channel_averages(records: list[dict]) -> dict[str, float]:
@@ -344,9 +369,11 @@ def _records(out: Path, spec: RunSpec) -> list[dict]:
 
 
 def _plot_curves(runs: dict[RunSpec, list[dict]], out: Path, channels: list[str]) -> None:
-    """One figure per map of the done runs' curves, and one per map and channel of the
-    channel's metrics (``curves_<map>_<channel>.png``) from the runs that score it."""
-    from poam_ros.figures import plot_curves
+    """One figure per map of the done runs' curves, one per map and channel of the
+    channel's metrics (``curves_<map>_<channel>.png``) from the runs that score it, and one
+    per map of how the methods that size themselves grew (``sizing_<map>.png``), where any
+    did."""
+    from poam_ros.figures import plot_curves, plot_sizing
 
     for map_name in sorted({spec.map for spec in runs}):
         curves: dict[str, list] = {}
@@ -356,6 +383,10 @@ def _plot_curves(runs: dict[RunSpec, list[dict]], out: Path, channels: list[str]
         plot_curves(curves, out / f"curves_{map_name}.png",
                     keys=("smse", "msll", "update_time", "num_inducing"),
                     title=f"{map_name}: mean ± 1 std over seeds")
+        plot_sizing({label: [[{**r["extra"], "num_samples": r["num_samples"]} for r in run]
+                             for run in label_runs] for label, label_runs in curves.items()},
+                    out / f"sizing_{map_name}.png",
+                    title=f"{map_name}, model size: mean ± 1 std over seeds")
         for channel in channels:
             keys = [f"{metric}_{channel}" for metric in CHANNEL_METRICS]
             scored = {label: [points for points in (_scored(run, keys) for run in label_runs)
@@ -420,7 +451,8 @@ def main(argv=None) -> int:
     failed = [s for s in statuses if s["status"] == "failed"]
     for status in failed:
         print(f"FAILED {status['run']}: {status['error']}")
-    print(f"written to {args.out}/ (summary.md, summary.csv, curves_*.png, runs/, figures/)")
+    print(f"written to {args.out}/ (summary.md, summary.csv, curves_*.png, sizing_*.png, runs/, "
+          "figures/)")
     return 1 if failed else 0
 
 

@@ -96,6 +96,32 @@ def test_curves_and_speed_label_their_axes_with_units(tmp_path, saved):
     assert (tmp_path / "c.png").stat().st_size > 0 and (tmp_path / "s.png").stat().st_size > 0
 
 
+def test_the_sizing_figure_draws_each_method_on_the_panels_it_reports(tmp_path, saved):
+    """VIPS on the added, bound and cap panels, OIPS on the added, ρ̄ and cap panels, POAM
+    (no sizing figures) on none; the cap's panel counts the updates it stopped so far."""
+    counts = (500, 1000, 1500)
+    vips = [{"num_samples": n, "inducing_added": 5, "bound_gap": 0.1, "bound_threshold": 0.2,
+             "cap_bound": int(n > 500)} for n in counts]
+    oips = [{"num_samples": n, "inducing_added": 3, "rho_bar": 0.8, "cap_bound": 0}
+            for n in counts]
+    poam = [{"num_samples": n, "pcd_trace_error": 1e-6} for n in counts]
+    vips.insert(2, {"num_samples": 1000})  # an epoch without an update: passed over
+    figures.plot_sizing({"vips": [vips], "oips": [oips], "poam": [poam]}, tmp_path / "s.png",
+                        title="BATHY")
+    [fig] = saved
+    assert fig._suptitle.get_text() == "BATHY"
+    labels = [ax.get_ylabel() for ax in fig.axes]
+    assert labels == [ylabel for ylabel, _ in figures.SIZING_PANELS]
+    drawn = [[line.get_label() for line in ax.lines if not line.get_label().startswith("_")]
+             for ax in fig.axes]
+    assert drawn == [["vips", "oips"], ["vips"], ["oips"], ["vips", "oips"]]
+    assert len(fig.axes[1].lines) == 2  # the gap solid, the threshold dashed
+    vips_cap = fig.axes[3].lines[0].get_ydata()
+    assert vips_cap[0] == 0 and vips_cap[-1] == 2  # two of three updates stopped by the cap
+    assert figures.plot_sizing({"poam": [poam]}, tmp_path / "none.png") is None
+    assert not (tmp_path / "none.png").exists()
+
+
 def test_a_georeferenced_map_is_drawn_in_eastings_and_northings(tmp_path, saved):
     from poam_ros.geo import GeoReference
 

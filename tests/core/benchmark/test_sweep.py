@@ -50,6 +50,8 @@ def test_quick_sweep_records_failures_and_resumes(tmp_path, maps, small_paramete
     assert f"| BATHY_360 | poam | attentive | 1 | {smse:.4g} |" in window_table
     assert "| BATHY_360 | exact | attentive | 0 | – | – |" in window_table
     assert (out / "curves_BATHY_360.png").stat().st_size > 0
+    assert not (out / "sizing_BATHY_360.png").exists()  # no method sized itself
+    assert "Model size" not in summary
     assert (out / "figures" / "BATHY_360_poam_attentive_0.png").stat().st_size > 0
 
     # Resume: finished runs are not redone (their records stay untouched).
@@ -189,6 +191,26 @@ def test_a_method_runs_with_its_own_mapping_values_beside_the_others(tmp_path, m
     setup = json.loads((out / "setup.json").read_text())
     assert setup["method_params"] == {"poam": {"num_inducing": 40}}
     assert setup["mapping"]["num_inducing"] == 100
+
+
+def test_methods_that_size_themselves_get_a_model_size_table_and_figure(tmp_path, maps):
+    """poam-vips capped at 30 beside poam: its row of the model-size table is its records'
+    mean inducing inputs added per update and the updates the cap stopped; poam has none."""
+    out = tmp_path / "out"
+    cap = _mapping_file(tmp_path / "vips.yaml", "mapper:\n  ros__parameters:\n    mapping:\n"
+                                                "      num_inducing: 30\n")
+    assert sweep.main(["--maps", "BATHY", "--data-dir", str(maps), "--methods", "poam,poam-vips",
+                       "--method-params", f"poam-vips={cap}", "--seeds", "0", "--quick",
+                       "--no-progress", "--figure-seeds", "", "--out", str(out)]) == 0
+    lines = (out / "runs" / "BATHY_poam-vips_attentive_0.jsonl").read_text().splitlines()
+    extras = [json.loads(line)["extra"] for line in lines]
+    added = np.mean([e["inducing_added"] for e in extras])
+    stopped = sum(e["cap_bound"] for e in extras)
+    assert stopped > 0  # the cap of 30 binds on this map
+    _, sizing = (out / "summary.md").read_text().split("Model size of the methods")
+    assert f"| BATHY | poam-vips | attentive | 1 | 30 | {added:.1f} | {stopped:.1f} |" in sizing
+    assert "| poam |" not in sizing
+    assert (out / "sizing_BATHY.png").stat().st_size > 0
 
 
 @pytest.mark.parametrize("entry, text, message", [
