@@ -216,7 +216,7 @@ def plot_sizing(curves: Mapping[str, Sequence[dict]], path: str | Path,
     def reports(runs, keys):
         return all(updates(run, keys) for run in runs)
 
-    curves = {label: [_with_cap_total(updates(run, ())) for run in runs]
+    curves = {label: [_with_cap_total(run) for run in runs]
               for label, runs in curves.items()}
     panels = [(ylabel, keys) for ylabel, keys in SIZING_PANELS
               if any(reports(runs, keys) for runs in curves.values())]
