@@ -15,8 +15,8 @@ constant + Matérn kernel c_v + σ² m(r/ℓ) every correlation is at least c_v 
 a learned constant would hide every new point: there the test is on the Matérn part,
 m(r/ℓ) < ρ (threshold ρ·σ²), as the VIPS authors' code tests it.
 
-Z starts from ``oips_kmin`` random samples of the first batch (the model's seeded generator)
-and is never pruned: the old inducing inputs stay first, in order, and the added ones follow
+Z starts from ``oips_kmin`` random distinct positions of the first batch (the model's seeded
+generator) and is never pruned: the old inducing inputs stay first, in order, and the added ones follow
 in arrival order. The size is not chosen, so ``num_inducing`` is a hard cap: once Z is full
 the remaining samples of the batch add nothing, and the update reports that the cap bound.
 Under the attentive kernel two nearby samples with different attention weights have k ≈ 0, so
@@ -90,6 +90,14 @@ def threshold_selection(correlation: Callable[[Tensor, Tensor], Tensor], inducin
             False)
 
 
+def first_occurrences(x: Tensor) -> Tensor:
+    """The row index of each distinct row of x (N × D) where it first occurs, ascending."""
+    _, inverse = torch.unique(x, dim=0, return_inverse=True)
+    rows = torch.arange(x.shape[0], device=x.device)
+    first = torch.full((int(inverse.max()) + 1,), x.shape[0], dtype=rows.dtype, device=x.device)
+    return first.scatter_reduce(0, inverse, rows, reduce="amin").sort().values
+
+
 def _copies(x1: Tensor, x2: Tensor) -> Tensor:
     """Whether x1_i equals x2_j exactly, N1 × N2."""
     return (x1[:, None, :] == x2[None, :, :]).all(-1)
@@ -119,8 +127,9 @@ class ThresholdSelection:
     def _choose_inducing(self, x_new: Tensor, report: UpdateReport) -> InducingUpdate:
         config, old = self.config, self.inducing
         cap, rho = config.num_inducing, config.oips_rho
-        if old is None:
-            old = x_new[self._random_rows(len(x_new), min(config.oips_kmin, cap))]
+        if old is None:  # distinct positions: a copy would hold a slot of the cap for good
+            distinct = first_occurrences(x_new)
+            old = x_new[distinct[self._random_rows(len(distinct), min(config.oips_kmin, cap))]]
         base = self.kernel.base_kernel
         added, bound = threshold_selection(base.distance_correlation, old, x_new, rho, cap)
         z = torch.cat([old, x_new[added]])

@@ -55,6 +55,25 @@ def test_chunks_select_what_one_sample_at_a_time_selects(kernel, rows, monkeypat
             assert 4 < len(reference) < 300
 
 
+@pytest.mark.parametrize("method", ["oips", "poam-oips"])
+def test_the_starting_points_are_distinct_positions(method):
+    """A first batch that dwells at one position (30 of its 40 samples) starts Z from
+    oips_kmin distinct positions: no copy holds a slot of the cap."""
+    model = model_for(method, oips_rho=1e-9, oips_kmin=10)  # ρ that adds nothing beyond them
+    rng = np.random.default_rng(0)
+    x = np.vstack([np.full((30, 2), 5.0), rng.uniform(0, 10, (10, 2))])
+    model.add_data(x, rng.normal(size=40))
+    model.update()
+    z = model.inducing_inputs
+    assert len(z) == 10 and len(np.unique(z, axis=0)) == 10
+
+
+def test_first_occurrences_index_each_distinct_row_once_in_order():
+    x = torch.tensor([[1.0, 2.0], [0.0, 0.0], [1.0, 2.0], [3.0, 1.0], [0.0, 0.0]])
+    assert oips.first_occurrences(x).tolist() == [0, 1, 3]
+    assert oips.first_occurrences(torch.rand(5, 2)).tolist() == [0, 1, 2, 3, 4]
+
+
 @pytest.mark.parametrize("kernel", ["rbf", "attentive", "matern52"])
 @pytest.mark.parametrize("method", ["oips", "poam-oips"])
 def test_rho_one_adds_every_new_distinct_point(method, kernel, stream):
