@@ -149,8 +149,9 @@ def greedy_pivots(diagonal: Tensor, column: Callable[[Tensor], Tensor], max_rank
     In float64 on the diagonal's device. The host reads the device once per block of pivots
     (:class:`PivotBlock`). The forced prefix is one block: its columns asked at once and
     factorised by a Cholesky of their leading square (column by column, with a read at each
-    candidate skipped, only when one has no residual variance left). Greedy pivots are
-    right-looking, one column at a time, in blocks of 1, 2, 4, … up to ``PIVOT_BLOCK``, so
+    candidate skipped, only when one has no residual variance left). Greedy pivots come one
+    column at a time (each column from the ones before it, the residual diagonal updated
+    after it), in blocks of 1, 2, 4, … up to ``PIVOT_BLOCK``, so
     that a GPU waits about log₂ b + r / b times (b = ``PIVOT_BLOCK``) and computes fewer than
     b pivots past the stop (dropped). With ``on_pivot`` every block holds one pivot, as the
     callback sees the residuals after it.

@@ -16,11 +16,11 @@ a learned constant would hide every new point: there the test is on the Matérn 
 m(r/ℓ) < ρ (threshold ρ·σ²), as the VIPS authors' code tests it.
 
 Z starts from ``oips_kmin`` random distinct positions of the first batch (the model's seeded
-generator) and is never pruned: the old inducing inputs stay first, in order, and the added ones follow
-in arrival order. The size is not chosen, so ``num_inducing`` is a hard cap: once Z is full
-the remaining samples of the batch add nothing, and the update reports that the cap bound.
-Under the attentive kernel two nearby samples with different attention weights have k ≈ 0, so
-without the cap M would grow with the data.
+generator) and is never pruned: the old inducing inputs stay first, in order, and the added
+ones follow in arrival order. The size is not chosen, so ``num_inducing`` is a hard cap: once Z
+is full the remaining samples of the batch add nothing, and the update reports that the cap
+bound. Under the attentive kernel two nearby samples with different attention weights have
+k ≈ 0, so without the cap M would grow with the data.
 
 Samples are processed in chunks of bounded memory: a chunk's kernel values with Z (chunk × M)
 reject most samples at once; the few left are tested against each other (the order within the

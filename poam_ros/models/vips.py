@@ -2,7 +2,11 @@
 
 Pescador-Barrios, Filippi, van der Wilk, "Adjusting Model Size in Continual Gaussian
 Processes: How Big is Big Enough?" (Sec. 4, Algs. 1 and 4). Per batch (X_new, y_new), the old
-inducing inputs Z_o are kept, never removed, and points of X_new are added:
+inducing inputs Z_o are kept, never removed, and points of X_new are added. (One exception, of
+arithmetic: an old inducing input whose conditional variance given those before it has fallen
+below round-off under the current kernel, 1e-12 of the largest, say after a lengthscale grew
+tenfold, adds nothing to the span and cannot be factorised: the selection skips it and the
+update counts it in ``inducing_dropped``.)
 
 1. L* = the collapsed bound (:mod:`.vips_bound`) at Z = Z_o ∪ X_new, the best it can be
    (Eqs. 8-9), from a full pivoted Cholesky of the candidates' kernel matrix: O(n³) time and
@@ -26,10 +30,12 @@ inducing inputs Z_o are kept, never removed, and points of X_new are added:
 ``UpdateReport.extra`` (besides ``pcd_trace_error``):
 
 * ``inducing_added``: points of X_new added to Z;
+* ``inducing_dropped``: old inducing inputs skipped as spanned to round-off (see above);
 * ``bound_best``: L* (nats, scaled targets);
 * ``bound_gap``: L* − L̂ at the chosen Z;
 * ``bound_threshold``: δ |L* − L_noise|;
-* ``cap_bound``: 1 if ``num_inducing`` stopped the loop while the gap exceeded the threshold.
+* ``cap_bound``: 1 if ``num_inducing`` stopped the loop while the gap exceeded the threshold
+  and candidates were left.
 
 At fixed hyper-parameters the gap equals KL[q_Z ‖ q*] between the variational posterior at Z
 and the one at Z_o ∪ X_new (the augmented model's exact posterior): tested on ``vips``.
@@ -157,12 +163,17 @@ class VipsSelection:
         factor = pcd.factor[:, :count].to(self.device)
         if stop.surplus_square is not None:
             report.extra["pcd_trace_error"] = (pcd.trace_error + stop.surplus_square) / pcd.trace
-        cap_bound = count == config.num_inducing and gap > threshold
+        cap_bound = (count == config.num_inducing < candidates.shape[0]) and gap > threshold
         if cap_bound:
             log.info("%s: the cap of %d inducing inputs binds (gap %.4g > threshold %.4g)",
                      self.method, count, gap, threshold)
-        report.extra.update(inducing_added=stop.added, bound_best=best,
-                            bound_gap=gap, bound_threshold=threshold, cap_bound=int(cap_bound))
+        dropped = num_old - (count - stop.added)
+        if dropped:
+            log.info("%s: %d old inducing inputs dropped, spanned by the others to round-off "
+                     "under the current kernel", self.method, dropped)
+        report.extra.update(inducing_added=stop.added, inducing_dropped=dropped,
+                            bound_best=best, bound_gap=gap, bound_threshold=threshold,
+                            cap_bound=int(cap_bound))
         z = candidates[pivots]
         cross = (KernelCross(self.covariance, z, x_new) if subset
                  else FactorCross(factor[pivots], factor[num_old:]))

@@ -204,6 +204,63 @@ def test_old_inducing_inputs_stay_first_in_their_order(method):
 
 
 @pytest.mark.parametrize("method", ["vips", "poam-vips"])
+def test_an_old_input_spanned_to_round_off_is_dropped_and_counted(method):
+    """A lengthscale grown tenfold leaves some old inducing inputs with no conditional
+    variance above round-off: they are skipped, counted, and the others keep their order."""
+    model = make_model(config(method=method, jitter=1e-6, vips_delta=0.0))
+    first, second = batches(2, 60, seed=1)
+    model.add_data(*first)
+    model.update()
+    old = rows_of(model.inducing_inputs)
+    with torch.no_grad():
+        model.kernel.base_kernel.lengthscale = torch.tensor(3.0, dtype=torch.float64)
+    model.add_data(*second)
+    report = model.update()
+    z = rows_of(model.inducing_inputs)
+    kept = [row for row in z if row in set(old)]
+    assert report.extra["inducing_dropped"] == len(old) - len(kept) > 0
+    assert kept == [row for row in old if row in set(kept)]  # in their order, first
+    assert z[:len(kept)] == kept and len(z) == len(kept) + report.extra["inducing_added"]
+
+
+@pytest.mark.parametrize("method", ["vips", "poam-vips"])
+def test_the_threshold_is_delta_times_the_gain_over_the_noise_model_of_all_targets(method):
+    """δ |L* − L_noise|, L_noise the batch under the mean and variance of every target so
+    far, this batch's included."""
+    delta = 0.05
+    model = make_model(config(method=method, vips_delta=delta))
+    stream = batches(2, 30, seed=6)
+    for x, y in stream:
+        model.add_data(x, y)
+        report = model.update()
+    targets = [torch.as_tensor(model.y_scaler.transform(y)) for _, y in stream]
+    seen = torch.cat(targets)
+    noise_fit = torch.distributions.Normal(seen.mean(), seen.std(unbiased=False)).log_prob(
+        targets[-1]).sum()
+    expected = delta * abs(report.extra["bound_best"] - float(noise_fit))
+    assert math.isclose(report.extra["bound_threshold"], expected, rel_tol=1e-10)
+
+
+@pytest.mark.parametrize("method", ["vips", "poam-vips"])
+def test_a_cap_reached_in_a_later_batch_adds_up_to_it(method):
+    """Z_o below the cap, the batch needing more: the batch fills it exactly and the cap is
+    reported. A cap met by taking every candidate (δ = 0, a first batch of 30 under a cap of
+    30) stopped nothing and is not reported."""
+    model = make_model(config(method=method, vips_delta=0.0, num_inducing=40))
+    first, second = batches(2, 30)
+    model.add_data(*first)
+    assert model.update().extra["cap_bound"] == 0
+    model.add_data(*second)
+    report = model.update()
+    assert report.num_inducing == 40 and report.extra["inducing_added"] == 10
+    assert report.extra["cap_bound"] == 1 and report.extra["bound_gap"] > 0
+    exact = make_model(config(method=method, vips_delta=0.0, num_inducing=30))
+    exact.add_data(*first)
+    report = exact.update()
+    assert report.num_inducing == 30 and report.extra["cap_bound"] == 0
+
+
+@pytest.mark.parametrize("method", ["vips", "poam-vips"])
 def test_the_cap_adds_exactly_up_to_it_and_is_reported(method):
     model = make_model(config(method=method, vips_delta=0.0, num_inducing=12))
     first, second = batches(2, 30)
