@@ -16,18 +16,28 @@ class ScalerNotFittedError(RuntimeError):
 
 
 class MinMaxScaler:
-    """Maps each input axis from [low, high] (fitted on data) to [-1, 1]."""
+    """Maps each input axis from [low, high] (fitted on data) to [-1, 1].
+
+    ``extent`` (low, high), when set before the fit, is what :meth:`fit` spans instead of the
+    data's range: a workspace's bounding box, where the first samples cover too little of it
+    (:meth:`~poam_ros.mapping.loop.MappingLoop.step`). It is not state: once fitted, ``low``
+    and ``high`` are."""
 
     def __init__(self, low: np.ndarray | None = None, high: np.ndarray | None = None):
         self.low = None if low is None else np.asarray(low, dtype=float)
         self.high = None if high is None else np.asarray(high, dtype=float)
+        self.extent: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def fitted(self) -> bool:
         return self.low is not None
 
     def fit(self, x: np.ndarray) -> "MinMaxScaler":
-        """Fit on ``x`` (N × D). An axis with zero spread gets unit half-range so it maps to 0."""
+        """Fit on ``x`` (N × D), or to ``extent`` when set. An axis with zero spread gets unit
+        half-range so it maps to 0."""
+        if self.extent is not None:
+            self.low, self.high = (np.asarray(bound, dtype=float) for bound in self.extent)
+            return self
         x = np.asarray(x, dtype=float)
         self.low, self.high = x.min(axis=0), x.max(axis=0)
         flat = self.high - self.low <= 1e-12

@@ -10,6 +10,11 @@ fail alike:
 * samples outside the workspace's bounding box (a misconfigured publisher, a stray fix) are
   refused and counted (``outside_workspace`` in the model's rejections) before they reach
   the model, where one far outlier in the first batch would fix the frozen input scaler;
+* the frozen input scaling spans the workspace's bounding box instead of the first update's
+  samples where ``mapping.input_scaling`` says so (``workspace``, or ``auto`` when those
+  samples span less than half of it along an axis: a first batch of a few metres of track
+  would otherwise fix scaled units of a few metres for a survey of kilometres, and the
+  kernel's lengthscales, bounded in scaled units, with them);
 * a failed update never poisons the queue. The update that failed (:data:`UPDATE_FAILURES`:
   a :class:`NumericalError` after the jitter escalation, a batch the method refuses, memory,
   any other runtime error of the numerics) left the model as it was; the step retries the
@@ -24,6 +29,7 @@ fail alike:
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from dataclasses import dataclass, field, fields
@@ -38,6 +44,8 @@ from poam_ros.mapping.metrics import MapMetrics, TargetBaseline, evaluate_map
 from poam_ros.models import NumericalError, OnlineSparseGP, UpdateReport
 from poam_ros.models.samples import InvalidBatchError
 from poam_ros.workspace import Workspace
+
+log = logging.getLogger(__name__)
 
 #: What a failed update may raise: the model is left as before the update (see
 #: ``OnlineSparseGP.update``). Programming errors (TypeError, …) are not caught.
@@ -103,10 +111,32 @@ class MappingLoop:
     def _updated(self, max_new: int | None = None) -> UpdateReport:
         """The model's update, its report with the model's diagnostics (the learned noise; with
         several channels also their correlations) when it took samples."""
+        self._span_inputs()
         report = self.model.update(max_new)
         if not report.skipped:
             report.extra.update(self.model.diagnostics())
         return report
+
+    def _span_inputs(self) -> None:
+        """Before the first update: the input scaler to span the workspace's bounding box where
+        ``mapping.input_scaling`` says so (see the module docstring). The model fits its
+        scaler on all its samples (:attr:`buffer`), so those decide ``auto``."""
+        model, workspace = self.model, self.workspace
+        scaler, mode, x = model.x_scaler, model.config.input_scaling, model.buffer.x
+        if (scaler.fitted or scaler.extent is not None or workspace is None
+                or mode == "first_batch" or not len(x)):
+            return
+        xmin, xmax, ymin, ymax = workspace.bounds
+        low, high = np.array([xmin, ymin]), np.array([xmax, ymax])
+        if mode == "auto":
+            span = np.ptp(x, axis=0)
+            if np.all(span >= 0.5 * (high - low)):
+                return
+            log.warning("the first update's %d samples span %.4g m x %.4g m of the workspace's "
+                        "%.4g m x %.4g m: the input scaling spans the workspace "
+                        "(mapping.input_scaling: auto)", len(x), *span,
+                        *(high - low))
+        scaler.extent = (low, high)
 
     def _inside(self, xy, z) -> tuple:
         """The samples of a batch within the workspace's bounding box; malformed batches pass

@@ -112,6 +112,12 @@ class MappingConfig(Params):
     exact_max_samples: int = param(
         2000, "exact: the most samples the exact GP accepts (O(N³) per update)", low=1,
         high=1000000)
+    input_scaling: str = param(
+        "auto", "what the frozen input scaling spans: the first update's samples (first_batch: "
+        "the pilot survey, as the POAM paper) or the workspace's bounding box (workspace); "
+        "auto: the samples, unless they span less than half the workspace along an axis (a "
+        "first batch that is a short stretch of track). Without a workspace, the samples",
+        choices=("auto", "first_batch", "workspace"))
     jitter: float = param(1e-6, "relative diagonal jitter added before a Cholesky", low=0.0)
     max_jitter_tries: int = param(4, "times the jitter may grow tenfold before giving up",
                                   low=0, high=12)

@@ -127,3 +127,61 @@ def test_a_step_reports_the_learned_noise_in_the_targets_units(model):
     split = loop.step([batch(rng, 40), batch(rng, 40, poison_first=True)])  # the oldest half
     assert split.failure is None and split.report.extra["noise"] == model.noise.item()
     assert "noise" not in loop.step([]).report.extra  # nothing new: no update, no figures
+
+
+def track(n, length=60.0):
+    """A first batch that is a short straight stretch of track along x, at y = 1,000 m."""
+    xy = np.c_[np.linspace(1_000.0, 1_000.0 + length, n), np.full(n, 1_000.0)]
+    return xy, np.sin(xy[:, 0] / 3_000)
+
+
+SURVEY = Workspace.from_extent(0.0, 20_000.0, 0.0, 20_000.0)
+
+
+@pytest.mark.parametrize("mode, spans_workspace", [
+    ("auto", True), ("workspace", True), ("first_batch", False)])
+def test_a_first_batch_of_a_short_track_scales_inputs_as_the_mode_says(mode, spans_workspace,
+                                                                       caplog):
+    model = make_model(MappingConfig(num_inducing=20, train_steps=1, input_scaling=mode))
+    MappingLoop(model, workspace=SURVEY).step([track(30)])
+    corners = model.x_scaler.inverse(np.array([[-1.0, -1.0], [1.0, 1.0]]))
+    if spans_workspace:
+        assert np.allclose(corners, [[0.0, 0.0], [20_000.0, 20_000.0]])
+    else:  # the track's 60 m, and a unit half-range across it
+        assert np.allclose(corners, [[1_000.0, 999.0], [1_060.0, 1_001.0]])
+    warned = [r.getMessage() for r in caplog.records if "input scaling" in r.getMessage()]
+    assert warned == ([] if mode != "auto" else [
+        "the first update's 30 samples span 60 m x 0 m of the workspace's 2e+04 m x 2e+04 m: "
+        "the input scaling spans the workspace (mapping.input_scaling: auto)"])
+
+
+def test_auto_keeps_the_samples_range_when_they_span_half_the_workspace_or_more():
+    rng = np.random.default_rng(5)
+    xy = rng.uniform(4_000.0, 16_000.0, (200, 2))  # 12 km of the 20 km on each axis
+    model = make_model(MappingConfig(num_inducing=20, train_steps=1))
+    MappingLoop(model, workspace=SURVEY).step([(xy, np.sin(xy[:, 0] / 3_000))])
+    assert np.array_equal(model.x_scaler.low, xy.min(0))
+    assert np.array_equal(model.x_scaler.high, xy.max(0))
+
+
+def test_a_short_first_track_maps_a_kilometre_survey_as_a_wide_first_batch_does():
+    """Scaled by a 60 m track, the lengthscales (bounded in scaled units) are metres and the
+    map of a 20 km field between the samples is lost; spanning the workspace keeps it."""
+    def field(xy):
+        return 300 * np.sin(xy[:, 0] / 3_000) * np.cos(xy[:, 1] / 2_500)
+
+    def error(mode, first):
+        rng = np.random.default_rng(6)
+        model = make_model(MappingConfig(num_inducing=100, train_steps=5, input_scaling=mode))
+        loop = MappingLoop(model, workspace=SURVEY)
+        loop.step([(first, field(first))])
+        for _ in range(4):
+            xy = rng.uniform(0.0, 20_000.0, (200, 2))
+            loop.step([(xy, field(xy) + rng.normal(0.0, 1.0, 200))])
+        test = rng.uniform(0.0, 20_000.0, (1_000, 2))
+        return np.sqrt(np.mean((loop.evaluation(test)[0] - field(test)) ** 2))
+
+    short = track(30)[0]
+    wide = np.random.default_rng(7).uniform(0.0, 20_000.0, (200, 2))
+    assert error("first_batch", short) > 5 * error("auto", short)
+    assert error("auto", short) < 2 * error("first_batch", wide)

@@ -1,7 +1,10 @@
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from poam_ros.params import ConfigError
+from poam_ros.params.mission_setup import MissionSetup
 from poam_ros.planners import (
     PilotSurveyConfig,
     bernstein_basis,
@@ -12,6 +15,7 @@ from poam_ros.planners import (
 from poam_ros.workspace import Extent, Workspace
 
 EXTENT = Extent(-10.0, 10.0, -20.0, 20.0)
+CONFIG = Path(__file__).resolve().parents[3] / "config"
 
 
 def test_bernstein_weights_sum_to_one_and_match_closed_form():
@@ -81,3 +85,16 @@ def test_invalid_pilot_config_raises(fields):
     with pytest.raises(ConfigError):
         PilotSurveyConfig(**fields)
 
+
+
+@pytest.mark.parametrize("name", ["poam_ros.yaml", "topobathy.yaml", "authors_robot.yaml",
+                                  "two_channels.yaml"])
+def test_the_shipped_pilot_surveys_span_over_half_the_workspace(name):
+    """So that ``mapping.input_scaling: auto`` keeps their samples' range, as the paper's
+    scaling does: the figures measured with these setups stand."""
+    setup = MissionSetup.from_file(CONFIG / name)
+    workspace = Workspace.from_config(setup.workspace)
+    waypoints = pilot_survey(workspace, np.random.default_rng(0), setup.pilot)
+    xmin, xmax, ymin, ymax = workspace.bounds
+    span = np.ptp(waypoints, axis=0) / np.array([xmax - xmin, ymax - ymin])
+    assert (span > 0.5).all(), span
