@@ -383,8 +383,8 @@ def _plot_curves(runs: dict[RunSpec, list[dict]], out: Path, channels: list[str]
         plot_curves(curves, out / f"curves_{map_name}.png",
                     keys=("smse", "msll", "update_time", "num_inducing"),
                     title=f"{map_name}: mean ± 1 std over seeds")
-        plot_sizing({label: [[{**r["extra"], "num_samples": r["num_samples"]} for r in run]
-                             for run in label_runs] for label, label_runs in curves.items()},
+        plot_sizing({label: [_figures(run) for run in label_runs]
+                     for label, label_runs in curves.items()},
                     out / f"sizing_{map_name}.png",
                     title=f"{map_name}, model size: mean ± 1 std over seeds")
         for channel in channels:
@@ -400,8 +400,13 @@ def _plot_curves(runs: dict[RunSpec, list[dict]], out: Path, channels: list[str]
 def _scored(records: list[dict], keys: list[str]) -> list[dict]:
     """A run's curve points of per-channel metrics: the epochs where all ``keys`` of
     ``extra`` are finite, each with its sample count."""
-    return [{**r["extra"], "num_samples": r["num_samples"]} for r in records
-            if all(math.isfinite(r["extra"].get(key, math.nan)) for key in keys)]
+    return [point for point in _figures(records)
+            if all(math.isfinite(point.get(key, math.nan)) for key in keys)]
+
+
+def _figures(records: list[dict]) -> list[dict]:
+    """A run's epochs as curve points: each one's ``extra`` with its sample count."""
+    return [{**r["extra"], "num_samples": r["num_samples"]} for r in records]
 
 
 def parse_seeds(text: str) -> list[int]:
