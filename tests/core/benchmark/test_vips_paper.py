@@ -52,3 +52,15 @@ def test_each_batch_row_holds_the_hyperparameters_after_that_update():
         assert {k: row[k] for k in expected} == pytest.approx(expected, rel=1e-12)
     assert rows[0]["lengthscale"] != rows[1]["lengthscale"]  # the M-step ran on each batch
     assert set(expected) == {"amplitude", "noise", "lengthscale", "constant"}
+
+
+def test_the_concrete_model_starts_from_the_authors_kernel():
+    """Variance 1, lengthscale 1, noise variance 0.1 in standardised units (their code's
+    start for the UCI sets), unless another initial noise is asked for."""
+    model = make_model(vips_paper.concrete_config().replace(method="vips"), 8)
+    assert vips_paper.hyperparameters(model) == pytest.approx(
+        {"amplitude": 1.0, "lengthscale": 1.0, "noise": 0.1}, rel=1e-6)
+    ard = make_model(vips_paper.concrete_config(ard=True, noise=1.0).replace(method="vips"), 8)
+    values = vips_paper.hyperparameters(ard)
+    assert values["lengthscale"] == pytest.approx([1.0] * 8, rel=1e-4)
+    assert values["noise"] == pytest.approx(1.0, rel=1e-6)
