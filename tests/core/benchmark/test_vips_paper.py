@@ -64,3 +64,33 @@ def test_the_concrete_model_starts_from_the_authors_kernel():
     values = vips_paper.hyperparameters(ard)
     assert values["lengthscale"] == pytest.approx([1.0] * 8, rel=1e-4)
     assert values["noise"] == pytest.approx(1.0, rel=1e-6)
+
+
+@pytest.mark.parametrize("protocol", vips_paper.CONCRETE_PROTOCOLS)
+def test_concrete_splits_train_in_sorted_batches_and_test_the_rest(protocol):
+    first_input = np.random.default_rng(3).permutation(1030).astype(float)
+    splits = vips_paper.concrete_splits(first_input, 10, protocol)
+    assert len(splits) == 10
+    for split, (parts, test) in enumerate(splits):
+        assert len(parts) == 20
+        train = np.concatenate(parts)
+        assert sorted(np.concatenate([train, test]).tolist()) == list(range(1030))
+        highs = [first_input[part].max() for part in parts]
+        lows = [first_input[part].min() for part in parts]
+        assert all(high < low for high, low in zip(highs, lows[1:]))  # batches in cement order
+        # folds: batches of 51 rows in fifths of 11, 10, 10, 10, 10 (the last, 61: 13, 12, …)
+        folds = 19 * 11 + 13 if split % 5 == 0 else 19 * 10 + 12
+        assert len(test) == (folds if protocol == "folds" else 103)
+
+
+def test_concrete_folds_partition_every_batch_and_repeat_from_a_new_shuffle():
+    """The authors' 5-fold: the five test sets of a shuffle are disjoint and cover every row,
+    each a fifth of every batch of N // 20 (the last batch takes the remainder)."""
+    first_input = np.arange(1030, dtype=float)
+    splits = vips_paper.concrete_splits(first_input, 10, "folds")
+    for five in (splits[:5], splits[5:]):
+        tests = np.concatenate([test for _, test in five])
+        assert sorted(tests.tolist()) == list(range(1030))
+    batch_sizes = [len(part) for part in splits[0][0]]
+    assert batch_sizes == [40] * 19 + [48]  # 51 rows, 11 tested; the last batch 61, 13 tested
+    assert not np.array_equal(np.sort(splits[0][1]), np.sort(splits[5][1]))
