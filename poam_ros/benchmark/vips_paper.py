@@ -212,10 +212,10 @@ def concrete_splits(first_input: np.ndarray, count: int, protocol: str = "folds"
 
     ``folds`` (the authors' code): the rows sorted into ``batches`` batches of N // batches (the
     last takes the rest), each shuffled, then 5-fold within every batch: split k tests the k-th
-    fifth of each batch (80/20; the first N mod 5 fifths one row longer) and trains on the
-    rest, in batch order. Splits 5 to 9 repeat this from another shuffle, and so on (seed r
-    for the r-th five). ``random`` (the paper's text): seed k's permutation tests its first
-    tenth (90/10); the rest, sorted, is cut into ``batches`` near-equal batches."""
+    fifth of each batch (80/20; of a batch of n rows, the first n mod 5 fifths are a row longer)
+    and trains on the rest, in batch order. Splits 5 to 9 repeat this from another shuffle, and
+    so on (seed r for the r-th five). ``random`` (the paper's text): seed k's permutation tests
+    its first tenth (90/10); the rest, sorted, is cut into ``batches`` near-equal batches."""
     rows = np.argsort(first_input, kind="stable")
     splits = []
     for split in range(count):
