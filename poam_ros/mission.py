@@ -58,6 +58,13 @@ class MissionError(ValueError):
     """A mission that cannot run as configured; the message says what is wrong."""
 
 
+def mission_terrain(setup: MissionSetup) -> Terrain:
+    """The setup's terrain, placed by the map frame's anchor (``setup.geo``) where its placement
+    is ``georeferenced``: the one terrain of the mission, the graph, a recorded survey and a
+    remap's ground truth."""
+    return terrain_from_config(setup.terrain, GeoReference.from_config(setup.geo))
+
+
 def simulated_channels(setup: MissionSetup, terrain: Terrain) -> dict[str, WaterTemperature]:
     """Channel name -> the simulated field its sensor measures over ``terrain``, for each
     channel the simulator of ``setup`` has besides the depth (``temperature.enabled``)."""
@@ -133,8 +140,7 @@ class Mission:
 
     def __init__(self, setup: MissionSetup, terrain: Terrain | None = None):
         self.setup = setup
-        self.terrain = terrain or terrain_from_config(setup.terrain,
-                                                      GeoReference.from_config(setup.geo))
+        self.terrain = terrain or mission_terrain(setup)
         self.workspace = Workspace.from_config(setup.workspace)
         self._check_workspace()
         seeds = mission_seeds(setup.mission.seed)

@@ -78,7 +78,7 @@ from poam_ros.mapping.epochs import EpochRecord
 from poam_ros.mapping.loop import MappingLoop, Scoring
 from poam_ros.mapping.map_grid import MapGrid, MapLayers
 from poam_ros.mapping.metrics import evaluation_points
-from poam_ros.mission import MissionResult
+from poam_ros.mission import MissionResult, mission_terrain
 from poam_ros.models import OnlineSparseGP
 from poam_ros.params import Params, param
 from poam_ros.params.mission_setup import MissionSetup, mission_seeds
@@ -218,9 +218,7 @@ def remap_bag(bag, setup: MissionSetup, config: RemapConfig | None = None,
 
     eval_points = truth = terrain = None
     if config.truth == "sim" or (config.truth == "auto" and sim_bag):
-        from poam_ros.sim import terrain_from_config
-
-        terrain = terrain_from_config(setup.terrain)
+        terrain = mission_terrain(setup)
         eval_points = evaluation_points(workspace, setup.mission.eval_grid)
         truth = _truth(setup, terrain, eval_points, notes)
 

@@ -18,10 +18,11 @@ from rosbags.typesys import Stores, get_typestore
 from poam_ros import messages as msg
 from poam_ros.bags.bag_writer import BagWriter
 from poam_ros.bags.message_types import MessageTypes
+from poam_ros.mission import mission_terrain
 from poam_ros.params.mission_setup import MissionSetup, mission_seeds
 from poam_ros.planners import pilot_survey
 from poam_ros.planners.random_planner import RandomPlanner
-from poam_ros.sim import SurveySimulator, lower_right_start, terrain_from_config
+from poam_ros.sim import SurveySimulator, lower_right_start
 from poam_ros.sim.simulated_auv import Odom, Reading, SimulatedAuv, Sounding
 from poam_ros.sim.water_temperature import WaterTemperature, temperature_sensor
 from poam_ros.workspace import Workspace
@@ -101,7 +102,7 @@ def write_survey(path, setup: MissionSetup, legs=((20.0, -20.0), (-10.0, 10.0)),
     then one plan per leg of ``legs``, then random goals (the random planner) until
     ``min_samples`` soundings; receive time = sim time + 1 ms. Returns the bag path."""
     seeds = mission_seeds(setup.mission.seed)
-    terrain = terrain_from_config(setup.terrain)
+    terrain = mission_terrain(setup)
     workspace = Workspace.from_config(setup.workspace)
     simulator = SurveySimulator(terrain, setup.vehicle, setup.sonar, seed=seeds["simulator"],
                                 start_pose=lower_right_start(workspace.bounds))

@@ -37,10 +37,11 @@ import numpy as np
 import yaml
 
 from poam_ros.cli.common import ArgumentParser
+from poam_ros.mission import mission_terrain
 from poam_ros.params.mission_setup import MissionSetup, default_parameter_file, mission_seeds
 from poam_ros.planners import RandomPlanner, pilot_survey
 from poam_ros.processes import wait_or_kill
-from poam_ros.sim import SurveySimulator, lower_right_start, terrain_from_config
+from poam_ros.sim import SurveySimulator, lower_right_start
 from poam_ros.workspace import Workspace
 
 COLUMNS = ("samples", "latency", "mapper_latency", "update", "map", "overhead",
@@ -51,7 +52,7 @@ def survey_batches(setup: MissionSetup, legs: int) -> list[tuple[np.ndarray, np.
     """(positions (N, 2) m, elevations (N,)) of the pilot survey and ``legs`` legs after it."""
     workspace = Workspace.from_config(setup.workspace)
     seeds = mission_seeds(setup.mission.seed)
-    simulator = SurveySimulator(terrain_from_config(setup.terrain), setup.vehicle, setup.sonar,
+    simulator = SurveySimulator(mission_terrain(setup), setup.vehicle, setup.sonar,
                                 seed=seeds["simulator"],
                                 start_pose=lower_right_start(workspace.bounds))
     rng = np.random.default_rng(seeds["planner"])

@@ -254,15 +254,15 @@ def _remap_setup(args):
     TerrainError."""
     from poam_ros.bags.remap import RemapConfig
     from poam_ros.cli.mission import setup_from_args
+    from poam_ros.mission import mission_terrain
     from poam_ros.models.device import resolve_device
-    from poam_ros.sim import terrain_from_config
 
     setup, params = setup_from_args(argparse.Namespace(
         params=args.params, map=args.map, seed=args.seed, max_samples=None, method=args.method,
         device=args.device))
     resolve_device(setup.mapping.device)
     if args.map:
-        terrain_from_config(setup.terrain)
+        mission_terrain(setup)
     if args.torch_threads is not None:
         setup.mapper_node.replace(torch_threads=args.torch_threads)
     config = RemapConfig(source=args.source, updates=args.updates, tail=args.tail,

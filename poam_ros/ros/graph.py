@@ -34,15 +34,14 @@ from rclpy.executors import SingleThreadedExecutor
 
 import poam_ros
 from poam_ros.bags import RecorderConfig
-from poam_ros.geo.georeference import GeoReference
 from poam_ros.mapping.epochs import EpochRecord
-from poam_ros.mission import survey_fields
+from poam_ros.mission import mission_terrain, survey_fields
 from poam_ros.params.files import PARAMETERS_KEY, dump_parameters, load_config
 from poam_ros.params.mission_setup import MissionSetup
 from poam_ros.processes import wait_or_kill
 from poam_ros.ros.mission_monitor import MissionMonitor
 from poam_ros.ros.run import StopSignals, init_rclpy
-from poam_ros.sim import Terrain, terrain_from_config
+from poam_ros.sim import Terrain
 from poam_ros.sim.multibeam import MultibeamStreamConfig
 
 #: node name -> module, in start order; the last one is the clock source
@@ -178,7 +177,7 @@ def run_graph(setup: MissionSetup, params_file: Path, options: GraphOptions, log
     # The mission's own crash journal: a killed run never resumes into the next one.
     parameters["mapper"]["journal.path"] = str(log_dir / "mapper.journal")
     files = [params_file, write_parameter_file(log_dir / "graph_parameters.yaml", parameters)]
-    terrain = terrain_from_config(setup.terrain, GeoReference.from_config(setup.geo))
+    terrain = mission_terrain(setup)
     env = child_environment()
     # The recorder first, so that it hears every node from its first message; stopped last.
     starts = ([RECORDER] if options.record is not None else []) + list(NODES.items())

@@ -13,7 +13,13 @@ import pytest
 
 from poam_ros.bags import BagError, BagReader, BagWriter
 from poam_ros.bags.remap import RemapConfig, remap_bag
-from poam_ros.bags.sim_survey import add, odometry, sounding
+from poam_ros.bags.sim_survey import add, odometry, sounding, write_survey
+from poam_ros.mission import Mission
+from poam_ros.params.mission_setup import (
+    DEFAULT_SURVEY_FILE,
+    MissionSetup,
+    default_parameter_file,
+)
 
 
 def test_a_survey_is_remapped_at_its_decision_points(survey_bag):
@@ -28,6 +34,18 @@ def test_a_survey_is_remapped_at_its_decision_points(survey_bag):
     second = remap_bag(bag, setup)
     np.testing.assert_array_equal(first.layers.mean, second.layers.mean)
     np.testing.assert_array_equal(first.layers.std, second.layers.std)
+
+
+def test_a_survey_of_the_georeferenced_default_is_recorded_and_scored_on_its_terrain(
+        tmp_path):
+    """The default setup places the embedded bathymetry by the map frame's anchor: the
+    recorded survey and the remap's ground truth are the mission's terrain."""
+    setup = MissionSetup.from_file(default_parameter_file(DEFAULT_SURVEY_FILE))
+    setup.mapping = setup.mapping.replace(num_inducing=30, train_steps=2, device="cpu")
+    setup.pilot = setup.pilot.replace(num_waypoints=4)
+    result = remap_bag(write_survey(tmp_path / "survey", setup), setup, RemapConfig())
+    expected = Mission(setup).terrain.elevation(result.eval_points)
+    assert np.array_equal(result.truth, expected) and np.isfinite(result.records[-1].smse)
 
 
 def test_another_kernel_and_no_truth(survey_bag):
