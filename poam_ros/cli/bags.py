@@ -187,7 +187,6 @@ def remap(argv) -> int:
     from poam_ros.bags import BagError, BagReader
     from poam_ros.bags.remap import check_topics, remap_bag
     from poam_ros.cli.mission import EpochLog, setup_errors
-    from poam_ros.params import ConfigError
 
     args = _remap_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -210,7 +209,7 @@ def remap(argv) -> int:
         except KeyboardInterrupt:
             return fail("remap", f"interrupted after {len(log.records)} update(s); kept in "
                                   f"{log.path}", INTERRUPTED)
-        except (BagError, ConfigError) as error:
+        except (BagError, *setup_errors()) as error:  # the ground truth's terrain among them
             return fail("remap", error, 1)
     _write_remap(result, out, args.bag, setup)
     _print_remap(result, out)

@@ -39,7 +39,7 @@ def export(argv) -> int:
         setup, georeference, grid = _setup(args)
         bag = _bag(args.source, remap_config)
         model = load_model(args.source, setup.mapping.device) if bag is None else None
-    except (*setup_errors(), GeoError, StateFileError, BagError) as error:
+    except (*setup_errors(), StateFileError, BagError) as error:
         return fail("export", error)
     try:
         if bag is not None:

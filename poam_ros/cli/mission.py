@@ -37,12 +37,14 @@ def add_setup_arguments(parser: argparse.ArgumentParser, out: str) -> None:
 
 
 def setup_errors() -> tuple[type[Exception], ...]:
-    """What a bad setup raises: a bad value, file or map, a workspace off the terrain."""
+    """What a bad setup raises: a bad value, file or map, a workspace off the terrain, a
+    georeferenced terrain that cannot be placed (its survey area off the raster, say)."""
+    from poam_ros.geo.georeference import GeoError
     from poam_ros.mission import MissionError
     from poam_ros.params import ConfigError
     from poam_ros.sim import TerrainError
 
-    return ConfigError, MissionError, TerrainError
+    return ConfigError, MissionError, TerrainError, GeoError
 
 
 def setup_from_args(args):

@@ -104,6 +104,19 @@ def test_a_workspace_off_the_terrain_is_refused_before_the_mission_starts(
     assert not (tmp_path / "out").exists()
 
 
+def test_a_survey_area_off_the_georeferenced_raster_is_one_line(tmp_path, capsys):
+    default = Path(__file__).resolve().parents[3] / "config" / "topobathy.yaml"
+    text = default.read_text()
+    assert "survey_box: [-125.84, -125.52, 48.02, 48.22]" in text
+    params = tmp_path / "far.yaml"
+    params.write_text(text.replace("survey_box: [-125.84, -125.52, 48.02, 48.22]",
+                                   "survey_box: [-10.0, -9.0, 10.0, 11.0]"))
+    assert mission(["--params", str(params), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "lies partly outside the raster" in err
+    assert not (tmp_path / "out").exists()
+
+
 def exit_status(command, argv) -> int:
     """``command(argv)``'s status, argparse's where it exits."""
     try:
