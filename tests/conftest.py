@@ -3,7 +3,7 @@
 import pytest
 import yaml
 
-from poam_ros.params.mission_setup import default_parameter_file
+from poam_ros.setup.mission_setup import default_parameter_file
 
 
 @pytest.fixture(scope="session")

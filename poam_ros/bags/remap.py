@@ -78,10 +78,11 @@ from poam_ros.mapping.epochs import EpochRecord
 from poam_ros.mapping.loop import MappingLoop, Scoring
 from poam_ros.mapping.map_grid import MapGrid, MapLayers
 from poam_ros.mapping.metrics import evaluation_points
-from poam_ros.mission import MissionResult, mission_terrain
+from poam_ros.mission import MissionResult
 from poam_ros.models import OnlineSparseGP
 from poam_ros.params import Params, param
-from poam_ros.params.mission_setup import MissionSetup, mission_seeds
+from poam_ros.setup.mission_setup import MissionSetup, mission_seeds
+from poam_ros.setup.truth import mission_terrain
 from poam_ros.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -637,7 +638,7 @@ def _truth(setup: MissionSetup, terrain, points: np.ndarray, notes: list[str]) -
     channels = setup.ingest.channels
     if not channels:
         return terrain.elevation(points)
-    from poam_ros.mission import simulated_channels
+    from poam_ros.setup.truth import simulated_channels
 
     simulated = simulated_channels(setup, terrain)
     columns = [terrain.elevation(points)]

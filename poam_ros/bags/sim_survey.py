@@ -18,10 +18,10 @@ from rosbags.typesys import Stores, get_typestore
 from poam_ros import messages as msg
 from poam_ros.bags.bag_writer import BagWriter
 from poam_ros.bags.message_types import MessageTypes
-from poam_ros.mission import mission_terrain
-from poam_ros.params.mission_setup import MissionSetup, mission_seeds
 from poam_ros.planners import pilot_survey
 from poam_ros.planners.random_planner import RandomPlanner
+from poam_ros.setup.mission_setup import MissionSetup, mission_seeds
+from poam_ros.setup.truth import mission_terrain
 from poam_ros.sim import SurveySimulator, lower_right_start
 from poam_ros.sim.simulated_auv import Odom, Reading, SimulatedAuv, Sounding
 from poam_ros.sim.water_temperature import WaterTemperature, temperature_sensor

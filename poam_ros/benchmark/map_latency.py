@@ -37,10 +37,10 @@ import numpy as np
 import yaml
 
 from poam_ros.cli.common import ArgumentParser
-from poam_ros.mission import mission_terrain
-from poam_ros.params.mission_setup import MissionSetup, default_parameter_file, mission_seeds
 from poam_ros.planners import RandomPlanner, pilot_survey
 from poam_ros.processes import wait_or_kill
+from poam_ros.setup.mission_setup import MissionSetup, default_parameter_file, mission_seeds
+from poam_ros.setup.truth import mission_terrain
 from poam_ros.sim import SurveySimulator, lower_right_start
 from poam_ros.workspace import Workspace
 

@@ -28,7 +28,7 @@ import numpy as np
 
 from poam_ros.cli.common import ArgumentParser
 from poam_ros.geo import GeoReference
-from poam_ros.params.mission_setup import MissionSetup
+from poam_ros.setup.mission_setup import MissionSetup
 from poam_ros.workspace import WorkspaceConfig
 
 ORIGIN = (47.5, -123.5)   # latitude, longitude of the map origin and the tile's centre

@@ -20,7 +20,7 @@ from poam_ros.cli.common import ArgumentParser
 def main(argv=None) -> int:
     from poam_ros.bags.remap import RemapConfig, remap_bag
     from poam_ros.bags.sim_survey import write_survey
-    from poam_ros.params.mission_setup import MissionSetup, default_parameter_file
+    from poam_ros.setup.mission_setup import MissionSetup, default_parameter_file
 
     parser = ArgumentParser(prog="poam-ros bench remap", description=__doc__)
     parser.add_argument("--samples", type=int, default=5000)

@@ -49,7 +49,7 @@ import torch
 from poam_ros.cli.common import INTERRUPTED, ArgumentParser, fail
 from poam_ros.figures import scored_channels
 from poam_ros.mapping.epochs import AVERAGED_METRICS, EpochRecord, sample_averages
-from poam_ros.mission import Mission, MissionError
+from poam_ros.mission import Mission
 from poam_ros.models.config import MappingConfig
 from poam_ros.params import ConfigError
 from poam_ros.params.files import (
@@ -57,7 +57,7 @@ from poam_ros.params.files import (
     load_node_parameters,
     load_parameter_tree,
 )
-from poam_ros.params.mission_setup import MissionSetup, default_parameter_file
+from poam_ros.setup.mission_setup import MissionError, MissionSetup, default_parameter_file
 from poam_ros.sim import TerrainError
 
 log = logging.getLogger(__name__)

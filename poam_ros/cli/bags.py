@@ -253,8 +253,8 @@ def _remap_setup(args):
     TerrainError."""
     from poam_ros.bags.remap import RemapConfig
     from poam_ros.cli.mission import setup_from_args
-    from poam_ros.mission import mission_terrain
     from poam_ros.models.device import resolve_device
+    from poam_ros.setup.truth import mission_terrain
 
     setup, params = setup_from_args(argparse.Namespace(
         params=args.params, map=args.map, seed=args.seed, max_samples=None, method=args.method,

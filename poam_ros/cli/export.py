@@ -81,7 +81,7 @@ def _setup(args):
     from poam_ros.geo import GeoReference
     from poam_ros.mapping.map_grid import MapGrid
     from poam_ros.params import ConfigError
-    from poam_ros.params.mission_setup import (
+    from poam_ros.setup.mission_setup import (
         DEFAULT_SURVEY_FILE,
         MissionSetup,
         default_parameter_file,

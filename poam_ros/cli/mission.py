@@ -40,8 +40,8 @@ def setup_errors() -> tuple[type[Exception], ...]:
     """What a bad setup raises: a bad value, file or map, a workspace off the terrain, a
     georeferenced terrain that cannot be placed (its survey area off the raster, say)."""
     from poam_ros.geo.georeference import GeoError
-    from poam_ros.mission import MissionError
     from poam_ros.params import ConfigError
+    from poam_ros.setup.mission_setup import MissionError
     from poam_ros.sim import TerrainError
 
     return ConfigError, MissionError, TerrainError, GeoError
@@ -50,7 +50,7 @@ def setup_errors() -> tuple[type[Exception], ...]:
 def setup_from_args(args):
     """(MissionSetup, parameter file) from :func:`add_setup_arguments`' options; raises
     :func:`setup_errors` for a bad file or value."""
-    from poam_ros.params.mission_setup import (
+    from poam_ros.setup.mission_setup import (
         DEFAULT_SURVEY_FILE,
         MissionSetup,
         default_parameter_file,

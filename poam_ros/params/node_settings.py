@@ -2,7 +2,7 @@
 
 Frames, files, the planner's mode and the like: the nodes declare these as their own
 (unprefixed) parameters, the parameter file carries them in the node's section, and
-:class:`poam_ros.params.mission_setup.MissionSetup` loads them with the rest. ROS-free, like every
+:class:`poam_ros.setup.mission_setup.MissionSetup` loads them with the rest. ROS-free, like every
 configuration dataclass, so that parameter files load and check without ROS.
 """
 

@@ -35,12 +35,12 @@ from rclpy.executors import SingleThreadedExecutor
 import poam_ros
 from poam_ros.bags import RecorderConfig
 from poam_ros.mapping.epochs import EpochRecord
-from poam_ros.mission import mission_terrain, survey_fields
 from poam_ros.params.files import PARAMETERS_KEY, dump_parameters, load_config
-from poam_ros.params.mission_setup import MissionSetup
 from poam_ros.processes import wait_or_kill
 from poam_ros.ros.mission_monitor import MissionMonitor
 from poam_ros.ros.run import StopSignals, init_rclpy
+from poam_ros.setup.mission_setup import MissionSetup
+from poam_ros.setup.truth import mission_terrain, survey_fields
 from poam_ros.sim import Terrain
 from poam_ros.sim.multibeam import MultibeamStreamConfig
 

@@ -35,9 +35,9 @@ from poam_ros.mapping.channels import DEPTH
 from poam_ros.mapping.epochs import EpochRecord
 from poam_ros.mapping.loop import score_channels
 from poam_ros.mapping.metrics import TargetBaseline, evaluate_map
-from poam_ros.mission import field_truth
 from poam_ros.ros import qos
 from poam_ros.ros.run import StartingNode
+from poam_ros.setup.truth import field_truth
 from poam_ros.sim import Terrain
 
 #: what the monitor waits to hear before the clock source starts: topic -> the node behind it

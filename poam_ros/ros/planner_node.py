@@ -64,7 +64,6 @@ from std_msgs.msg import Header
 from poam_ros import messages as msg
 from poam_ros.geo import GeoConfig
 from poam_ros.params import ConfigError
-from poam_ros.params.mission_setup import MissionSetup, PlanningConfig
 from poam_ros.params.node_settings import REALTIME, PlannerSettings
 from poam_ros.planners import (
     LawnmowerConfig,
@@ -84,6 +83,7 @@ from poam_ros.ros import conversions as cv
 from poam_ros.ros import qos
 from poam_ros.ros.parameters import add_config_callback, declare_config
 from poam_ros.ros.run import StartingNode, run_node
+from poam_ros.setup.mission_setup import MissionSetup, PlanningConfig
 from poam_ros.workspace import Workspace, WorkspaceConfig
 
 PILOT = "pilot"

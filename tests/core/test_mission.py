@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from poam_ros.mapping.loop import MAX_SPLITS
-from poam_ros.mission import Mission, MissionError
+from poam_ros.mission import Mission
 from poam_ros.models import NumericalError
-from poam_ros.params.mission_setup import MissionSetup, mission_seeds
+from poam_ros.setup.mission_setup import MissionError, MissionSetup, mission_seeds
 from poam_ros.workspace import WorkspaceConfig
 
 
@@ -154,8 +154,8 @@ def test_the_default_file_keeps_the_paper_s_plane_and_its_soundings():
     """Every real-scale option is off in the default file: the vehicle flies the paper's
     plane with no turning radius or roll, the terrain is stretched over its extent, and the
     pilot survey's samples are exactly follow()'s soundings at plane_z - range."""
-    from poam_ros.params.mission_setup import default_parameter_file
     from poam_ros.planners import pilot_survey
+    from poam_ros.setup.mission_setup import default_parameter_file
     from poam_ros.sim import SurveySimulator, lower_right_start
 
     setup = MissionSetup.from_file(default_parameter_file())
@@ -190,7 +190,7 @@ def two_channels(setup):
 def test_the_default_file_maps_one_channel():
     """Channels are opt-in: the default file measures and maps the depth alone, so the
     records carry no per-channel figures and the samples are (N,) elevations."""
-    from poam_ros.params.mission_setup import default_parameter_file
+    from poam_ros.setup.mission_setup import default_parameter_file
 
     setup = MissionSetup.from_file(default_parameter_file())
     assert not setup.temperature.enabled and setup.ingest.channels == []

@@ -29,13 +29,13 @@ from sensor_msgs.msg import PointCloud2, Range  # noqa: E402
 from poam_ros.bags import BagReader, MessageTypes, RecorderConfig  # noqa: E402
 from poam_ros.bags.remap import RemapConfig, remap_bag  # noqa: E402
 from poam_ros.ingest import IngestConfig  # noqa: E402
-from poam_ros.params.mission_setup import MissionSetup, mission_seeds  # noqa: E402
 from poam_ros.ros import qos  # noqa: E402
 from poam_ros.ros.ingest_node import IngestNode  # noqa: E402
 from poam_ros.ros.mapper_node import MapperNode  # noqa: E402
 from poam_ros.ros.planner_node import PlannerNode  # noqa: E402
 from poam_ros.ros.recorder_node import RecorderNode  # noqa: E402
 from poam_ros.ros.simulated_auv_node import SimulatedAuvNode  # noqa: E402
+from poam_ros.setup.mission_setup import MissionSetup, mission_seeds  # noqa: E402
 
 MAPS = 3  # the pilot survey's map and two goals' maps
 INGEST = IngestConfig(flush_grace=60.0, pending_timeout=60.0)

@@ -16,7 +16,7 @@ rclpy = pytest.importorskip("rclpy", exc_type=ModuleNotFoundError)
 
 from graph_helpers import sim_then_mission  # noqa: E402
 
-from poam_ros.mission import MissionSetup  # noqa: E402
+from poam_ros.setup.mission_setup import MissionSetup  # noqa: E402
 
 SEED, BUDGET = 2, 900
 CHANNELS = ("depth", "temperature")

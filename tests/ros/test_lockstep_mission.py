@@ -18,11 +18,11 @@ from nav_msgs.msg import Path  # noqa: E402
 from sensor_msgs.msg import PointField  # noqa: E402
 
 from poam_ros import messages as msg  # noqa: E402
-from poam_ros.mission import Mission, mission_seeds  # noqa: E402
-from poam_ros.params.mission_setup import MissionSetup  # noqa: E402
+from poam_ros.mission import Mission  # noqa: E402
 from poam_ros.ros import qos  # noqa: E402
 from poam_ros.ros.mapper_node import MapperNode  # noqa: E402
 from poam_ros.ros.planner_node import PlannerNode  # noqa: E402
+from poam_ros.setup.mission_setup import MissionSetup, mission_seeds  # noqa: E402
 from poam_ros.sim import SurveySimulator, lower_right_start, terrain_from_config  # noqa: E402
 from poam_ros.workspace import Workspace  # noqa: E402
 

@@ -8,10 +8,10 @@ rclpy = pytest.importorskip("rclpy", exc_type=ModuleNotFoundError)
 from rclpy.parameter import Parameter  # noqa: E402
 
 from poam_ros.params.files import ROS_NODE_PARAMETERS, load_node_parameters  # noqa: E402
-from poam_ros.params.mission_setup import MissionSetup, default_parameter_file  # noqa: E402
 from poam_ros.ros.mapper_node import MapperNode  # noqa: E402
 from poam_ros.ros.planner_node import PlannerNode  # noqa: E402
 from poam_ros.ros.simulated_auv_node import SimulatedAuvNode  # noqa: E402
+from poam_ros.setup.mission_setup import MissionSetup, default_parameter_file  # noqa: E402
 
 
 @pytest.mark.parametrize("name, node_class", [("mapper", MapperNode),

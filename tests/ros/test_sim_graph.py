@@ -29,8 +29,8 @@ from sensor_msgs.msg import PointCloud2  # noqa: E402
 
 from poam_ros import messages as msg  # noqa: E402
 from poam_ros.bags import BagReader, MessageTypes  # noqa: E402
-from poam_ros.params.mission_setup import MissionSetup  # noqa: E402
 from poam_ros.ros import qos  # noqa: E402
+from poam_ros.setup.mission_setup import MissionSetup  # noqa: E402
 from poam_ros.sim import terrain_from_config  # noqa: E402
 from poam_ros.workspace import Workspace  # noqa: E402
 

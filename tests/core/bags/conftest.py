@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from poam_ros.bags.sim_survey import write_survey
-from poam_ros.params.mission_setup import MissionSetup
+from poam_ros.setup.mission_setup import MissionSetup
 
 
 def small_setup() -> MissionSetup:

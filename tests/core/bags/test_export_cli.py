@@ -16,7 +16,7 @@ from poam_ros.cli import main
 from poam_ros.geo import GeoReference, read_map_product
 from poam_ros.mapping.map_grid import MapGrid
 from poam_ros.models import load_model, make_model
-from poam_ros.params.mission_setup import MissionSetup, default_parameter_file
+from poam_ros.setup.mission_setup import MissionSetup, default_parameter_file
 from poam_ros.workspace import Workspace
 
 LATLON = {"anchor": "latlon", "origin_latitude": 47.25, "origin_longitude": -123.75,

@@ -15,7 +15,7 @@ from poam_ros.bags import BagError, BagReader, BagWriter
 from poam_ros.bags.remap import RemapConfig, remap_bag
 from poam_ros.bags.sim_survey import add, odometry, sounding, write_survey
 from poam_ros.mission import Mission
-from poam_ros.params.mission_setup import (
+from poam_ros.setup.mission_setup import (
     DEFAULT_SURVEY_FILE,
     MissionSetup,
     default_parameter_file,

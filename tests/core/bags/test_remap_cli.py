@@ -10,7 +10,7 @@ import numpy as np
 import yaml
 
 from poam_ros.cli.bags import remap
-from poam_ros.params.mission_setup import default_parameter_file
+from poam_ros.setup.mission_setup import default_parameter_file
 
 
 def small_params(tmp_path):

@@ -170,7 +170,7 @@ def test_the_parameter_file_a_command_reads(tmp_path, params, map_file, expected
     import shutil
 
     from poam_ros.cli.mission import setup_from_args
-    from poam_ros.params.mission_setup import default_parameter_file
+    from poam_ros.setup.mission_setup import default_parameter_file
 
     if params:
         params = shutil.copy(default_parameter_file(), tmp_path / params)

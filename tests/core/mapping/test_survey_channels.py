@@ -12,7 +12,7 @@ from poam_ros.mapping.map_grid import MapGrid, predict_map
 from poam_ros.mapping.metrics import TargetBaseline, evaluate_map
 from poam_ros.models import MappingConfig
 from poam_ros.params import ConfigError
-from poam_ros.params.mission_setup import MissionSetup
+from poam_ros.setup.mission_setup import MissionSetup
 
 CONFIG = MappingConfig(method="poam-mt", num_inducing=20, train_steps=1, device="cpu",
                        channel_min_samples=10)

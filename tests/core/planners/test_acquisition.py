@@ -5,9 +5,10 @@ import math
 import numpy as np
 import pytest
 
-from poam_ros.mission import Mission, MissionSetup
+from poam_ros.mission import Mission
 from poam_ros.planners import MaxEntropyConfig, MaxEntropyPlanner
 from poam_ros.planners.acquisition import predictive_entropy
+from poam_ros.setup.mission_setup import MissionSetup
 from poam_ros.workspace import Workspace, WorkspaceConfig
 
 LOG_2PIE = math.log(2 * math.pi * math.e)

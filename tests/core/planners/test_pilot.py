@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 
 from poam_ros.params import ConfigError
-from poam_ros.params.mission_setup import MissionSetup
 from poam_ros.planners import (
     PilotSurveyConfig,
     bernstein_basis,
@@ -12,6 +11,7 @@ from poam_ros.planners import (
     pilot_control_points,
     pilot_survey,
 )
+from poam_ros.setup.mission_setup import MissionSetup
 from poam_ros.workspace import Extent, Workspace
 
 EXTENT = Extent(-10.0, 10.0, -20.0, 20.0)

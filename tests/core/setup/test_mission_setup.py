@@ -8,8 +8,8 @@ import pytest
 from poam_ros.mapping.map_grid import MapGridConfig
 from poam_ros.params import ConfigError
 from poam_ros.params.files import load_node_parameters
-from poam_ros.params.mission_setup import MissionSetup, default_parameter_file, mission_seeds
 from poam_ros.params.node_settings import MapperSettings, PlannerSettings
+from poam_ros.setup.mission_setup import MissionSetup, default_parameter_file, mission_seeds
 
 
 def test_the_package_parameter_file_loads():

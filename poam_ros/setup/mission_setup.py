@@ -45,6 +45,10 @@ from poam_ros.sim import (
 from poam_ros.workspace import Workspace, WorkspaceConfig
 
 
+class MissionError(ValueError):
+    """A mission that cannot run as configured; the message says what is wrong."""
+
+
 @dataclass
 class MissionConfig(Params):
     """The mission as a whole: budget, evaluation and the seed of every random stream."""
