@@ -24,7 +24,6 @@ from poam_ros.sim.simulated_auv import (
 from poam_ros.sim.simulator import SimulationError, SurveyLog, SurveySimulator, lower_right_start
 from poam_ros.sim.sonar import SingleBeamSonar, SonarConfig, Soundings
 from poam_ros.sim.terrain import Terrain, TerrainError, grid_points
-from poam_ros.sim.terrain_config import TerrainConfig, terrain_from_config
 from poam_ros.sim.terrain_io import load_terrain
 from poam_ros.sim.vehicle import Unicycle, VehicleConfig, forward_path_length, wrap_angle
 from poam_ros.sim.water_temperature import (
@@ -38,8 +37,8 @@ __all__ = [
     "MultibeamStreamConfig", "Odom", "Ping", "Reading", "SimulatedAuv", "SimulatedAuvConfig",
     "SimulationError", "SingleBeamSonar",
     "SonarConfig", "Sounding", "Soundings", "SurveyLog", "SurveySimulator", "Swath", "Terrain",
-    "TemperatureSensor", "TerrainConfig", "TerrainError", "Unicycle", "VehicleConfig",
+    "TemperatureSensor", "TerrainError", "Unicycle", "VehicleConfig",
     "WaterTemperature", "WaterTemperatureConfig", "default_terrain",
     "fetch_tile", "forward_path_length", "grid_points", "load_terrain", "lower_right_start",
-    "terrain_from_config", "wrap_angle",
+    "wrap_angle",
 ]

@@ -10,9 +10,8 @@ there is 1 / cos 48° = 1.49).
 
 Two placements:
 
-* :func:`default_geo_terrain`, the embedded default world: the grid at its true place and
-  size on the Earth (an in-memory EPSG:3857 GeoTIFF, :func:`topobathy_dataset`), cut to a
-  survey box through the map frame's anchor, in metres.
+* :func:`poam_ros.geo.embedded.default_geo_terrain`, the embedded default world: the grid at
+  its true place and size on the Earth, cut to a survey box through the map frame's anchor.
 * :func:`default_terrain`, the POAM paper's placement (``terrain.placement: extent``): the
   largest square block that is all seafloor, the south-western 28 × 28 cells (48.0-48.6° N,
   126.0-125.1° W, about 68 km across) off the mouth of the Strait of Juan de Fuca, where
@@ -25,16 +24,12 @@ for.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import Sequence
 
 import numpy as np
 from matplotlib import cbook
 
 from poam_ros.sim.terrain import Terrain, TerrainError
-
-if TYPE_CHECKING:  # rasterio and pyproj load only for the georeferenced world
-    from poam_ros.geo import GeoReference, GeoTerrain
 
 PAPER_EXTENT = (-31.0, 31.0, -31.0, 31.0)
 SEAFLOOR_BLOCK = (slice(0, 28), slice(0, 28))
@@ -61,40 +56,3 @@ def default_terrain(extent: Sequence[float] = PAPER_EXTENT) -> Terrain:
     """The shelf-and-slope block (28 × 28 cells, metres) stretched over ``extent``."""
     elevation = topobathy()[0]
     return Terrain(elevation[SEAFLOOR_BLOCK], extent, name=NAME)
-
-
-@contextmanager
-def topobathy_dataset() -> Iterator:
-    """The sample grid as an open in-memory GeoTIFF in EPSG:3857, first row north.
-
-    The cell size is the mean Mercator spacing of the longitudes (their centres are 2′
-    apart); the latitudes' Mercator spacing agrees with it to 0.1 %
-    (``tests/sim/test_default_terrain.py``)."""
-    import pyproj
-    from affine import Affine
-    from rasterio.io import MemoryFile
-
-    elevation, longitude, latitude = topobathy()
-    to_mercator = pyproj.Transformer.from_crs(4326, 3857, always_xy=True)
-    x = to_mercator.transform(longitude, np.full_like(longitude, latitude[0]))[0]
-    y = to_mercator.transform(np.full_like(latitude, longitude[0]), latitude)[1]
-    cell = (x[-1] - x[0]) / (x.size - 1)
-    west, north = x[0] - cell / 2, y[0] - cell / 2 + latitude.size * cell
-    with MemoryFile() as memory, memory.open(
-            driver="GTiff", width=longitude.size, height=latitude.size, count=1,
-            dtype="float32", crs="EPSG:3857",
-            transform=Affine(cell, 0.0, west, 0.0, -cell, north)) as dataset:
-        dataset.write(elevation[::-1].astype(np.float32), 1)
-        yield dataset
-
-
-def default_geo_terrain(georeference: GeoReference, area=None, *,
-                        resolution: float | None = None) -> GeoTerrain:
-    """The sample grid at its true place and size, cut to ``area`` (a lon/lat box or polygon,
-    as :func:`poam_ros.geo.load_geo_terrain` takes; None: the whole grid) in the map frame of
-    ``georeference``; ``resolution`` m per cell, None keeps the grid's 2.5 km spacing."""
-    from poam_ros.geo.raster import geo_terrain_from_dataset
-
-    with topobathy_dataset() as dataset:
-        return geo_terrain_from_dataset(dataset, georeference, area, resolution=resolution,
-                                        name=NAME)

@@ -5,7 +5,8 @@ configuration, and the offline remap (:mod:`poam_ros.bags.remap`).
 The rclpy sides (the recorder node, the player) live in :mod:`poam_ros.ros`.
 """
 
-from poam_ros.bags.bag_reader import BagError, BagMessage, BagReader, ReadReport, TopicInfo
+from poam_ros.bags.bag_reader import BagReader
+from poam_ros.bags.bag_records import BagError, BagMessage, ReadReport, TopicInfo
 from poam_ros.bags.bag_writer import (
            STORAGES,
            BagWriteError,

@@ -29,9 +29,8 @@ import logging
 import re
 import sqlite3
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, NamedTuple
+from typing import Iterable, Iterator
 
 import yaml
 from mcap.exceptions import McapError
@@ -40,64 +39,12 @@ from mcap.records import Channel, Chunk, Footer, MessageIndex, Schema
 from mcap.records import Message as McapMessage
 from mcap.stream_reader import StreamReader, breakup_chunk
 
+from poam_ros.bags.bag_records import BagError, BagMessage, ReadReport, TopicInfo
+
 log = logging.getLogger(__name__)
 
 MCAP_MAGIC = b"\x89MCAP0\r\n"
 SQLITE_MAGIC = b"SQLite format 3\x00"
-
-
-class BagError(ValueError):
-    """A bag that cannot be read at all; the message says why."""
-
-
-class BagMessage(NamedTuple):
-    """One stored message: ``log_time`` is the receive time in ns, ``publish_time`` the
-    publisher's send time where the storage keeps it (MCAP), else the receive time."""
-
-    topic: str
-    msgtype: str
-    log_time: int
-    data: bytes
-    publish_time: int = 0
-
-
-@dataclass
-class TopicInfo:
-    """A topic as the bag describes it; ``count`` from metadata.yaml or the file index
-    (None where neither says)."""
-
-    name: str
-    msgtype: str
-    definition: str = ""
-    type_hash: str = ""
-    offered_qos: list = field(default_factory=list)
-    count: int | None = None
-
-
-@dataclass
-class ReadReport:
-    """What could not be read: problems (one line each) and messages lost per topic
-    (``unknown_loss``: some loss could not be counted, e.g. after a truncation)."""
-
-    problems: list[str] = field(default_factory=list)
-    lost: Counter = field(default_factory=Counter)
-    unknown_loss: bool = False
-
-    @property
-    def damaged(self) -> bool:
-        return bool(self.problems)
-
-    def summary(self) -> str:
-        if not self.problems:
-            return "the bag read completely"
-        counted = sum(self.lost.values())
-        if counted:
-            lost = f"{counted} message(s) lost" + (" at least" if self.unknown_loss else "")
-        else:
-            lost = "an unknown number of messages lost" if self.unknown_loss else "no loss"
-        per_topic = ", ".join(f"{topic}: {n}" for topic, n in sorted(self.lost.items()))
-        return (f"{lost}{f' ({per_topic})' if per_topic else ''}; "
-                + "; ".join(self.problems))
 
 
 class BagReader:

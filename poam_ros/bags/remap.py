@@ -65,7 +65,8 @@ from typing import Callable
 import numpy as np
 
 from poam_ros import messages as msg
-from poam_ros.bags.bag_reader import BagError, BagReader, ReadReport
+from poam_ros.bags.bag_reader import BagReader
+from poam_ros.bags.bag_records import BagError, ReadReport
 from poam_ros.bags.message_types import MessageTypes
 from poam_ros.geo import GeoReference
 from poam_ros.ingest import Ingest, SampleBatch

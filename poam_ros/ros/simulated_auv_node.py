@@ -40,6 +40,7 @@ from poam_ros.ros import conversions as cv
 from poam_ros.ros import qos
 from poam_ros.ros.parameters import add_config_callback, declare_config
 from poam_ros.ros.run import StartingNode, run_node
+from poam_ros.setup.terrain import TerrainConfig, terrain_from_config
 from poam_ros.sim.multibeam import MultibeamSonar, MultibeamStreamConfig
 from poam_ros.sim.simulated_auv import (
     Odom,
@@ -52,7 +53,6 @@ from poam_ros.sim.simulated_auv import (
 from poam_ros.sim.simulator import SurveySimulator
 from poam_ros.sim.sonar import SonarConfig
 from poam_ros.sim.terrain import TerrainError
-from poam_ros.sim.terrain_config import TerrainConfig, terrain_from_config
 from poam_ros.sim.vehicle import VehicleConfig
 from poam_ros.sim.water_temperature import (
     WaterTemperature,

@@ -33,11 +33,11 @@ from poam_ros.planners import InputCheckConfig, PilotSurveyConfig
 from poam_ros.planners.factory import PLANNERS
 from poam_ros.planners.lawnmower import LawnmowerConfig
 from poam_ros.planners.max_entropy import MaxEntropyConfig
+from poam_ros.setup.terrain import TerrainConfig
 from poam_ros.sim import (
     MultibeamStreamConfig,
     SimulatedAuvConfig,
     SonarConfig,
-    TerrainConfig,
     VehicleConfig,
     WaterTemperatureConfig,
     lower_right_start,

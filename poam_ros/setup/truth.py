@@ -14,7 +14,8 @@ import numpy as np
 from poam_ros.geo.georeference import GeoReference
 from poam_ros.mapping.channels import DEPTH
 from poam_ros.setup.mission_setup import MissionError, MissionSetup
-from poam_ros.sim import Terrain, WaterTemperature, terrain_from_config
+from poam_ros.setup.terrain import terrain_from_config
+from poam_ros.sim import Terrain, WaterTemperature
 from poam_ros.sim.water_temperature import CHANNEL as TEMPERATURE
 
 

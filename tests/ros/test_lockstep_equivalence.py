@@ -21,7 +21,7 @@ rclpy = pytest.importorskip("rclpy", exc_type=ModuleNotFoundError)
 from graph_helpers import ROOT, sim_then_mission  # noqa: E402
 
 from poam_ros.setup.mission_setup import MissionSetup  # noqa: E402
-from poam_ros.sim import TerrainConfig  # noqa: E402
+from poam_ros.setup.terrain import TerrainConfig  # noqa: E402
 
 ENV2 = ROOT.parent / "shared" / "data" / "srtm" / "N17E073_360.npz"
 SEED, BUDGET = 1, 800

@@ -23,7 +23,8 @@ from poam_ros.ros import qos  # noqa: E402
 from poam_ros.ros.mapper_node import MapperNode  # noqa: E402
 from poam_ros.ros.planner_node import PlannerNode  # noqa: E402
 from poam_ros.setup.mission_setup import MissionSetup, mission_seeds  # noqa: E402
-from poam_ros.sim import SurveySimulator, lower_right_start, terrain_from_config  # noqa: E402
+from poam_ros.setup.terrain import terrain_from_config  # noqa: E402
+from poam_ros.sim import SurveySimulator, lower_right_start  # noqa: E402
 from poam_ros.workspace import Workspace  # noqa: E402
 
 GOALS = 3

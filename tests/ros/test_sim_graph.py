@@ -31,7 +31,7 @@ from poam_ros import messages as msg  # noqa: E402
 from poam_ros.bags import BagReader, MessageTypes  # noqa: E402
 from poam_ros.ros import qos  # noqa: E402
 from poam_ros.setup.mission_setup import MissionSetup  # noqa: E402
-from poam_ros.sim import terrain_from_config  # noqa: E402
+from poam_ros.setup.terrain import terrain_from_config  # noqa: E402
 from poam_ros.workspace import Workspace  # noqa: E402
 
 BUDGET = 650  # samples: the pilot survey (484) and a few goals

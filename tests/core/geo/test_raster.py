@@ -13,9 +13,9 @@ from matplotlib import cbook
 from scipy.interpolate import RegularGridInterpolator
 from scipy.io import netcdf_file
 
+from poam_ros.geo.embedded import default_geo_terrain
 from poam_ros.geo.georeference import GeoError, GeoReference
 from poam_ros.geo.raster import load_geo_terrain
-from poam_ros.sim.default_terrain import default_geo_terrain
 
 ANCHOR = GeoReference.local(47.5, -123.5)
 ARC_SECOND = 1 / 3600

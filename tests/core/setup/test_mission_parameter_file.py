@@ -13,7 +13,8 @@ from poam_ros.ingest import IngestConfig
 from poam_ros.params import ConfigError
 from poam_ros.params.files import load_configs
 from poam_ros.setup.mission_setup import MissionSetup
-from poam_ros.sim import lower_right_start, terrain_from_config
+from poam_ros.setup.terrain import terrain_from_config
+from poam_ros.sim import lower_right_start
 from poam_ros.workspace import Workspace, WorkspaceConfig
 
 CONFIG = Path(__file__).resolve().parents[3] / "config" / "poam_ros.yaml"

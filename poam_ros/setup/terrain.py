@@ -6,7 +6,7 @@ Two placements:
   ``extent`` in map metres, whatever its georeference.
 * ``georeferenced``: a georeferenced raster (float GeoTIFF in any CRS, GEBCO NetCDF, SRTM
   ``.hgt`` placed from its tile name; without ``path`` the embedded bathymetry at its true
-  place, :func:`~poam_ros.sim.default_terrain.default_geo_terrain`) at its true position
+  place, :func:`~poam_ros.geo.embedded.default_geo_terrain`) at its true position
   and size in the map frame, cut to a survey area (``survey_box`` in lon/lat, or the
   polygon of ``survey_area_file``, or the whole raster) by
   :func:`poam_ros.geo.load_geo_terrain`. It needs the map frame's geodetic anchor (the
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from poam_ros.params import ConfigError, Params, param
-from poam_ros.sim.default_terrain import PAPER_EXTENT, default_geo_terrain, default_terrain
+from poam_ros.sim.default_terrain import PAPER_EXTENT, default_terrain
 from poam_ros.sim.terrain import Terrain
 from poam_ros.sim.terrain_io import FIRST_ROW_CHOICES, load_terrain
 
@@ -127,6 +127,7 @@ def terrain_from_config(config: TerrainConfig,
 
 def _georeferenced_terrain(config: TerrainConfig, georeference: GeoReference | None) -> Terrain:
     from poam_ros.geo import GeoError, load_geo_terrain, read_survey_area
+    from poam_ros.geo.embedded import default_geo_terrain
 
     if georeference is None:
         raise GeoError(f"{config.path or 'the embedded bathymetry'}: placement georeferenced "

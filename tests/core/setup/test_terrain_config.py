@@ -6,11 +6,11 @@ import math
 import numpy as np
 import pytest
 from rasterio.transform import Affine
-from sim_data import write_float_geotiff
 
 from poam_ros.geo import GeoError, GeoReference
 from poam_ros.params import ConfigError
-from poam_ros.sim.terrain_config import TerrainConfig, terrain_from_config
+from poam_ros.setup.terrain import TerrainConfig, terrain_from_config
+from tests.core.geo.geo_data import write_geotiff
 
 
 def test_default_config_builds_the_embedded_terrain():
@@ -53,7 +53,7 @@ TILE = Affine(0.01, 0, -123.6, 0, -0.01, 47.6)  # 0.2° × 0.2° of 0.01° cells
 def depth_tile(tmp_path, values=None, **georeference):
     grid = np.linspace(-900.0, -100.0, 400).reshape(20, 20) if values is None else values
     georeference = georeference or {"crs": "EPSG:4326", "transform": TILE}
-    return str(write_float_geotiff(tmp_path / "depths.tif", grid, **georeference))
+    return str(write_geotiff(tmp_path / "depths.tif", grid, **georeference))
 
 
 def georeferenced(path, **values):
@@ -92,7 +92,7 @@ def test_bad_georeferenced_input_is_one_clear_error(tmp_path, case, message):
     if case == "no anchor":
         path, anchor = depth_tile(tmp_path), None
     elif case == "no georeference":
-        path = str(write_float_geotiff(tmp_path / "plain.tif", np.full((20, 20), -50.0)))
+        path = str(write_geotiff(tmp_path / "plain.tif", np.full((20, 20), -50.0), None, None))
     elif case == "partly outside":
         path, box = depth_tile(tmp_path), [-123.7, -123.5, 47.45, 47.55]
     else:
