@@ -114,7 +114,7 @@ class MapPersistence:
                 journal.close(remove=not (recovery.resumable or recovery.ignored))
             raise
         self.journal = journal
-        return opened or OpenedMap(survey_model(mapping, self.channels))
+        return opened if opened is not None else OpenedMap(survey_model(mapping, self.channels))
 
     def _remove_stale_temporaries(self) -> None:
         try:

@@ -43,16 +43,11 @@ served model, and answers with the file's name. At start the node deletes the te
 that saves to ``save_path`` killed mid-write left beside it; a ``state_file`` it cannot load
 stops the start with one line naming the file.
 
-Crash journal (``journal.*``; :mod:`poam_ros.mapping.persistence` opens the map, journals and
-autosaves it, :mod:`poam_ros.mapping.journal` is the format): every samples message the node
-accepts is appended to the journal as it arrives, and the model is autosaved into the journal's
-directory every ``journal.autosave_period`` (after that update). A process that ends without
-an orderly shutdown (SIGKILL, out of memory, a power loss) leaves the journal; the next start
-with the same ``journal.path`` (by default beside ``save_path``) loads its newest autosave and
-replays the batches after it as one batch, before its first map, and says so in the log; the
-journal then takes precedence over ``state_file``. ``~/reset`` begins a new map in the journal
-too, and samples set aside after a failed update leave it. An orderly shutdown removes the
-journal, so the next start begins a new map as before: ``~/save`` keeps a map.
+Crash journal (``journal.*``, :mod:`poam_ros.mapping.persistence`): every samples message the
+node accepts is journaled as it arrives and the model autosaved every
+``journal.autosave_period``; a start after a process that did not shut down in order (SIGKILL,
+out of memory, a power loss) resumes its map (it wins over ``state_file``); an orderly shutdown
+removes the journal, so the next start begins a new map: ``~/save`` keeps a map.
 
 Parameters: ``mapping.*`` (:class:`MappingConfig`) take effect when a model is created: at
 start and on ``~/reset`` (a model resumed from ``state_file`` keeps the settings saved with
@@ -783,24 +778,20 @@ def _target_baselines(targets: np.ndarray) -> TargetBaseline | list[TargetBaseli
 
 
 class _RosLog(logging.Handler):
-    """Hands the records of a core object's logger to the node's ROS logger."""
+    """Hands a core object's log records (info, warning, error) to the node's ROS log."""
 
     def __init__(self, node: StartingNode) -> None:
         super().__init__()
         self._logger = node.get_logger()
 
     def emit(self, record: logging.LogRecord) -> None:
-        if record.levelno >= logging.ERROR:
-            self._logger.error(record.getMessage())
-        elif record.levelno >= logging.WARNING:
-            self._logger.warning(record.getMessage())
-        else:
-            self._logger.info(record.getMessage())
+        level = ("error" if record.levelno >= logging.ERROR
+                 else "warning" if record.levelno >= logging.WARNING else "info")
+        getattr(self._logger, level)(record.getMessage())
 
 
 def _ros_logger(node: StartingNode) -> logging.Logger:
-    """A logger of the node's own (not in logging's registry, which outlives the node) that
-    writes to its ROS log."""
+    """A logger of the node's own (outside logging's registry, which outlives nodes)."""
     logger = logging.Logger(node.get_name())
     logger.addHandler(_RosLog(node))
     return logger
