@@ -29,6 +29,7 @@ fail alike:
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import time
@@ -177,6 +178,12 @@ class MappingLoop:
         return MapStep(UpdateReport(num_samples=model.num_samples), failure, refused,
                        recovery=f"{dropped} new samples set aside (update_failed): their "
                                 f"update failed ({failure})", set_aside=dropped)
+
+    def snapshot(self) -> MappingLoop:
+        """A loop over a deep copy of the model as it is now, for readers beside this loop:
+        its map, queries and saves stay this moment's while this loop updates on (the mapper
+        node's served model)."""
+        return MappingLoop(copy.deepcopy(self.model), self.scoring, self.workspace)
 
     def layers(self, grid: MapGrid, include_noise: bool = False,
                lengthscale: bool = True) -> MapLayers:

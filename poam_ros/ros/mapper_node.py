@@ -2,12 +2,14 @@
 
 Callbacks only convert and buffer. A worker thread owned by the node runs ``add_data`` and
 ``update()`` on the batches that arrived since its last update (all of them merged into one
-update), predicts the map on the grid and publishes it, so that subscriptions, services and
-uncertainty queries stay responsive during an update. The worker alone touches the live
-model; after each successful update and its map it hands a copy (the *served* model) to the
-callbacks, which answer queries and ``~/save`` from it. A query during an update is
-therefore answered by the last good model, never by one older than a map already
-published, and a failed update leaves the last good map published.
+update: one step of its :class:`~poam_ros.mapping.loop.MappingLoop`), predicts the map on the
+grid and publishes it, so that subscriptions, services and uncertainty queries stay
+responsive during an update. The worker alone touches the live model; after each successful
+update and its map it hands a deep copy (the *served* model,
+:meth:`~poam_ros.mapping.loop.MappingLoop.snapshot`) to the callbacks, which answer queries,
+``~/save`` and ``~/export`` from it. A query during an update is therefore answered by the
+last good model, never by one older than a map already published, and a failed update leaves
+the last good map published.
 
 Maps are stamped with the newest samples stamp they include (the data time, or the clock
 when the samples carry none). A batch that adds nothing (empty: every sounding of the leg
@@ -41,16 +43,11 @@ served model, and answers with the file's name. At start the node deletes the te
 that saves to ``save_path`` killed mid-write left beside it; a ``state_file`` it cannot load
 stops the start with one line naming the file.
 
-Crash journal (``journal.*``, :mod:`poam_ros.mapping.journal`): every samples message the node
-accepts is appended to the journal as it arrives, and the model is autosaved into the journal's
-directory every ``journal.autosave_period`` (after that update). A process that ends without
-an orderly shutdown (SIGKILL, out of memory, a power loss) leaves the journal; the next start
-with the same ``journal.path`` (by default beside ``save_path``) loads its newest autosave and
-replays the batches after it as one batch, before its first map, and says so in the log; the
-journal then takes precedence over ``state_file`` (a map resumed from ``state_file`` has it as
-its first autosave). ``~/reset`` begins a new map in the journal too, and samples set aside
-after a failed update leave it (an autosave without them). An orderly shutdown
-removes the journal, so the next start begins a new map as before: ``~/save`` keeps a map.
+Crash journal (``journal.*``, :mod:`poam_ros.mapping.persistence`): every samples message the
+node accepts is journaled as it arrives and the model autosaved every
+``journal.autosave_period``; a start after a process that did not shut down in order (SIGKILL,
+out of memory, a power loss) resumes its map (it wins over ``state_file``); an orderly shutdown
+removes the journal, so the next start begins a new map: ``~/save`` keeps a map.
 
 Parameters: ``mapping.*`` (:class:`MappingConfig`) take effect when a model is created: at
 start and on ``~/reset`` (a model resumed from ``state_file`` keeps the settings saved with
@@ -78,7 +75,7 @@ monitor with the ground truth (``poam-ros sim``) scores the live maps like for l
 
 from __future__ import annotations
 
-import copy
+import logging
 import statistics
 import threading
 import time
@@ -99,10 +96,11 @@ from std_srvs.srv import SetBool, Trigger
 from poam_ros import messages as msg
 from poam_ros.geo import GeoConfig, GeoError, GeoReference, resolve_workspace
 from poam_ros.mapping.channels import channel_names, check_method, survey_model
-from poam_ros.mapping.journal import Journal, JournalConfig
+from poam_ros.mapping.journal import JournalConfig
 from poam_ros.mapping.loop import MappingLoop
 from poam_ros.mapping.map_grid import MapGrid, MapGridConfig
 from poam_ros.mapping.metrics import TargetBaseline, evaluation_points
+from poam_ros.mapping.persistence import MapPersistence, OpenedMap
 from poam_ros.mapping.survey_product import export_map
 from poam_ros.models import (
     MappingConfig,
@@ -117,7 +115,6 @@ from poam_ros.params import ConfigError
 from poam_ros.params.node_settings import MapperSettings
 from poam_ros.ros import conversions as cv
 from poam_ros.ros import qos
-from poam_ros.ros.mapper_persistence import MapperPersistence, QueuedBatch
 from poam_ros.ros.parameters import (
     add_config_callback,
     declare_config,
@@ -133,6 +130,16 @@ UNREADABLE_MESSAGE = "unreadable_message"
 LATENCY_WINDOW = 20  # updates over which the median latency is reported
 SNAPSHOT_WAIT = 10.0  # s a query waits at most for the model of a map just published
 SHUTDOWN_WAIT = 10.0  # s destroy_node waits for an update in progress
+
+
+@dataclass
+class QueuedBatch:
+    """A samples message as the callback queued it for the worker."""
+
+    xy: np.ndarray  # (N, 2) m
+    z: np.ndarray  # (N,); (N, 1 + C) with channels, depth first, NaN where not measured
+    stamp: int  # ns, the message's header stamp (the data time of its samples)
+    arrival: float  # time.monotonic() when the message reached the callback
 
 
 @dataclass
@@ -163,11 +170,11 @@ class _Status:
     autosave_time: float = float("nan")  # s, the last autosave's
 
 
-class MapperNode(MapperPersistence, StartingNode):
+class MapperNode(StartingNode):
     """POAM mapping node; see the module docstring for its interface."""
 
     _worker: threading.Thread | None = None
-    _journal: Journal | None = None
+    _persistence: MapPersistence | None = None
 
     def __init__(self, node_name: str = "mapper", **kwargs) -> None:
         super().__init__(node_name, **kwargs)
@@ -182,7 +189,7 @@ class MapperNode(MapperPersistence, StartingNode):
         # The samples' channels fix the model's outputs and the map's layers: set once.
         self._channels = tuple(self._settings.channels)
         check_method(self._mapping, self._channels)
-        self._journal_config = declare_config(
+        journal_config = declare_config(
             self, JournalConfig, "journal", read_only=[s.name for s in JournalConfig.specs()])
         self._georeference = GeoReference.from_config(declare_config(
             self, GeoConfig, "geo", read_only=[s.name for s in GeoConfig.specs()]))
@@ -210,23 +217,22 @@ class MapperNode(MapperPersistence, StartingNode):
         self._republish = False
         self._stopping = False
         self._generation = 0  # bumped by ~/reset: results of older generations are dropped
-        self._served: OnlineSparseGP | None = None
+        self._served: MappingLoop | None = None  # a copy of the published map's model
         self._snapshot_due = False  # a map is out whose model is not yet _served
         # Maps are stamped with the newest samples stamp they include (the data time), so
         # that a planner can tell a map made after its goal was reached; 0: none yet.
         self._data_stamp = 0
         self._status = _Status(device=str(resolve_device(self._mapping.device)),
                                method=self._mapping.method)
-        # The worker's own model. Built now rather than at the first batch: the first model
-        # of a process costs seconds of one-off initialisation, which belongs to start-up.
-        self._model: OnlineSparseGP | None = None
-        self._remove_stale_temporaries()
-        # Crash journal: "off", its directory, or why it stopped; autosave bookkeeping.
-        self._journal_state = "off"
-        self._autosave_due = False  # autosave after the next update, whatever the period
-        self._since_autosave = 0  # updates
-        self._last_autosave = time.monotonic()
-        self._open_map()
+        # The worker's own loop and model. Built now rather than at the first batch: the
+        # first model of a process costs seconds of one-off initialisation, which belongs to
+        # start-up.
+        self._persistence = MapPersistence(journal_config, self._settings.save_path,
+                                           self._channels, _ros_logger(self))
+        opened = self._persistence.open(self._mapping, self._settings.state_file)
+        self._loop = MappingLoop(opened.model, workspace=self._workspace)
+        self._model_stale = False  # a reset dropped the model and making the next failed
+        self._open(opened)
 
         self._map_pub = self.create_publisher(PointCloud2, "map", qos.LATCHED)
         self._std_pub = self.create_publisher(OccupancyGrid, "map/std", qos.LATCHED)
@@ -252,8 +258,8 @@ class MapperNode(MapperPersistence, StartingNode):
         self.create_service(SetBool, "~/pause", self._on_pause, callback_group=services)
         self.create_service(Trigger, "~/export", self._on_export, callback_group=services)
         self.create_timer(self._settings.diagnostics_period, self._publish_diagnostics)
-        if self._journal is not None and self._journal_config.sync_period > 0:
-            self.create_timer(self._journal_config.sync_period, self._sync_journal,
+        if self._persistence.journal is not None and journal_config.sync_period > 0:
+            self.create_timer(journal_config.sync_period, self._persistence.sync,
                               callback_group=MutuallyExclusiveCallbackGroup())
 
         self._worker = threading.Thread(target=self._work, name=f"{node_name}_worker",
@@ -263,6 +269,21 @@ class MapperNode(MapperPersistence, StartingNode):
             f"mapping with {self._mapping.method} on {self._status.device}, "
             f"{self._grid.shape[0]} x {self._grid.shape[1]} map grid in "
             f"'{self._settings.map_frame}'")
+
+    def _open(self, opened: OpenedMap) -> None:
+        """Serve a model loaded at start (its map is due at once) and queue the journal's
+        batches to replay as the first update."""
+        model = opened.model
+        self._data_stamp = opened.stamp
+        if opened.loaded:
+            self._served = self._loop.snapshot()
+            self._republish = True
+            self._status.num_samples = model.num_samples
+            self._status.num_inducing = model.inducing.shape[0]
+            self._status.device, self._status.method = str(model.device), model.method
+        if opened.replay is not None:
+            xy, z, stamp = opened.replay
+            self._incoming.append(QueuedBatch(xy, z, stamp, time.monotonic()))
 
     # ---------------------------------------------------------------- parameters
     def _vet_parameters(self, parameters) -> SetParametersResult:
@@ -316,11 +337,7 @@ class MapperNode(MapperPersistence, StartingNode):
             return
         stamp = msg.time_to_nanoseconds(message.header.stamp)
         with self._lock:  # an empty batch too: it ends a leg, and lockstep waits for its map
-            if len(z) and self._journaling():  # in the queue's order, before any update
-                try:
-                    self._journal.append(xy, z, stamp)
-                except OSError as error:
-                    self._journal_failed(f"cannot append to the journal: {error}")
+            self._persistence.append(xy, z, stamp)  # in the queue's order, before any update
             self._incoming.append(QueuedBatch(xy, z, stamp, arrival))
             self._lock.notify_all()
 
@@ -333,7 +350,7 @@ class MapperNode(MapperPersistence, StartingNode):
         """Predictive std of a new measurement at the query's points (with channels, their
         covariance), from the served model; an empty response means there is no model yet
         (or the query was unusable)."""
-        model = self._served_model()
+        served = self._served_model()
         with self._lock:
             frame = self._settings.map_frame
             self._status.queries += 1
@@ -341,12 +358,12 @@ class MapperNode(MapperPersistence, StartingNode):
         if message.header.frame_id != frame:
             self.warn_throttled("query_frame", f"query in frame '{message.header.frame_id}', "
                                                f"expected '{frame}': answered empty")
-        elif model is not None:
+        elif served is not None:
             try:
                 points = msg.cloud_to_query(message)
                 # The paper's planner scores the predictive distribution of a measurement
                 # (of every channel, with several).
-                spread = MappingLoop(model).uncertainty(points)
+                spread = served.uncertainty(points)
                 xy = points
             except (ValueError, NumericalError, ModelNotReadyError) as error:
                 self.warn_throttled("query_failed", f"query answered empty: {error}")
@@ -354,11 +371,12 @@ class MapperNode(MapperPersistence, StartingNode):
             Header(stamp=message.header.stamp, frame_id=frame), xy, spread))
 
     def _on_save(self, _request, response):
-        model = self._served_model()
+        served = self._served_model()
         with self._lock:
             path = Path(self._settings.save_path).expanduser()
-        if model is None:
+        if served is None:
             return self._answer(response, False, "no map to save yet")
+        model = served.model
         try:
             model.save(path)
         except OSError as error:
@@ -375,12 +393,13 @@ class MapperNode(MapperPersistence, StartingNode):
             return self._answer(response, False, "no geodetic anchor (geo.anchor: none): the "
                                                  "map has no place on the Earth to export; "
                                                  "set geo.anchor to latlon or projected")
-        model = self._served_model()
+        served = self._served_model()
         with self._lock:
             path = Path(self._settings.export_path).expanduser()
             grid, include_noise = self._grid, self._settings.std_includes_noise
-        if model is None:
+        if served is None:
             return self._answer(response, False, "no map to export yet")
+        model = served.model
         try:
             export_map(path, model, grid, anchor, include_noise)
         except (GeoError, ModelNotReadyError, NumericalError) as error:
@@ -403,7 +422,7 @@ class MapperNode(MapperPersistence, StartingNode):
                 self._status = _Status(device=str(resolve_device(self._mapping.device)),
                                        method=self._mapping.method,
                                        queries=self._status.queries)
-                self._new_journal_map()
+                self._persistence.new_map()
                 self._lock.notify_all()
             self._publish_empty_map()
         return self._answer(response, True, f"map reset ({dropped} buffered batches dropped); "
@@ -444,19 +463,19 @@ class MapperNode(MapperPersistence, StartingNode):
                 generation, mapping = self._generation, self._mapping
                 # The journal's segment boundary at exactly the batches taken: the model
                 # holds all before it once they are in, and is then autosaved with its number.
-                checkpoint = self._checkpoint() if batches else None
+                checkpoint = self._persistence.checkpoint() if batches else None
             taken = time.monotonic()
             try:
                 if reset:
                     self._data_stamp = 0
-                    self._model = None  # stays None, and batches wait, if the next fails
-                    self._model = survey_model(mapping, self._channels)
+                    self._model_stale = True  # batches wait for a new model if making it fails
+                    self._new_model(mapping)
                 if batches:
                     if (self._update(batches, generation, mapping, taken)
                             and checkpoint is not None):
-                        self._autosave(self._model, checkpoint, generation)
+                        self._autosave(checkpoint, generation)
                 elif republish:
-                    self._publish_model(self._served_copy(), generation)
+                    self._republish_served(generation)
             except Exception as error:  # noqa: BLE001 - the node must outlive any failure
                 with self._lock:
                     self._snapshot_due = False  # no copy is coming: serve the last one
@@ -464,45 +483,49 @@ class MapperNode(MapperPersistence, StartingNode):
                 self._fail(f"{type(error).__name__}: {error}")
                 self.get_logger().error(f"mapping failed: {error!r}")
 
+    def _new_model(self, mapping: MappingConfig) -> None:
+        """The loop takes a new model (``mapping.*`` as they are now) after a reset."""
+        self._loop.model = survey_model(mapping, self._channels)
+        self._model_stale = False
+
     def _update(self, batches: list[QueuedBatch], generation: int, mapping: MappingConfig,
                 taken: float) -> bool:
         """One step of the mapping loop on ``batches`` and its map; whether it succeeded."""
-        if self._model is None:  # building it at the reset failed: try again
-            self._model = survey_model(mapping, self._channels)
-        model = self._model
+        if self._model_stale:  # making it at the reset failed: try again
+            self._new_model(mapping)
+        loop = self._loop
         with self._lock:
-            workspace = self._workspace
-        step = MappingLoop(model, workspace=workspace).step((batch.xy, batch.z)
-                                                            for batch in batches)
+            loop.workspace = self._workspace
+        step = loop.step((batch.xy, batch.z) for batch in batches)
         for error in step.refused:  # counted by the model as malformed_batch
             self.get_logger().warning(f"batch refused: {error}")
         if step.recovery is not None:
             self.get_logger().warning(step.recovery)
         if step.set_aside:
-            self._rebase_journal(model, generation)
+            self._rebase_journal(generation)
         if step.failure is not None:
-            self._fail(f"update failed, kept the last good map: {step.failure}", model)
+            self._fail(f"update failed, kept the last good map: {step.failure}", loop.model)
             self.get_logger().error(f"model update failed (the last good map stays): "
                                     f"{step.failure}")
             return False
         report = step.report
         self._data_stamp = max(self._data_stamp, *(batch.stamp for batch in batches))
         if report.skipped:  # nothing new: empty batches, or every sample refused
-            self._record(model, report)
+            self._record(loop.model, report)
             # The map stands for these batches too: republished with their stamp, as the
             # ROS-free mission scores an epoch without samples, so a lockstep planner goes on.
-            if model.ready and self._publish_model(model, generation) is not None:
-                self._publish_evaluation(model, generation)
+            if loop.model.ready and self._publish_model(loop, generation) is not None:
+                self._publish_evaluation(loop, generation)
             return True
         if report.training_failure:
             self.get_logger().warning(f"hyper-parameter training failed, kept the previous "
                                       f"values: {report.training_failure}")
-        published = self._publish_model(model, generation, report)
+        published = self._publish_model(loop, generation, report)
         if published is None:
             return False
         # The copy that serves queries and ~/save is made after the map is out, so that it
         # costs the map no latency; a query in the meantime waits for it (_served_model).
-        served = copy.deepcopy(model)
+        served = loop.snapshot()
         newest = max(batch.arrival for batch in batches)
         latency = published - newest
         with self._lock:
@@ -513,35 +536,62 @@ class MapperNode(MapperPersistence, StartingNode):
             status.latency, status.queue_wait = latency, taken - newest
             status.overhead = latency - status.queue_wait - report.total_time - status.map_time
             status.latencies.append(latency)
-            self._since_autosave += 1
-        self._publish_evaluation(model, generation)
+        self._persistence.updated()
+        self._publish_evaluation(loop, generation)
         self._publish_diagnostics()
         return True
 
-    def _served_copy(self) -> OnlineSparseGP | None:
+    def _rebase_journal(self, generation: int) -> None:
+        """Samples were set aside: the journal's base moves past them, and the batches queued
+        since the update began (journaled before that boundary) follow it again; under the
+        lock, so that no batch arrives in between."""
+        model = self._loop.model
         with self._lock:
-            return self._served
+            if generation != self._generation or self._stopping:
+                return
+            checkpoint = self._persistence.rebase(
+                model, self._data_stamp, ((b.xy, b.z, b.stamp) for b in self._incoming))
+        if checkpoint is not None:
+            self._autosave(checkpoint, generation)
 
-    def _served_model(self) -> OnlineSparseGP | None:
-        """The model of the newest published map, for queries and ~/save: waits while the
-        worker copies it (milliseconds), so no answer comes from a model older than a map
-        the asker may have seen."""
+    def _autosave(self, checkpoint: int, generation: int) -> None:
+        """Autosave the live model, which holds every batch before ``checkpoint``, unless a
+        reset or the shutdown came since."""
+        with self._lock:
+            if generation != self._generation or self._stopping:
+                return
+        seconds = self._persistence.autosave(self._loop.model, checkpoint)
+        if seconds is not None:
+            with self._lock:
+                self._status.autosaves += 1
+                self._status.autosave_time = seconds
+
+    def _republish_served(self, generation: int) -> None:
+        """The map again (the grid or the publishing options changed, or a model was loaded
+        at start), from the served model: the published map's, not the live one, which may
+        hold samples pending or set aside since."""
+        with self._lock:
+            served = self._served
+        if served is not None:
+            self._publish_model(served, generation)
+
+    def _served_model(self) -> MappingLoop | None:
+        """The loop over the model of the newest published map, for queries, ~/save and
+        ~/export: waits while the worker copies it (milliseconds), so no answer comes from a
+        model older than a map the asker may have seen."""
         with self._lock:
             self._lock.wait_for(lambda: not self._snapshot_due or self._stopping,
                                 timeout=SNAPSHOT_WAIT)
             return self._served
 
-    def _publish_model(self, model: OnlineSparseGP | None, generation: int,
+    def _publish_model(self, loop: MappingLoop, generation: int,
                        report: UpdateReport | None = None) -> float | None:
-        """Predict the map with ``model`` and publish it; returns the time.monotonic() after
-        publishing, None when a reset made the result stale. With a ``report`` (a new
+        """Predict the map with ``loop``'s model and publish it; returns the time.monotonic()
+        after publishing, None when a reset made the result stale. With a ``report`` (a new
         model, not a republication) queries wait from now until its copy is served."""
-        if model is None:
-            return None
         with self._lock:
             grid, settings = self._grid, self._settings
-        layers = MappingLoop(model).layers(grid, settings.std_includes_noise,
-                                           settings.publish_lengthscale)
+        layers = loop.layers(grid, settings.std_includes_noise, settings.publish_lengthscale)
         stamp = (cv.nanoseconds_to_time(self._data_stamp) if self._data_stamp
                  else self.get_clock().now().to_msg())
         header = Header(stamp=stamp, frame_id=settings.map_frame)
@@ -556,7 +606,7 @@ class MapperNode(MapperPersistence, StartingNode):
                          for pair in zip(layers.channel_means, layers.channel_stds)
                          for layer in pair]
         inducing_cloud = cv.inducing_to_cloud(header, layers.inducing, layers.inducing_mean)
-        memory = getattr(model, "memory_samples", None)  # dual-gp: (xy, z) of its memory
+        memory = getattr(loop.model, "memory_samples", None)  # dual-gp: (xy, z) of its memory
         memory_cloud = None if memory is None else cv.samples_to_cloud(header, *memory())
         with self._publish_lock:
             with self._lock:
@@ -565,7 +615,7 @@ class MapperNode(MapperPersistence, StartingNode):
                 self._status.map_stamp = msg.time_to_nanoseconds(stamp)
                 if report is not None:
                     self._snapshot_due = True
-                    self._record(model, report, layers.predict_time)
+                    self._record(loop.model, report, layers.predict_time)
             self._map_pub.publish(cloud)
             self._std_pub.publish(std_grid)
             for publisher, channel_grid in zip(self._channel_publishers(), channel_grids):
@@ -575,7 +625,7 @@ class MapperNode(MapperPersistence, StartingNode):
                 self._memory_pub.publish(memory_cloud)
             return time.monotonic()
 
-    def _publish_evaluation(self, model: OnlineSparseGP, generation: int) -> None:
+    def _publish_evaluation(self, loop: MappingLoop, generation: int) -> None:
         """``map/evaluation`` of the map just published (after its served copy, so that
         it delays no query), stamped as that map."""
         with self._lock:
@@ -583,7 +633,7 @@ class MapperNode(MapperPersistence, StartingNode):
             stamp = self._status.map_stamp
         if points is None:
             return
-        mean, std = MappingLoop(model).evaluation(points)
+        mean, std = loop.evaluation(points)
         header = Header(stamp=cv.nanoseconds_to_time(stamp), frame_id=frame)
         cloud = cv.evaluation_to_cloud(header, points, mean, std, self._channels)
         with self._publish_lock:
@@ -671,7 +721,7 @@ class MapperNode(MapperPersistence, StartingNode):
             "last_queue_wait": status.queue_wait, "last_node_overhead": status.overhead,
             "median_latency": (statistics.median(status.latencies) if status.latencies
                                else float("nan")),
-            "map_stamp": status.map_stamp, "journal": self._journal_state,
+            "map_stamp": status.map_stamp, "journal": self._persistence.state,
             "autosaves": status.autosaves, "last_autosave_time": status.autosave_time,
         })
         if isinstance(status.targets, TargetBaseline):  # repr of a float: read back exactly
@@ -713,16 +763,8 @@ class MapperNode(MapperPersistence, StartingNode):
                 self.get_logger().warning(f"the update in progress did not finish within "
                                           f"{SHUTDOWN_WAIT:g} s; exiting anyway")
             self._worker = None
-        if self._journal is not None:  # an orderly end: the next start begins a new map
-            with self._lock:
-                journal, self._journal = self._journal, None
-            try:
-                journal.close(remove=True)
-                self.get_logger().info(f"removed the crash journal {journal.directory}: an "
-                                       f"orderly stop ends the map (~/save keeps one)")
-            except OSError as error:
-                self.get_logger().warning(f"cannot remove the journal {journal.directory}: "
-                                          f"{error}")
+        if self._persistence is not None:  # an orderly end: the next start begins a new map
+            self._persistence.close()
         super().destroy_node()
 
 
@@ -733,6 +775,26 @@ def _target_baselines(targets: np.ndarray) -> TargetBaseline | list[TargetBaseli
         return TargetBaseline.of(targets)
     columns = [column[np.isfinite(column)] for column in targets.T]
     return [TargetBaseline.of(column) if len(column) else None for column in columns]
+
+
+class _RosLog(logging.Handler):
+    """Hands a core object's log records (info, warning, error) to the node's ROS log."""
+
+    def __init__(self, node: StartingNode) -> None:
+        super().__init__()
+        self._logger = node.get_logger()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        level = ("error" if record.levelno >= logging.ERROR
+                 else "warning" if record.levelno >= logging.WARNING else "info")
+        getattr(self._logger, level)(record.getMessage())
+
+
+def _ros_logger(node: StartingNode) -> logging.Logger:
+    """A logger of the node's own (outside logging's registry, which outlives nodes)."""
+    logger = logging.Logger(node.get_name())
+    logger.addHandler(_RosLog(node))
+    return logger
 
 
 def _evaluation_points(settings: MapperSettings,

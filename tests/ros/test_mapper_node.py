@@ -197,6 +197,9 @@ def test_an_update_in_progress_blocks_neither_queries_nor_services(
         assert call(save, Trigger.Request(), spin_until, mapper, probe.node).success
         assert load_model(tmp_path / "held.pt").num_samples == 80  # the served model
         assert len(probe.maps) == 1
+        # The served model is a copy, not the live model the held update is changing.
+        served, live = mapper._served_model().model, mapper._loop.model
+        assert served is not live and (served.num_samples, live.num_samples) == (80, 160)
     finally:
         release.set()
     # The held update publishes, then the two batches that queued behind it make one more.
@@ -408,7 +411,7 @@ def test_samples_set_aside_leave_the_crash_journal(start_mapper, make_node, spin
     assert spin_until(lambda: updates(probe) == (1 if first else 2), mapper, probe.node,
                       timeout=TIMEOUT)
 
-    recovery = mapper._journal.recover()
+    recovery = mapper._persistence.journal.recover()
     saved = load_model(recovery.autosave).num_samples if recovery.autosave else 0
     assert saved + len(recovery.z) == (80 if first else 160)
     replayed = recovery.xy if recovery.autosave is None else np.vstack(

@@ -185,3 +185,19 @@ def test_a_short_first_track_maps_a_kilometre_survey_as_a_wide_first_batch_does(
     wide = np.random.default_rng(7).uniform(0.0, 20_000.0, (200, 2))
     assert error("first_batch", short) > 5 * error("auto", short)
     assert error("auto", short) < 2 * error("first_batch", wide)
+
+
+def test_a_snapshot_keeps_its_map_while_the_loop_updates_on():
+    """What the mapper serves beside its worker: a copy, which a later step leaves as it was."""
+    rng = np.random.default_rng(3)
+    loop = MappingLoop(make_model(MappingConfig(num_inducing=20, train_steps=1,
+                                                batch_size=32)))
+    loop.step([batch(rng, 50)])
+    snapshot = loop.snapshot()
+    points = rng.uniform(-30, 30, (7, 2))
+    before = snapshot.uncertainty(points)
+    np.testing.assert_array_equal(before, loop.uncertainty(points))
+    loop.step([batch(rng, 50)])
+    assert snapshot.model is not loop.model
+    assert (snapshot.model.num_samples, loop.model.num_samples) == (50, 100)
+    np.testing.assert_array_equal(snapshot.uncertainty(points), before)
