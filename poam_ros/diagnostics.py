@@ -235,7 +235,7 @@ def decode(record_type: type, pairs: Iterable[tuple[str, str]]):
     for spec in _specs(record_type):
         try:
             read.update(spec.decode(values, loose))
-        except (TypeError, ValueError) as error:
+        except (KeyError, ValueError) as error:  # a listed entry without its key, a bad text
             raise DiagnosticsError(f"{record_type.__name__}.{spec.name}: {error}") from None
     return record_type(**read)
 

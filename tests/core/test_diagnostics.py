@@ -108,6 +108,9 @@ def test_missing_required_keys_raise_unknown_ones_are_ignored():
         d.decode(d.SimulatorStatus, pairs[1:])
     with pytest.raises(d.DiagnosticsError, match="holding"):
         d.decode(d.SimulatorStatus, [(k, "yes" if k == "holding" else v) for k, v in pairs])
+    listed = [(k, v) for k, v in d.encode(MAPPER) if k != "last_memory_size"]
+    with pytest.raises(d.DiagnosticsError, match="figures"):
+        d.decode(d.MapperStatus, listed)
 
 
 def test_a_status_is_read_by_its_name():
