@@ -18,6 +18,7 @@ import math
 
 import numpy as np
 
+from poam_ros import diagnostics
 from poam_ros.attitude import yaw_from_quaternion
 
 NANOSECONDS_PER_SECOND = 1_000_000_000
@@ -269,6 +270,13 @@ def cloud_to_evaluation(cloud, channels=()) -> tuple[np.ndarray, np.ndarray, np.
                                                        for name in channels])
                      for kind in ("mean", "std"))
 
+def status_record(status):
+    """The :mod:`poam_ros.diagnostics` record a ``DiagnosticStatus`` holds (picked by its
+    name), None for a status of no node of this stack; raises
+    :class:`~poam_ros.diagnostics.DiagnosticsError` for one that does not read."""
+    return diagnostics.read(status.name, ((kv.key, kv.value) for kv in status.values))
+
+
 
 def _cloud_layout(cloud) -> np.dtype:
     """Structured dtype of one point as the message describes it."""
@@ -298,3 +306,4 @@ def _buffer(data):
     if isinstance(data, (list, tuple)):
         return np.asarray(data, dtype=np.uint8)
     return memoryview(data).cast("B")
+

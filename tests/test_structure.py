@@ -14,7 +14,7 @@ PACKAGE = REPO / "poam_ros"
 SIM = REPO / "sim"  # poam_ros/sim links to it
 
 FLOORS = (
-    ("params", "attitude", "processes", "kernels", "inducing", "scalers"),
+    ("params", "attitude", "processes", "kernels", "inducing", "scalers", "diagnostics"),
     ("workspace", "messages", "sim", "models"),
     ("geo", "figures"),
     ("ingest", "mapping"),

@@ -68,12 +68,14 @@ from poam_ros import messages as msg
 from poam_ros.bags.bag_reader import BagReader
 from poam_ros.bags.bag_records import BagError, ReadReport
 from poam_ros.bags.message_types import MessageTypes
+from poam_ros.diagnostics import LOST_IN_TRANSPORT, DiagnosticsError, IngestStatus, SimulatorStatus
 from poam_ros.geo import GeoReference
 from poam_ros.ingest import Ingest, SampleBatch
 from poam_ros.ingest.attitude_depth import feed_depth_message, feed_imu_message
 from poam_ros.ingest.channels import channel_sources, feed_channel_message
 from poam_ros.ingest.clock_jumps import ClockJumps, Verdict
 from poam_ros.ingest.config import IngestConfig
+from poam_ros.ingest.core import LATE, NO_POSE, QUEUE_OVERFLOW
 from poam_ros.mapping.channels import channel_names, survey_model
 from poam_ros.mapping.epochs import EpochRecord
 from poam_ros.mapping.loop import MappingLoop, Scoring
@@ -94,10 +96,10 @@ ODOMETRY, RANGE, CLOUD, PATH = ("nav_msgs/msg/Odometry", "sensor_msgs/msg/Range"
 DIAGNOSTICS = "diagnostic_msgs/msg/DiagnosticArray"
 NAVSATFIX = "sensor_msgs/msg/NavSatFix"
 IMU, FLUID_PRESSURE = "sensor_msgs/msg/Imu", "sensor_msgs/msg/FluidPressure"
-# Counters in the ingest node's /diagnostics of what depends on its wall clock and DDS:
-# where any is non-zero, the live batches cannot be reproduced from the sensor topics.
-_TIMING_DEPENDENT = ("flushes_on_grace", "dropped.late", "dropped.no_pose",
-                     "dropped.queue_overflow", "dropped.lost_in_transport")
+# The ingest node's drops (/diagnostics) that depend on its wall clock and DDS: where any
+# (or a flush on the grace period) is non-zero, the live batches cannot be reproduced from
+# the sensor topics.
+_TIMING_DEPENDENT_DROPS = (LATE, NO_POSE, QUEUE_OVERFLOW, LOST_IN_TRANSPORT)
 
 
 @dataclass
@@ -448,14 +450,22 @@ def _read_map(recording: _Recording, sent: int, decoded, notes: list[str]) -> No
 
 def _read_diagnostics(recording: _Recording, decoded) -> None:
     for status in decoded.status:
-        values = {kv.key: kv.value for kv in status.values}
-        recording.sim_bag = recording.sim_bag or "sim_time" in values
-        for key in _TIMING_DEPENDENT:
-            try:
-                recording.live_issues[key] = max(recording.live_issues[key],
-                                                 int(values.get(key, 0)))
-            except ValueError:
-                pass
+        try:
+            record = msg.status_record(status)
+        except DiagnosticsError:  # another version's status: its counts are not known here
+            continue
+        recording.sim_bag = recording.sim_bag or isinstance(record, SimulatorStatus)
+        if isinstance(record, IngestStatus):
+            for reason, count in _timing_dependent(record).items():
+                recording.live_issues[reason] = max(recording.live_issues[reason], count)
+
+
+def _timing_dependent(ingest: IngestStatus) -> dict[str, int]:
+    """The live ingest's decisions that depended on its timing: flushes on the grace
+    period, and readings dropped late, without a pose, on a full queue or in transport."""
+    return {"flushes on grace": ingest.flushes_on_grace,
+            **{f"dropped {reason}": ingest.dropped.get(reason, 0)
+               for reason in _TIMING_DEPENDENT_DROPS}}
 
 
 def _read_samples(recording: _Recording, ingest: Ingest, config: RemapConfig, sent: int,

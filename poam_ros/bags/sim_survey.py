@@ -18,6 +18,7 @@ from rosbags.typesys import Stores, get_typestore
 from poam_ros import messages as msg
 from poam_ros.bags.bag_writer import BagWriter
 from poam_ros.bags.message_types import MessageTypes
+from poam_ros.diagnostics import SimulatorStatus, encode, status_name
 from poam_ros.planners import pilot_survey
 from poam_ros.planners.random_planner import RandomPlanner
 from poam_ros.setup.mission_setup import MissionSetup, mission_seeds
@@ -83,12 +84,18 @@ def plan(t, waypoints) -> bytes:
     return STORE.serialize_cdr(message, "nav_msgs/msg/Path").tobytes()
 
 
-def vehicle_diagnostics(t) -> bytes:
+def vehicle_diagnostics(auv: SimulatedAuv) -> bytes:
+    """The ``simulated_auv`` node's status of ``auv`` as it publishes it (lockstep)."""
+    (reached, total), (x, y, yaw) = auv.progress, auv.pose
+    record = SimulatorStatus(sim_time=auv.time, mode="lockstep", x=x, y=y, yaw=yaw,
+                             waypoints_reached=reached, waypoints=total, holding=auv.holding,
+                             plans_refused=0, pings_off_terrain=auv.pings_off_terrain)
     kv = T["diagnostic_msgs/msg/KeyValue"]
     status = T["diagnostic_msgs/msg/DiagnosticStatus"](
-        level=b"\x00"[0], name="simulated_auv: vehicle", message="ok", hardware_id="",
-        values=[kv(key="sim_time", value=f"{t:.3f}")])
-    message = T["diagnostic_msgs/msg/DiagnosticArray"](header=header(t, ""), status=[status])
+        level=b"\x00"[0], name=status_name("simulated_auv", SimulatorStatus), message="ok",
+        hardware_id="", values=[kv(key=key, value=value) for key, value in encode(record)])
+    message = T["diagnostic_msgs/msg/DiagnosticArray"](header=header(auv.time, ""),
+                                                       status=[status])
     return STORE.serialize_cdr(message, "diagnostic_msgs/msg/DiagnosticArray").tobytes()
 
 
@@ -139,5 +146,5 @@ def write_survey(path, setup: MissionSetup, legs=((20.0, -20.0), (-10.0, 10.0)),
                     writer.write(ids["/temperature"], received, temperature(
                         event.t, event.value, setup.temperature.noise_std))
             writer.write(ids["/diagnostics"], base + int(auv.time * 1e9) + 2 * 10**6,
-                         vehicle_diagnostics(auv.time))
+                         vehicle_diagnostics(auv))
     return path

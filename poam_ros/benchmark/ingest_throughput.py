@@ -35,7 +35,10 @@ from pathlib import Path
 
 import numpy as np
 
+from poam_ros import messages as msg
 from poam_ros.cli.common import ArgumentParser
+from poam_ros.diagnostics import IngestStatus
+from poam_ros.ingest.core import STATISTICAL_OUTLIER, VOXEL_MERGED
 from poam_ros.processes import wait_or_kill
 
 PLANE_Z = 300.0
@@ -102,7 +105,7 @@ class Vehicle:
         self.swath = self.node.create_publisher(PointCloud2, "sonar/swath", qos.SENSORS)
         self.received = 0
         self.last_batch = 0.0
-        self.counts: dict[str, int] = {}
+        self.ingest: IngestStatus | None = None  # the ingest's newest status
         self._lock = threading.Lock()
         self.node.create_subscription(PointCloud2, "samples", self._on_samples, qos.SAMPLES)
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics,
@@ -115,32 +118,30 @@ class Vehicle:
 
     def _on_diagnostics(self, message) -> None:
         for status in message.status:
-            if status.name.endswith(": samples"):
-                counts = {}
-                for kv in status.values:
-                    try:
-                        counts[kv.key] = int(kv.value)
-                    except ValueError:
-                        pass
+            record = msg.status_record(status)
+            if isinstance(record, IngestStatus):
                 with self._lock:
-                    self.counts = counts
+                    self.ingest = record
 
     def snapshot(self) -> tuple[int, dict[str, int]]:
+        """Samples received, and the ingest's drops per reason."""
         with self._lock:
-            return self.received, dict(self.counts)
+            return self.received, dict(self.ingest.dropped if self.ingest else {})
 
     def settled(self, timeout: float = 5.0) -> tuple[int, dict[str, int]]:
         """Samples received and the ingest's counts once its diagnostics have caught up
         with every batch received (they come once a second)."""
         deadline = time.perf_counter() + timeout
         while True:
-            received, counts = self.snapshot()
-            if counts.get("samples_published") == received or time.perf_counter() > deadline:
-                return received, counts
+            with self._lock:
+                published = self.ingest.samples_published if self.ingest else None
+            received, drops = self.snapshot()
+            if published == received or time.perf_counter() > deadline:
+                return received, drops
             time.sleep(0.05)
 
 
-FILTERED = ("dropped.voxel_merged", "dropped.statistical_outlier")  # filtered out, not lost
+FILTERED = (VOXEL_MERGED, STATISTICAL_OUTLIER)  # filtered out, not lost
 
 
 def run_once(vehicle: Vehicle, swaths, t0: float, rate: float, total: int,
@@ -151,7 +152,7 @@ def run_once(vehicle: Vehicle, swaths, t0: float, rate: float, total: int,
     pings = total // beams
     ping_period = beams / rate
     messages, closing, t_end = _ping_messages(swaths, t0, pings)
-    received_before, counts_before = vehicle.settled()
+    received_before, drops_before = vehicle.settled()
     start = time.perf_counter()
     for k, (odom, cloud) in enumerate(messages):
         delay = start + k * ping_period - time.perf_counter()
@@ -163,15 +164,14 @@ def run_once(vehicle: Vehicle, swaths, t0: float, rate: float, total: int,
     sent = pings * beams
     deadline = time.perf_counter() + timeout
     while time.perf_counter() < deadline:
-        received, counts = vehicle.snapshot()
-        if received - received_before + _grown(counts, counts_before, FILTERED) >= sent:
+        received, drops = vehicle.snapshot()
+        if received - received_before + _grown(drops, drops_before, FILTERED) >= sent:
             break
         time.sleep(0.01)
     elapsed = vehicle.last_batch - start
-    received, counts = vehicle.settled()
-    accounted = _grown(counts, counts_before, FILTERED)
-    lost = _grown(counts, counts_before,
-                  [k for k in counts if k.startswith("dropped.") and k not in FILTERED])
+    received, drops = vehicle.settled()
+    accounted = _grown(drops, drops_before, FILTERED)
+    lost = _grown(drops, drops_before, [k for k in drops if k not in FILTERED])
     got = received - received_before
     lost += max(0, sent - got - accounted)
     # Processed input: what came back plus what the filters merged or removed.
@@ -204,7 +204,7 @@ def _ping_messages(swaths, t0: float, pings: int) -> tuple[list, object, float]:
 
 
 def _grown(counts: dict[str, int], before: dict[str, int], keys) -> int:
-    """How much the ``keys`` of the ingest's counts grew since ``before``."""
+    """How much the ingest's drops for the reasons ``keys`` grew since ``before``."""
     return sum(counts.get(key, 0) - before.get(key, 0) for key in keys)
 
 
@@ -266,7 +266,7 @@ def _with_ingest(params: Path, env: dict, domain: int, measure):
     spinner.start()
     try:
         deadline = time.monotonic() + 60.0
-        while vehicle.swath.get_subscription_count() == 0 or not vehicle.counts:
+        while vehicle.swath.get_subscription_count() == 0 or vehicle.ingest is None:
             if time.monotonic() > deadline or ingest.poll() is not None:
                 raise SystemExit("the ingest node did not come up within 60 s")
             time.sleep(0.1)

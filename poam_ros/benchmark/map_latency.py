@@ -37,6 +37,7 @@ import numpy as np
 import yaml
 
 from poam_ros.cli.common import ArgumentParser
+from poam_ros.diagnostics import MapperStatus
 from poam_ros.planners import RandomPlanner, pilot_survey
 from poam_ros.processes import wait_or_kill
 from poam_ros.setup.mission_setup import MissionSetup, default_parameter_file, mission_seeds
@@ -85,13 +86,11 @@ def summarise(rows: list[dict[str, float]]) -> dict[str, float]:
     return {column: statistics.median(row[column] for row in rows) for column in COLUMNS}
 
 
-def _row(samples: int, latency: float, values: dict[str, str]) -> dict[str, float]:
-    update = float(values["last_update_time"])
-    return {"samples": samples, "latency": latency,
-            "mapper_latency": float(values["last_latency"]), "update": update,
-            "map": float(values["last_map_predict_time"]),
-            "overhead": float(values["last_node_overhead"]),
-            "latency_minus_update": latency - update}
+def _row(samples: int, latency: float, mapper: MapperStatus) -> dict[str, float]:
+    return {"samples": samples, "latency": latency, "mapper_latency": mapper.latency,
+            "update": mapper.update_time, "map": mapper.map_predict_time,
+            "overhead": mapper.node_overhead,
+            "latency_minus_update": latency - mapper.update_time}
 
 
 def _print_table(rows: list[dict[str, float]]) -> None:

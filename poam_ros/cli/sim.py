@@ -24,6 +24,8 @@ from poam_ros.cli.mission import (
     setup_from_args,
     summarize,
 )
+from poam_ros.diagnostics import IngestStatus, MapperStatus
+from poam_ros.ingest.core import NO_RETURN, OUTSIDE_WORKSPACE
 
 
 def sim(argv) -> int:
@@ -212,17 +214,15 @@ def compare(setup, run, torch_threads: int | None) -> dict:
 def print_node_counts(monitor) -> None:
     """What the ingest and the mapper counted: samples, inducing points, drops, rejections;
     the soundings not mapped as information, readings lost or late as a warning."""
-    ingest, mapper = monitor.status(": samples"), monitor.status(": mapping")
-    drops = {k[len("dropped."):]: v for k, v in ingest.items()
-             if k.startswith("dropped.") and v != "0"}
-    unmapped = [int(drops.pop(reason, 0)) for reason in ("outside_workspace", "no_return")]
-    rejections = {k[len("rejected_"):]: v for k, v in mapper.items()
-                  if k.startswith("rejected_")}
-    print(f"ingest: {ingest.get('samples_published', '?')} samples in "
-          f"{ingest.get('batches_published', '?')} batches; "
-          f"mapper: {mapper.get('samples', '?')} samples, {mapper.get('inducing_points', '?')} "
-          f"inducing points, {mapper.get('updates', '?')} updates, rejected: "
-          f"{rejections or 'none'}")
+    ingest, mapper = monitor.status(IngestStatus), monitor.status(MapperStatus)
+    drops = {reason: n for reason, n in (ingest.dropped if ingest else {}).items() if n}
+    unmapped = [drops.pop(reason, 0) for reason in (OUTSIDE_WORKSPACE, NO_RETURN)]
+    counted = ("? samples in ? batches" if ingest is None else
+               f"{ingest.samples_published} samples in {ingest.batches_published} batches")
+    mapped = ("? samples, ? inducing points, ? updates, rejected: none" if mapper is None else
+              f"{mapper.samples} samples, {mapper.inducing_points} inducing points, "
+              f"{mapper.updates} updates, rejected: {mapper.rejected or 'none'}")
+    print(f"ingest: {counted}; mapper: {mapped}")
     print_unmapped(*unmapped)
     if drops:  # lost or late: load, not data
         print(f"warning: the ingest dropped readings ({drops}); if the machine was busy, a "

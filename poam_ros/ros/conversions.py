@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import array
 import math
-from typing import Any, Mapping
 
 import numpy as np
 from builtin_interfaces.msg import Time
@@ -28,6 +27,7 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import PointCloud2, PointField, Range, Temperature
 from std_msgs.msg import Header
 
+from poam_ros import diagnostics
 from poam_ros.attitude import quaternion_from_rpy
 from poam_ros.messages import NANOSECONDS_PER_SECOND, XYZ, seconds_to_nanoseconds
 
@@ -353,17 +353,19 @@ def arrival_headings(start, waypoints) -> np.ndarray:
 
 # -------------------------------------------------------------------- diagnostics
 
-def diagnostic_status(name: str, level: int, message: str, values: Mapping[str, Any],
+def diagnostic_status(node_name: str, level: int, message: str, record,
                       hardware_id: str = "") -> DiagnosticStatus:
-    """``DiagnosticStatus`` with one ``KeyValue`` per entry of ``values`` (str() of each).
+    """``DiagnosticStatus`` ``<node_name>: <kind>`` of a :mod:`poam_ros.diagnostics` record,
+    one ``KeyValue`` per pair of its encoding.
 
     ``level`` is one of ``DiagnosticStatus.OK/WARN/ERROR/STALE`` (bytes) or the same as int.
     """
     if isinstance(level, int):
         level = bytes([level])
-    return DiagnosticStatus(level=level, name=name, message=message, hardware_id=hardware_id,
-                            values=[KeyValue(key=str(key), value=str(value))
-                                    for key, value in values.items()])
+    return DiagnosticStatus(level=level, name=diagnostics.status_name(node_name, type(record)),
+                            message=message, hardware_id=hardware_id,
+                            values=[KeyValue(key=key, value=value)
+                                    for key, value in diagnostics.encode(record)])
 
 
 def diagnostic_array(stamp_seconds: float, statuses) -> DiagnosticArray:

@@ -61,6 +61,7 @@ from sensor_msgs.msg import FluidPressure, Imu, NavSatFix, PointCloud2, Range, T
 from std_msgs.msg import Header
 
 from poam_ros import messages as msg
+from poam_ros.diagnostics import LOST_IN_TRANSPORT, IngestStatus
 from poam_ros.geo import GeoConfig, GeoReference, resolve_workspace
 from poam_ros.ingest import REASONS, Ingest, IngestConfig, SequenceGaps
 from poam_ros.ingest.attitude_depth import feed_depth_message, feed_imu_message
@@ -79,7 +80,6 @@ EXPECTED_DROPS = {OUTSIDE_WORKSPACE: "expected where a leg crosses the workspace
 
 POLL_PERIOD = 0.05  # s, wall: grace periods and pending timeouts are checked this often
 DIAGNOSTICS_PERIOD = 1.0  # s, wall
-LOST_IN_TRANSPORT = "lost_in_transport"
 # channel type (poam_ros.ingest.channels.CHANNEL_TYPES) -> its message class
 _CHANNEL_MESSAGES = {"temperature": Temperature, "fluid_pressure": FluidPressure,
                      "cloud": PointCloud2}
@@ -281,26 +281,25 @@ class IngestNode(StartingNode):
         self._drops_at_last_report = total
         self._resets_at_last_report = resets
         reached, waypoints = core.plan_progress
+        channels = core.config.channels
         latest = core.poses.latest
-        values = {"samples_accepted": core.accepted, "samples_published": core.published,
-                  "batches_published": core.batches, "batch_size": core.batch_size,
-                  "pending_readings": core.pending, "poses_kept": len(core.poses),
-                  "latest_pose_time": f"{latest[0]:.6f}" if latest else "none",
-                  "plan_waypoints_reached": reached, "plan_waypoints": waypoints,
-                  "flushes_on_grace": core.flushes_on_grace, "stamps_held": core.held,
-                  "fixes_applied": core.fixes,
-                  "last_fix_correction": f"{core.last_fix_correction:.3f}",
-                  f"dropped.{LOST_IN_TRANSPORT}": self.lost_in_transport}
-        values.update({f"dropped.{reason}": core.dropped.get(reason, 0) for reason in REASONS})
-        values.update({f"clock_resets.{stream}": core.clock_resets.get(stream, 0)
-                       for stream in (ODOM, RANGE, SWATH)})
-        for name in core.config.channels:
-            received, placed = core.channel_received[name], core.channel_placed[name]
-            values.update({f"channel.{name}.received": received,
-                           f"channel.{name}.placed": placed,
-                           f"channel.{name}.dropped": received - placed
-                           - core.channel_waiting(name)})
-        status = cv.diagnostic_status(f"{self.get_name()}: samples", level, message, values)
+        record = IngestStatus(
+            samples_accepted=core.accepted, samples_published=core.published,
+            batches_published=core.batches, batch_size=core.batch_size,
+            pending_readings=core.pending, poses_kept=len(core.poses),
+            latest_pose_time=latest[0] if latest else None,
+            plan_waypoints_reached=reached, plan_waypoints=waypoints,
+            flushes_on_grace=core.flushes_on_grace, stamps_held=core.held,
+            fixes_applied=core.fixes, last_fix_correction=core.last_fix_correction,
+            dropped={LOST_IN_TRANSPORT: self.lost_in_transport,
+                     **{reason: core.dropped.get(reason, 0) for reason in REASONS}},
+            clock_resets={stream: core.clock_resets.get(stream, 0)
+                          for stream in (ODOM, RANGE, SWATH)},
+            channel_received={name: core.channel_received[name] for name in channels},
+            channel_placed={name: core.channel_placed[name] for name in channels},
+            channel_dropped={name: core.channel_received[name] - core.channel_placed[name]
+                             - core.channel_waiting(name) for name in channels})
+        status = cv.diagnostic_status(self.get_name(), level, message, record)
         self._diagnostics_pub.publish(cv.diagnostic_array(latest[0] if latest else 0.0,
                                                           [status]))
 

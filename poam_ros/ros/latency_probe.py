@@ -20,6 +20,7 @@ from sensor_msgs.msg import PointCloud2, PointField
 from std_msgs.msg import Header
 
 from poam_ros import messages as msg
+from poam_ros.diagnostics import MapperStatus, status_name
 from poam_ros.ros import conversions as cv
 from poam_ros.ros import qos
 
@@ -32,10 +33,10 @@ class LatencyProbe:
         self.node = Node("map_latency_probe", context=context)
         self.executor = SingleThreadedExecutor(context=context)
         self.executor.add_node(self.node)
-        self._status_name = f"{mapper_name}: mapping"
+        self._status_name = status_name(mapper_name, MapperStatus)
         self._samples_type, self._frame = samples_type, frame
         self._maps: dict[int, float] = {}  # map stamp -> arrival
-        self._diagnostics: dict[int, dict[str, str]] = {}  # map stamp -> values
+        self._diagnostics: dict[int, MapperStatus] = {}  # map stamp -> the mapper's status
         self._samples = self.node.create_publisher(PointCloud2, "samples", qos.SAMPLES)
         self.node.create_subscription(PointCloud2, "map", self._on_map, qos.LATCHED)
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics,
@@ -47,9 +48,9 @@ class LatencyProbe:
     def _on_diagnostics(self, message: DiagnosticArray) -> None:
         for status in message.status:
             if status.name == self._status_name:
-                values = {kv.key: kv.value for kv in status.values}
-                if values.get("map_stamp", "0") != "0":
-                    self._diagnostics.setdefault(int(values["map_stamp"]), values)
+                record = msg.status_record(status)
+                if record.map_stamp:  # 0: no map yet
+                    self._diagnostics.setdefault(record.map_stamp, record)
 
     def spin_until(self, predicate, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
@@ -70,7 +71,7 @@ class LatencyProbe:
                                and self._heard, timeout)
 
     def measure(self, xy: np.ndarray, z: np.ndarray, stamp_ns: int,
-                timeout: float) -> tuple[float, dict[str, str]] | None:
+                timeout: float) -> tuple[float, MapperStatus] | None:
         """Send one batch; (seconds until its map arrived, the mapper's diagnostics for
         it), or None when no map came within ``timeout``. ``stamp_ns`` must exceed every
         earlier batch's."""

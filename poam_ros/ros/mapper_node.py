@@ -94,6 +94,7 @@ from std_msgs.msg import Header
 from std_srvs.srv import SetBool, Trigger
 
 from poam_ros import messages as msg
+from poam_ros.diagnostics import MapperStatus
 from poam_ros.geo import GeoConfig, GeoError, GeoReference, resolve_workspace
 from poam_ros.mapping.channels import channel_names, check_method, survey_model
 from poam_ros.mapping.journal import JournalConfig
@@ -695,46 +696,6 @@ class MapperNode(StartingNode):
     def _diagnostic_status(self) -> DiagnosticStatus:
         """The node's state as one DiagnosticStatus (call with the lock held)."""
         status, report = self._status, self._status.report
-        rejections = status.model_rejections + status.rejections
-        values = {
-            "samples": status.num_samples, "inducing_points": status.num_inducing,
-            "method": status.method, "device": status.device, "updates": status.updates,
-            "paused": self._paused, "buffered_batches": len(self._incoming),
-            "buffered_samples": sum(len(b.z) for b in self._incoming),
-            "queries_answered": status.queries, "failures": status.failures,
-            "last_failure": status.last_failure,
-        }
-        if report is not None:
-            values.update({
-                "last_update_time": report.total_time,
-                "last_inducing_time": report.inducing_time,
-                "last_variational_time": report.variational_time,
-                "last_training_time": report.training_time,
-                "last_new_samples": report.num_new, "last_loss": report.loss,
-                "last_training_failure": report.training_failure or "",
-                # the method's own figures: inducing inputs added, bound gap, memory size, ...
-                **{f"last_{name}": value for name, value in report.extra.items()},
-                "method_figures": ",".join(report.extra),  # their names, for the sim's records
-            })
-        values.update({
-            "last_map_predict_time": status.map_time, "last_latency": status.latency,
-            "last_queue_wait": status.queue_wait, "last_node_overhead": status.overhead,
-            "median_latency": (statistics.median(status.latencies) if status.latencies
-                               else float("nan")),
-            "map_stamp": status.map_stamp, "journal": self._persistence.state,
-            "autosaves": status.autosaves, "last_autosave_time": status.autosave_time,
-        })
-        if isinstance(status.targets, TargetBaseline):  # repr of a float: read back exactly
-            values.update({"target_mean": status.targets.mean,
-                           "target_std": status.targets.std})
-        elif status.targets is not None:  # per channel; the depth's unsuffixed
-            values["channels"] = ", ".join(channel_names(self._channels))
-            for name, targets in zip(("", *(f"_{c}" for c in self._channels)),
-                                     status.targets):
-                if targets is not None:
-                    values.update({f"target_mean{name}": targets.mean,
-                                   f"target_std{name}": targets.std})
-        values.update({f"rejected_{reason}": count for reason, count in rejections.items()})
         if status.failed:
             level, text = DiagnosticStatus.ERROR, status.last_failure
         elif report is not None and report.training_failure:
@@ -744,8 +705,43 @@ class MapperNode(StartingNode):
             level, text = DiagnosticStatus.OK, "waiting for samples"
         else:
             level, text = DiagnosticStatus.OK, ("paused" if self._paused else "mapping")
-        return cv.diagnostic_status(f"{self.get_name()}: mapping", level, text, values,
+        return cv.diagnostic_status(self.get_name(), level, text, self._status_record(),
                                     hardware_id=status.device)
+
+    def _status_record(self) -> MapperStatus:
+        """What /diagnostics reports (call with the lock held)."""
+        status, report = self._status, self._status.report
+        # The MSLL baselines: one of the depth, or with channels one per channel (the
+        # depth's unsuffixed), each None until its channel is measured.
+        targets = status.targets if isinstance(status.targets, list) else [status.targets]
+        depth, further = targets[0], dict(zip(self._channels, targets[1:]))
+        further = {name: target for name, target in further.items() if target is not None}
+        return MapperStatus(
+            samples=status.num_samples, inducing_points=status.num_inducing,
+            method=status.method, device=status.device, updates=status.updates,
+            paused=self._paused, buffered_batches=len(self._incoming),
+            buffered_samples=sum(len(b.z) for b in self._incoming),
+            queries_answered=status.queries, failures=status.failures,
+            last_failure=status.last_failure,
+            **({} if report is None else dict(
+                update_time=report.total_time, inducing_time=report.inducing_time,
+                variational_time=report.variational_time,
+                training_time=report.training_time, new_samples=report.num_new,
+                loss=report.loss, training_failure=report.training_failure or "",
+                figures=dict(report.extra))),
+            map_predict_time=status.map_time, latency=status.latency,
+            queue_wait=status.queue_wait, node_overhead=status.overhead,
+            median_latency=(statistics.median(status.latencies) if status.latencies
+                            else float("nan")),
+            map_stamp=status.map_stamp, journal=self._persistence.state,
+            autosaves=status.autosaves, autosave_time=status.autosave_time,
+            channels=(tuple(channel_names(self._channels))
+                      if isinstance(status.targets, list) else None),
+            target_mean=None if depth is None else depth.mean,
+            target_std=None if depth is None else depth.std,
+            channel_target_means={name: t.mean for name, t in further.items()},
+            channel_target_stds={name: t.std for name, t in further.items()},
+            rejected=dict(status.model_rejections + status.rejections))
 
     def destroy_node(self) -> None:
         if self._worker is not None:

@@ -7,13 +7,13 @@ map's model at the mission's evaluation points (mean and std of a new measuremen
 float64), the ground truth comes from the simulator's terrain, and the MSLL baseline from
 the samples the mapper holds (the mean and std of their targets, which the mapper reports
 in its diagnostics of that map). Update times and counts come from the same diagnostics
-(``map_stamp``).
+(:class:`~poam_ros.diagnostics.MapperStatus`, matched by its ``map_stamp``).
 
 With channels besides the depth (``fields``: each channel's truth, depth first, as
 :func:`~poam_ros.mission.survey_fields` gives them) the samples and the evaluation carry a
-field per channel, the mapper reports each channel's baseline (``target_mean_<channel>``,
-...), and each record holds the depth's metrics and every channel's in ``extra``
-(``smse_<channel>``, ...), scored by :func:`~poam_ros.mapping.loop.score_channels` as the
+field per channel, the mapper reports each channel's baseline, and each record holds the
+depth's metrics and every channel's in ``extra`` (``smse_<channel>``, ...), scored by
+:func:`~poam_ros.mapping.loop.score_channels` as the
 ROS-free mission scores them.
 
 A map is scored once its evaluation, the mapper's diagnostics and the samples batch it is
@@ -31,6 +31,7 @@ from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import PointCloud2
 
 from poam_ros import messages as msg
+from poam_ros.diagnostics import DiagnosticsError, IngestStatus, MapperStatus, Record
 from poam_ros.mapping.channels import DEPTH
 from poam_ros.mapping.epochs import EpochRecord
 from poam_ros.mapping.loop import score_channels
@@ -64,15 +65,16 @@ class MissionMonitor(StartingNode):
         self.record_stamps: list[int] = []  # ns, the map stamp of each record
         self.last_progress = time.monotonic()  # when the last record (or none yet) came
         self.goals: list[tuple[float, float]] = []
-        self.statuses: dict[str, dict[str, str]] = {}  # newest values per diagnostic status
+        self.statuses: dict[str, dict[str, str]] = {}  # newest key-values per status (raw)
         self.messages: dict[str, str] = {}  # newest message per diagnostic status
+        self._status_records: dict[str, Record] = {}  # newest record per status
         self.maps: dict[int, PointCloud2] = {}  # by stamp (ns), the newest few
         self.inducing: dict[int, PointCloud2] = {}
         # stamp ns, xy, z ((N,); (N, D) with channels)
         self._batches: list[tuple[int, np.ndarray, np.ndarray]] = []
         self._newest_batch = -1
         self._evaluations: dict[int, PointCloud2] = {}
-        self._mapper: dict[int, dict[str, str]] = {}  # mapper diagnostics by map_stamp
+        self._mapper: dict[int, MapperStatus] = {}  # mapper diagnostics by map_stamp
         self._truth: tuple[np.ndarray, np.ndarray] | None = None  # points, (G,) or (G, D)
         subscribe = self.create_subscription
         subscribe(PointCloud2, "map", self._keep(self.maps), qos.LATCHED_HISTORY)
@@ -97,13 +99,15 @@ class MissionMonitor(StartingNode):
 
     def counts_current(self) -> bool:
         """Whether the ingest's diagnostics count every sample received here."""
-        published = self.status(": samples").get("samples_published", "-1")
-        return int(published) >= sum(len(z) for _, _, z in self._batches)
+        ingest = self.status(IngestStatus)
+        return ingest is not None and \
+            ingest.samples_published >= sum(len(z) for _, _, z in self._batches)
 
-    def status(self, suffix: str) -> dict[str, str]:
-        """Newest diagnostic values of the status whose name ends with ``suffix``."""
-        return next((values for name, values in self.statuses.items()
-                     if name.endswith(suffix)), {})
+    def status(self, record_type: type):
+        """The newest status of the kind ``record_type`` (a :mod:`poam_ros.diagnostics`
+        record), None before one came."""
+        return next((record for record in self._status_records.values()
+                     if isinstance(record, record_type)), None)
 
     # ------------------------------------------------------------------ callbacks
     def _on_samples(self, message: PointCloud2) -> None:
@@ -131,11 +135,18 @@ class MissionMonitor(StartingNode):
 
     def _on_diagnostics(self, message: DiagnosticArray) -> None:
         for status in message.status:
-            values = {kv.key: kv.value for kv in status.values}
-            self.statuses[status.name] = values
+            self.statuses[status.name] = {kv.key: kv.value for kv in status.values}
             self.messages[status.name] = status.message
-            if status.name.endswith(": mapping") and "map_stamp" in values:
-                self._mapper[int(values["map_stamp"])] = values
+            try:
+                record = msg.status_record(status)
+            except DiagnosticsError as error:  # a node of another version: not scored
+                self.get_logger().warning(f"unreadable status {status.name!r}: {error}",
+                                          throttle_duration_sec=10.0)
+                continue
+            if record is not None:
+                self._status_records[status.name] = record
+            if isinstance(record, MapperStatus):
+                self._mapper[record.map_stamp] = record
         self._score_ready()
 
     # ------------------------------------------------------------------ scoring
@@ -147,29 +158,26 @@ class MissionMonitor(StartingNode):
                 return
             self._score(stamp, self._evaluations.pop(stamp), self._mapper.pop(stamp))
 
-    def _score(self, stamp: int, evaluation: PointCloud2, mapper: dict[str, str]) -> None:
+    def _score(self, stamp: int, evaluation: PointCloud2, mapper: MapperStatus) -> None:
         points, mean, std = msg.cloud_to_evaluation(evaluation, self.channels)
         if self._truth is None or not np.array_equal(self._truth[0], points):
             self._truth = points, field_truth(self.fields, points)
         # The MSLL baseline of the samples the mapper holds, as it reports them.
         if self.channels:
-            baselines = [_baseline(mapper, suffix)
-                         for suffix in ("", *(f"_{name}" for name in self.channels))]
+            baselines = [_baseline(mapper, name) for name in (None, *self.channels)]
             metrics, per_channel = score_channels(tuple(self.fields), self._truth[1], mean,
                                                   std, baselines)
         else:
             metrics, per_channel = evaluate_map(self._truth[1], mean, std,
-                                                _baseline(mapper, "")).as_dict(), {}
-        failure = mapper.get("last_training_failure") or None
+                                                _baseline(mapper, None)).as_dict(), {}
         record = EpochRecord(
-            len(self.records), int(mapper["samples"]), **metrics,
-            update_time=float(mapper["last_update_time"]),
-            inducing_time=float(mapper["last_inducing_time"]),
-            variational_time=float(mapper["last_variational_time"]),
-            training_time=float(mapper["last_training_time"]),
-            predict_time=float(mapper["last_map_predict_time"]),
-            num_inducing=int(mapper["inducing_points"]), sim_time=stamp / 1e9,
-            training_failure=failure, extra={**_method_figures(mapper), **per_channel})
+            len(self.records), mapper.samples, **metrics, update_time=mapper.update_time,
+            inducing_time=mapper.inducing_time, variational_time=mapper.variational_time,
+            training_time=mapper.training_time, predict_time=mapper.map_predict_time,
+            num_inducing=mapper.inducing_points, sim_time=stamp / 1e9,
+            training_failure=mapper.training_failure or None,
+            # the update's own figures (the learned noise, inducing inputs added, ...)
+            extra={**mapper.figures, **per_channel})
         self.records.append(record)
         self.record_stamps.append(stamp)
         self.last_progress = time.monotonic()
@@ -201,27 +209,12 @@ class MissionMonitor(StartingNode):
         return layers
 
 
-def _method_figures(mapper: dict[str, str]) -> dict:
-    """The update's own figures (``UpdateReport.extra``: the learned noise, inducing inputs
-    added, memory size, ...) as the mapper reports them, read back as numbers where they are."""
-    names = filter(None, mapper.get("method_figures", "").split(","))
-    return {name: _as_number(mapper[f"last_{name}"]) for name in names}
-
-
-def _as_number(text: str):
-    """A diagnostic value read back: int, float (a repr reads back exactly) or the text."""
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
-
-
-def _baseline(mapper: dict[str, str], suffix: str) -> TargetBaseline | None:
-    """The MSLL baseline the mapper reports (``target_mean<suffix>``, ...), None when it
+def _baseline(mapper: MapperStatus, channel: str | None) -> TargetBaseline | None:
+    """The MSLL baseline the mapper reports of ``channel`` (None: the depth), None when it
     reports none (a channel not measured yet)."""
-    if f"target_mean{suffix}" not in mapper:
-        return None
-    return TargetBaseline(float(mapper[f"target_mean{suffix}"]),
-                          float(mapper[f"target_std{suffix}"]))
+    if channel is None:
+        mean, std = mapper.target_mean, mapper.target_std
+    else:
+        mean, std = (mapper.channel_target_means.get(channel),
+                     mapper.channel_target_stds.get(channel))
+    return None if mean is None else TargetBaseline(mean, std)

@@ -62,6 +62,7 @@ from sensor_msgs.msg import PointCloud2
 from std_msgs.msg import Header
 
 from poam_ros import messages as msg
+from poam_ros.diagnostics import PlannerStatus
 from poam_ros.geo import GeoConfig
 from poam_ros.params import ConfigError
 from poam_ros.params.node_settings import REALTIME, PlannerSettings
@@ -359,18 +360,15 @@ class PlannerNode(StartingNode):
             if self._stopping:
                 return
             goal = self._waypoints[-1]
-            values = {
-                "state": self._state, "mode": self._settings.mode,
-                "planner": self._planner_name, "goals_issued": self._goals,
-                "plan_waypoints": len(self._waypoints),
-                "goal": f"{goal[0]:.3f}, {goal[1]:.3f}",
-                "position": ("unknown" if self._position is None else
-                             f"{self._position[0]:.3f}, {self._position[1]:.3f}"),
-                "maps_received": self._maps, "failures": self._failures,
-                "clock_resets": self._inputs.clock_resets,
-                "last_failure": self._last_failure, "last_plan_time": self._last_plan_time,
-                **{f"dropped.{reason}": self._inputs.dropped[reason] for reason in REASONS},
-            }
+            record = PlannerStatus(
+                state=self._state, mode=self._settings.mode, planner=self._planner_name,
+                goals_issued=self._goals, plan_waypoints=len(self._waypoints),
+                goal=(goal[0], goal[1]),
+                position=None if self._position is None else tuple(self._position[:2]),
+                maps_received=self._maps, failures=self._failures,
+                clock_resets=self._inputs.clock_resets, last_failure=self._last_failure,
+                last_plan_time=self._last_plan_time,
+                dropped={reason: self._inputs.dropped[reason] for reason in REASONS})
             new_drops = self._inputs.total - self._drops_at_last_report
             self._drops_at_last_report = self._inputs.total
             if self._failed:
@@ -383,7 +381,7 @@ class PlannerNode(StartingNode):
             else:
                 level, text = DiagnosticStatus.OK, self._state
             message = DiagnosticArray(status=[cv.diagnostic_status(
-                f"{self.get_name()}: planning", level, text, values)])
+                self.get_name(), level, text, record)])
             message.header.stamp = self.get_clock().now().to_msg()
             self._diagnostics_pub.publish(message)
 

@@ -53,6 +53,7 @@ from poam_ros.bags import (
     UnknownMessageType,
     default_bag_path,
 )
+from poam_ros.diagnostics import RecorderStatus
 from poam_ros.ingest import SequenceGaps
 from poam_ros.params import ConfigError
 from poam_ros.ros import conversions as cv
@@ -275,12 +276,10 @@ class RecorderNode(StartingNode):
         if lost:
             message += f"; {lost} message(s) lost before the recorder"
         queued = sum(len(taken) for _, _, taken in list(self._queue))
-        values = {"messages": sum(counts.values()), "queued": queued,
-                  "lost": lost, "topics": len(counts)}
-        values.update({f"count.{name}": n for name, n in counts.items()})
-        values.update({f"lost.{name}": n for name, n in self.lost.items()})
-        values.update({f"refused.{name}": why for name, why in self.refused.items()})
-        status = cv.diagnostic_status(f"{self.get_name()}: bag", level, message, values)
+        record = RecorderStatus(messages=sum(counts.values()), queued=queued, lost=lost,
+                                topics=len(counts), count=dict(counts),
+                                lost_per_topic=dict(self.lost), refused=dict(self.refused))
+        status = cv.diagnostic_status(self.get_name(), level, message, record)
         array = DiagnosticArray(status=[status])
         array.header.stamp = self.get_clock().now().to_msg()
         self._diagnostics_pub.publish(array)

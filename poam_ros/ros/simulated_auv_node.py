@@ -34,6 +34,7 @@ from sensor_msgs.msg import PointCloud2, Range, Temperature
 from std_msgs.msg import Header
 
 from poam_ros import messages as msg
+from poam_ros.diagnostics import SimulatorStatus
 from poam_ros.geo.georeference import GeoConfig, GeoReference
 from poam_ros.params import ConfigError
 from poam_ros.ros import conversions as cv
@@ -244,13 +245,11 @@ class SimulatedAuvNode(StartingNode):
         if self.plans_refused:
             level = DiagnosticStatus.WARN
             message = f"{message}; {self.plans_refused} plan(s) refused"
-        status = cv.diagnostic_status(
-            f"{self.get_name()}: vehicle", level, message,
-            {"sim_time": f"{auv.time:.3f}", "mode": self.config.mode,
-             "x": f"{x:.3f}", "y": f"{y:.3f}", "yaw": f"{yaw:.4f}",
-             "waypoints_reached": reached, "waypoints": total, "holding": holding,
-             "plans_refused": self.plans_refused,
-             "pings_off_terrain": auv.pings_off_terrain})
+        record = SimulatorStatus(sim_time=auv.time, mode=self.config.mode, x=x, y=y, yaw=yaw,
+                                 waypoints_reached=reached, waypoints=total, holding=holding,
+                                 plans_refused=self.plans_refused,
+                                 pings_off_terrain=auv.pings_off_terrain)
+        status = cv.diagnostic_status(self.get_name(), level, message, record)
         self._diagnostics_pub.publish(cv.diagnostic_array(auv.time, [status]))
 
 

@@ -60,10 +60,11 @@ class Probe:
             self.diagnostics.setdefault(status.name, []).append(status)
 
     def last_status(self, name: str):
-        """(level as int, message, {key: value}) of the newest status called ``name``."""
+        """(level as int, message, its :mod:`poam_ros.diagnostics` record) of the newest
+        status called ``name``."""
         status = self.diagnostics[name][-1]
         return status.level[0] if isinstance(status.level, bytes) else status.level, \
-            status.message, {kv.key: kv.value for kv in status.values}
+            status.message, msg.status_record(status)
 
     def send_samples(self, xy, z, frame="map", stamp_ns=0, datatype=PointField.FLOAT64):
         header = Header(frame_id=frame, stamp=cv.nanoseconds_to_time(stamp_ns))

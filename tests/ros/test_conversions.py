@@ -18,6 +18,7 @@ from sensor_msgs.msg import PointCloud2, PointField, Range  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
 
 from poam_ros import messages as msg  # noqa: E402
+from poam_ros.diagnostics import RecorderStatus, encode  # noqa: E402
 from poam_ros.ros import conversions as cv  # noqa: E402
 
 
@@ -285,11 +286,11 @@ def test_reader_rejects_malformed_clouds(corrupt, message):
 
 # --------------------------------------------------------------- diagnostics
 
-def test_diagnostic_status_from_values():
-    status = cv.diagnostic_status("mapper: model", 1, "slow update",
-                                  {"update_time_s": 0.25, "num_inducing": 500})
-    assert status.level == DiagnosticStatus.WARN and status.name == "mapper: model"
-    assert [(kv.key, kv.value) for kv in status.values] == [("update_time_s", "0.25"),
-                                                            ("num_inducing", "500")]
-    error = cv.diagnostic_status("x", DiagnosticStatus.ERROR, "", {})
+def test_diagnostic_status_from_a_record():
+    record = RecorderStatus(messages=3, queued=0, lost=0, topics=1, count={"/odom": 3})
+    status = cv.diagnostic_status("recorder", 1, "slow disk", record, hardware_id="ssd")
+    assert status.level == DiagnosticStatus.WARN and status.name == "recorder: bag"
+    assert [(kv.key, kv.value) for kv in status.values] == encode(record)
+    assert msg.status_record(status) == record and status.hardware_id == "ssd"
+    error = cv.diagnostic_status("x", DiagnosticStatus.ERROR, "", record)
     assert error.level == DiagnosticStatus.ERROR

@@ -14,6 +14,7 @@ from sensor_msgs.msg import PointField  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
 
 from poam_ros import messages as msg  # noqa: E402
+from poam_ros.diagnostics import RecorderStatus  # noqa: E402
 from poam_ros.ros import conversions as cv  # noqa: E402
 
 
@@ -61,6 +62,7 @@ def test_empty_clouds_and_bad_shapes():
 
 
 def test_diagnostic_array():
-    status = cv.diagnostic_status("ingest", DiagnosticStatus.WARN, "drops", {"late": 2})
+    record = RecorderStatus(messages=2, queued=0, lost=0, topics=1)
+    status = cv.diagnostic_status("recorder", DiagnosticStatus.WARN, "drops", record)
     array = cv.diagnostic_array(4.5, [status])
     assert array.header.stamp.sec == 4 and array.status[0].values[0].value == "2"

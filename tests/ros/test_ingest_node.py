@@ -30,6 +30,7 @@ from sensor_msgs.msg import (  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
 
 from poam_ros import messages as msg  # noqa: E402
+from poam_ros.diagnostics import IngestStatus  # noqa: E402
 from poam_ros.geo import GeoReference  # noqa: E402
 from poam_ros.ingest import core as ig  # noqa: E402
 from poam_ros.params.files import load_node_parameters  # noqa: E402
@@ -63,17 +64,23 @@ class Tester:
                                       QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics,
                                       10)
-        self.counts: dict[str, str] = {}
+        self.counts: IngestStatus | None = None  # the newest samples status
         self.levels: list[bytes] = []  # of every samples status received
 
     def _on_diagnostics(self, message):
         for status in message.status:
-            if status.name.endswith(": samples"):
-                self.counts = {kv.key: kv.value for kv in status.values}
+            record = msg.status_record(status)
+            if isinstance(record, IngestStatus):
+                self.counts = record
                 self.levels.append(status.level)
 
-    def count(self, key):
-        return int(self.counts.get(key, -1))
+    def count(self, name, entry=None):
+        """The newest status's field ``name`` (its ``entry`` of a counter per reason,
+        stream or channel); -1 before a status came."""
+        if self.counts is None:
+            return -1
+        value = getattr(self.counts, name)
+        return value if entry is None else value.get(entry, -1)
 
     def send_plan(self, waypoints, stamp=0.0):
         header = Header(frame_id="map", stamp=cv.seconds_to_time(stamp))
@@ -161,7 +168,7 @@ def test_bad_input_is_counted_and_never_published(start_node, make_node, spin_un
                 ig.POSE_OUT_OF_ORDER: 1, ig.OUTSIDE_WORKSPACE: 1, ig.NONFINITE_RANGE: 1,
                 ig.NO_RETURN: 1, ig.NEGATIVE_RANGE: 1, ig.RANGE_OUT_OF_LIMITS: 1, ig.WRONG_FRAME: 4,
                 ig.DUPLICATE: 1, ig.OUT_OF_ORDER: 1, ig.NO_POSE: 1, ig.MALFORMED: 1}
-    assert spin_until(lambda: all(tester.count(f"dropped.{reason}") == count
+    assert spin_until(lambda: all(tester.count("dropped", reason) == count
                                   for reason, count in expected.items()),
                       ingest, tester.node, timeout=5.0), tester.counts
     assert tester.count("samples_published") == 2 and tester.count("batches_published") == 1
@@ -200,9 +207,9 @@ def test_odometry_in_odom_and_a_usbl_fix_place_the_samples_in_map(start_node, ma
     np.testing.assert_allclose(msg.cloud_to_points(tester.batches[0]),
                                [[100.0, 46.0, -10.0], [200.0, 53.0, -10.0]], atol=1e-4)
     assert spin_until(lambda: tester.count("fixes_applied") == 1 and
-                      tester.count(f"dropped.{ig.FIX_NO_FIX}") == 1, ingest, tester.node,
+                      tester.count("dropped", ig.FIX_NO_FIX) == 1, ingest, tester.node,
                       timeout=5.0), tester.counts
-    assert float(tester.counts["last_fix_correction"]) == pytest.approx(100.0, abs=1e-3)
+    assert tester.counts.last_fix_correction == pytest.approx(100.0, abs=1e-3)
     assert ingest.core.dropped == {ig.FIX_NO_FIX: 1}
 
 
@@ -224,9 +231,9 @@ def test_a_single_future_stamped_pose_does_not_stop_the_samples(start_node, make
     assert spin_until(lambda: tester.batches, ingest, tester.node, timeout=10.0)
     points = msg.cloud_to_points(tester.batches[0])
     np.testing.assert_allclose(points[:, 0], np.arange(20) * 0.5 - 4.75, atol=1e-5)
-    assert spin_until(lambda: tester.count(f"dropped.{ig.POSE_STAMP_OUTLIER}") == 1,
+    assert spin_until(lambda: tester.count("dropped", ig.POSE_STAMP_OUTLIER) == 1,
                       ingest, tester.node, timeout=5.0), tester.counts
-    assert tester.count("clock_resets.odom") == 0 and tester.count("stamps_held") == 0
+    assert tester.count("clock_resets", "odom") == 0 and tester.count("stamps_held") == 0
     assert ingest.core.dropped == {ig.POSE_STAMP_OUTLIER: 1}
 
 
@@ -244,7 +251,7 @@ def test_soundings_outside_the_workspace_are_information_not_a_warning(start_nod
     tester.send_range(0.5, 310.0)                       # at x = -4.5: outside
     tester.send_range(1.5, 310.0)                       # at x = -3.5: inside
     tester.send_plan([[-3.0, 0.0]])                     # reached at t = 2 s
-    assert spin_until(lambda: tester.count("dropped.outside_workspace") == 1, ingest,
+    assert spin_until(lambda: tester.count("dropped", ig.OUTSIDE_WORKSPACE) == 1, ingest,
                       tester.node, timeout=10.0), tester.counts
     assert set(tester.levels) == {DiagnosticStatus.OK}
     tester.send_pose(2.5, -2.75)
@@ -287,11 +294,12 @@ def test_channel_topics_are_read_and_bad_channel_messages_counted(start_node, ma
                                            [2.0, 0.0, nan, nan, 2.0e5, nan],
                                            [3.0, 0.0, nan, nan, nan, 0.25]])
     expected = {ig.NONFINITE_POINT: 1, ig.WRONG_FRAME: 1, ig.MALFORMED: 1}
-    channels = {"channel.temperature.received": 3, "channel.temperature.placed": 1,
-                "channel.temperature.dropped": 2, "channel.pressure.dropped": 0,
-                "channel.methane.received": 1, "channel.methane.placed": 1}
-    assert spin_until(lambda: all(tester.count(key) == count for key, count in channels.items())
-                      and all(tester.count(f"dropped.{reason}") == count
+    channels = {("channel_received", "temperature"): 3, ("channel_placed", "temperature"): 1,
+                ("channel_dropped", "temperature"): 2, ("channel_dropped", "pressure"): 0,
+                ("channel_received", "methane"): 1, ("channel_placed", "methane"): 1}
+    assert spin_until(lambda: all(tester.count(*key) == count
+                                  for key, count in channels.items())
+                      and all(tester.count("dropped", reason) == count
                               for reason, count in expected.items()),
                       ingest, tester.node, timeout=5.0), tester.counts
     assert ingest.core.dropped == expected
@@ -354,7 +362,7 @@ def test_a_flood_is_bounded_counted_and_survived(start_node, make_node, spin_unt
     # lost from the subscription's (DDS) queue before the callback took it.
     done = spin_until(lambda: ingest.core.dropped[ig.QUEUE_OVERFLOW]
                       + ingest.lost_in_transport + ingest.core.pending == 300
-                      and tester.count(f"dropped.{ig.QUEUE_OVERFLOW}") > 0,
+                      and tester.count("dropped", ig.QUEUE_OVERFLOW) > 0,
                       ingest, tester.node, timeout=10.0)
     assert done, (ingest.core.dropped, ingest.lost_in_transport, ingest.core.pending)
     assert ingest.core.pending == 50

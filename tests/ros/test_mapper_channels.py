@@ -77,7 +77,7 @@ def test_a_channel_batch_gives_per_channel_layers_grids_and_diagnostics(mapper_a
     send(probe, xy, y, stamp_ns=3_000_000_000)
     assert spin_until(lambda: probe.maps and all(grids.values()) and evaluations
                       and STATUS in probe.diagnostics
-                      and probe.last_status(STATUS)[2]["updates"] == "1",
+                      and probe.last_status(STATUS)[2].updates == 1,
                       mapper, probe.node, timeout=TIMEOUT)
 
     cloud = probe.maps[-1]
@@ -101,14 +101,14 @@ def test_a_channel_batch_gives_per_channel_layers_grids_and_diagnostics(mapper_a
                                    atol=0.006 * (span[1] - span[0]))
 
     values = probe.last_status(STATUS)[2]
-    assert values["channels"] == "depth, temperature"
-    assert (values["last_num_latents"], values["last_active_channels"]) == ("2", "2")
-    assert values["inducing_points"] == str(model.inducing.shape[0])
-    for key in ("last_noise_std_0", "last_noise_std_1", "last_correlation_0_1"):
-        assert np.isfinite(float(values[key]))
+    assert values.channels == ("depth", "temperature")
+    assert (values.figures["num_latents"], values.figures["active_channels"]) == (2, 2)
+    assert values.inducing_points == model.inducing.shape[0]
+    for name in ("noise_std_0", "noise_std_1", "correlation_0_1"):
+        assert np.isfinite(values.figures[name])
     measured = y[:, 1][np.isfinite(y[:, 1])]
-    assert float(values["target_mean_temperature"]) == measured.mean()
-    assert float(values["target_mean"]) == y[:, 0].mean()
+    assert values.channel_target_means["temperature"] == measured.mean()
+    assert values.target_mean == y[:, 0].mean()
 
     points, means, stds = msg.cloud_to_evaluation(evaluations[-1], CHANNELS)
     workspace = Workspace.from_config(WorkspaceConfig(vertices=SMALL["workspace.vertices"]))
@@ -160,4 +160,4 @@ def test_a_journal_with_channels_restores_every_channel(start_node, make_node, s
     np.testing.assert_allclose(arrays["mean_temperature"],
                                offline_model(xy, y).predict(grid.points)[0][:, 1], rtol=1e-5,
                                atol=1e-5)
-    assert probe.last_status(STATUS)[2]["samples"] == str(len(xy))
+    assert probe.last_status(STATUS)[2].samples == len(xy)

@@ -41,10 +41,11 @@ def batch(seed):
     return xy, np.sin(xy[:, 0] / 3.0) + xy[:, 1] / 10.0
 
 
-def value(probe, key):
+def value(probe, name):
+    """The field ``name`` of the mapper's newest status, None before one came."""
     if STATUS not in probe.diagnostics:
         return None
-    return probe.last_status(STATUS)[2].get(key)
+    return getattr(probe.last_status(STATUS)[2], name)
 
 
 def spin_until(executor, predicate, timeout=WAIT):
@@ -77,10 +78,10 @@ def test_a_mapper_killed_after_n_batches_resumes_them_all(ros_context, ros_domai
             logs[0].read_text()
         for index in range(BATCHES):
             probe.send_samples(*batch(index), stamp_ns=(index + 1) * 1_000_000_000)
-            assert spin_until(executor, lambda: value(probe, "updates") == str(index + 1)), \
+            assert spin_until(executor, lambda: value(probe, "updates") == index + 1), \
                 f"batch {index + 1} not mapped: {logs[0].read_text()}"
-        assert spin_until(executor, lambda: value(probe, "autosaves") == "2")
-        assert value(probe, "samples") == str(BATCHES * SAMPLES)
+        assert spin_until(executor, lambda: value(probe, "autosaves") == 2)
+        assert value(probe, "samples") == BATCHES * SAMPLES
         first.send_signal(signal.SIGKILL)
         first.wait(timeout=WAIT)
         assert first.returncode == -signal.SIGKILL
@@ -89,9 +90,9 @@ def test_a_mapper_killed_after_n_batches_resumes_them_all(ros_context, ros_domai
         probe.diagnostics.clear()
         probe.maps.clear()
         second = start(logs[1])
-        assert spin_until(executor, lambda: value(probe, "updates") == "1" and probe.maps), \
+        assert spin_until(executor, lambda: value(probe, "updates") == 1 and probe.maps), \
             f"no map after the restart: {logs[1].read_text()}"
-        restored = int(value(probe, "samples"))
+        restored = value(probe, "samples")
         assert (BATCHES - 1) * SAMPLES <= restored <= BATCHES * SAMPLES  # none twice
         assert restored == BATCHES * SAMPLES  # in fact all: each was journaled on arrival
         log = logs[1].read_text()
@@ -102,7 +103,7 @@ def test_a_mapper_killed_after_n_batches_resumes_them_all(ros_context, ros_domai
         # The map carries on: a new batch after the restart is mapped on top.
         probe.send_samples(*batch(99), stamp_ns=99_000_000_000)
         assert spin_until(executor, lambda: value(probe, "samples")
-                          == str((BATCHES + 1) * SAMPLES))
+                          == (BATCHES + 1) * SAMPLES)
 
         second.send_signal(signal.SIGINT)  # an orderly stop ends the map with the process
         assert second.wait(timeout=WAIT) == 0

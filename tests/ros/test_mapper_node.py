@@ -68,7 +68,7 @@ def graph(start_mapper, make_node, spin_until):
 
 
 def updates(probe) -> int:
-    return int(probe.last_status(STATUS)[2]["updates"]) if STATUS in probe.diagnostics else 0
+    return probe.last_status(STATUS)[2].updates if STATUS in probe.diagnostics else 0
 
 
 def test_a_batch_gives_the_map_layers_and_diagnostics(graph, spin_until):
@@ -96,11 +96,12 @@ def test_a_batch_gives_the_map_layers_and_diagnostics(graph, spin_until):
 
     level, _, values = probe.last_status(STATUS)
     assert level == DiagnosticStatus.OK[0]
-    assert (values["samples"], values["updates"], values["device"]) == ("80", "1", "cpu")
-    for key in ("last_latency", "last_update_time", "last_map_predict_time",
-                "last_node_overhead", "median_latency", "last_noise", "last_noise_std"):
-        assert float(values[key]) == float(values[key])  # a number, not NaN
-    assert float(values["last_noise_std"]) > 0  # the learned noise, in metres
+    assert (values.samples, values.updates, values.device) == (80, 1, "cpu")
+    for number in (values.latency, values.update_time, values.map_predict_time,
+                   values.node_overhead, values.median_latency, values.figures["noise"],
+                   values.figures["noise_std"]):
+        assert number == number  # a number, not NaN
+    assert values.figures["noise_std"] > 0  # the learned noise, in metres
 
 
 def test_queries_get_the_predictive_std_of_a_measurement(graph, spin_until):
@@ -151,7 +152,7 @@ def test_batches_received_while_paused_go_into_one_update(graph, make_node, spin
     for xy, z in batches:
         probe.send_samples(xy, z)
     assert spin_until(lambda: STATUS in probe.diagnostics and probe.last_status(STATUS)[2]
-                      ["buffered_batches"] == "3", mapper, probe.node, timeout=5.0)
+                      .buffered_batches == 3, mapper, probe.node, timeout=5.0)
     assert probe.maps == []
 
     answer = call(pause, SetBool.Request(data=False), spin_until, mapper, probe.node)
@@ -159,8 +160,7 @@ def test_batches_received_while_paused_go_into_one_update(graph, make_node, spin
     assert spin_until(lambda: probe.maps and updates(probe) == 1, mapper, probe.node,
                       timeout=TIMEOUT)
     values = probe.last_status(STATUS)[2]
-    assert (values["updates"], values["samples"], values["last_new_samples"]) == \
-        ("1", "120", "120")
+    assert (values.updates, values.samples, values.new_samples) == (1, 120, 120)
 
 
 def test_an_update_in_progress_blocks_neither_queries_nor_services(
@@ -205,7 +205,7 @@ def test_an_update_in_progress_blocks_neither_queries_nor_services(
     # The held update publishes, then the two batches that queued behind it make one more.
     assert spin_until(lambda: updates(probe) == 3, mapper, probe.node, timeout=TIMEOUT)
     values = probe.last_status(STATUS)[2]
-    assert (values["samples"], values["last_new_samples"]) == ("220", "60")
+    assert (values.samples, values.new_samples) == (220, 60)
 
 
 def test_save_then_resume_from_the_state_file(graph, start_mapper, make_node, spin_until,
@@ -308,7 +308,7 @@ def test_a_geojson_workspace_is_placed_with_the_mapper_s_own_anchor(start_mapper
     probe.send_samples(xy, z)
     assert spin_until(lambda: probe.maps and STATUS in probe.diagnostics, mapper, probe.node,
                       timeout=TIMEOUT)
-    assert probe.last_status(STATUS)[2]["samples"] == "79"
+    assert probe.last_status(STATUS)[2].samples == 79
     assert (probe.maps[-1].height, probe.maps[-1].width) == (12, 6)
 
     [result] = mapper.set_parameters([Parameter("workspace.geojson",
@@ -368,20 +368,20 @@ def test_a_failed_update_keeps_the_last_good_map_and_reports_it(graph, spin_unti
 
     assert spin_until(reported, mapper, probe.node, timeout=TIMEOUT)
     level, message, values = probe.last_status(STATUS)
-    assert "K_uu failed" in message and values["failures"] == "1"
+    assert "K_uu failed" in message and values.failures == 1
     assert len(probe.maps) == 1
     probe.send_query(points, stamp_ns=41)
     assert spin_until(lambda: probe.response_to(41) is not None, mapper, probe.node)
     np.testing.assert_array_equal(probe.response_to(41)[1], probe.response_to(40)[1])
 
     # Every retry on a part of the batch failed too: its samples were set aside, counted.
-    assert values["rejected_update_failed"] == "80"
+    assert values.rejected["update_failed"] == 80
     monkeypatch.undo()  # the next batch is mapped: the failed one does not block it
     probe.send_samples(*batch(14))
     assert spin_until(lambda: len(probe.maps) == 2 and updates(probe) == 2, mapper,
                       probe.node, timeout=TIMEOUT)
     level, _, values = probe.last_status(STATUS)
-    assert level == DiagnosticStatus.OK[0] and values["samples"] == "160"
+    assert level == DiagnosticStatus.OK[0] and values.samples == 160
 
 
 @pytest.mark.parametrize("first", [True, False])
@@ -405,7 +405,7 @@ def test_samples_set_aside_leave_the_crash_journal(start_mapper, make_node, spin
     poison = batch(21)
     probe.send_samples(*poison)
     assert spin_until(lambda: STATUS in probe.diagnostics and probe.last_status(
-        STATUS)[2].get("rejected_update_failed") == "80", mapper, probe.node, timeout=TIMEOUT)
+        STATUS)[2].rejected.get("update_failed") == 80, mapper, probe.node, timeout=TIMEOUT)
     monkeypatch.undo()
     probe.send_samples(*batch(22))
     assert spin_until(lambda: updates(probe) == (1 if first else 2), mapper, probe.node,
@@ -438,7 +438,7 @@ def test_a_method_s_own_figures_reach_diagnostics_and_the_dual_gp_shows_its_memo
         np.testing.assert_allclose([xy[row, 0], xy[row, 1], z[row]], [x, y, value],
                                    rtol=1e-6, atol=1e-5)
     values = probe.last_status(STATUS)[2]
-    assert values["last_memory_size"] == "7" and values["last_memory_added"] == "7"
+    assert values.figures["memory_size"] == 7 and values.figures["memory_added"] == 7
 
 
 def test_a_sample_far_outside_the_workspace_is_refused_before_the_scaler(graph, spin_until):
@@ -447,16 +447,16 @@ def test_a_sample_far_outside_the_workspace_is_refused_before_the_scaler(graph, 
     xy[3] = [100_000.0, 5.0]  # 100 km away, in the first batch: it would fix the scaler
     probe.send_samples(xy, z)
     assert spin_until(lambda: STATUS in probe.diagnostics and probe.last_status(STATUS)[2]
-                      .get("rejected_outside_workspace") == "1", mapper, probe.node,
+                      .rejected.get("outside_workspace") == 1, mapper, probe.node,
                       timeout=TIMEOUT)
-    assert probe.last_status(STATUS)[2]["samples"] == "79"
+    assert probe.last_status(STATUS)[2].samples == 79
 
 
 def test_samples_in_another_frame_are_refused_and_counted(graph, spin_until):
     mapper, probe = graph
     probe.send_samples(*batch(15), frame="odom")
     assert spin_until(lambda: STATUS in probe.diagnostics and probe.last_status(STATUS)[2]
-                      .get("rejected_wrong_frame") == "1", mapper, probe.node, timeout=5.0)
+                      .rejected.get("wrong_frame") == 1, mapper, probe.node, timeout=5.0)
     assert probe.maps == []
 
 
@@ -494,9 +494,9 @@ def test_a_batch_that_adds_nothing_republishes_the_map_with_its_stamp(graph, spi
     np.testing.assert_array_equal(second["mean"], first["mean"])
     assert updates(probe) == 1
     # The diagnostics still describe the map: its M, not the empty update's 0.
-    assert spin_until(lambda: probe.last_status(STATUS)[2]["map_stamp"] == "9000000000",
+    assert spin_until(lambda: probe.last_status(STATUS)[2].map_stamp == 9_000_000_000,
                       mapper, probe.node)
-    assert probe.last_status(STATUS)[2]["inducing_points"] == str(probe.inducing[-1].width)
+    assert probe.last_status(STATUS)[2].inducing_points == probe.inducing[-1].width
 
 
 def test_a_new_grid_republishes_the_map(graph, spin_until):
@@ -525,7 +525,7 @@ def test_the_mapper_runs_on_cuda(start_mapper, make_node, spin_until):
     probe.send_samples(xy, z)
     assert spin_until(lambda: probe.maps and updates(probe) == 1, mapper, probe.node,
                       timeout=TIMEOUT)
-    assert probe.last_status(STATUS)[2]["device"].startswith("cuda")
+    assert probe.last_status(STATUS)[2].device.startswith("cuda")
     points = np.array([[4.0, 4.0]])
     probe.send_query(points, stamp_ns=50)
     assert spin_until(lambda: probe.response_to(50) is not None, mapper, probe.node)

@@ -13,6 +13,7 @@ from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import Range  # noqa: E402
 
+from poam_ros import messages as msg  # noqa: E402
 from poam_ros.bags import BagReader, RecorderConfig  # noqa: E402
 from poam_ros.ros import qos  # noqa: E402
 from poam_ros.ros.recorder_node import RecorderNode  # noqa: E402
@@ -48,7 +49,7 @@ def test_messages_a_full_queue_dropped_are_counted_per_publisher(make_node, spin
             (recorder.message_count, dict(recorder.lost))
         lost = recorder.lost["/sonar/range"]
         assert 0 < lost < published
-        assert spin_until(lambda: any(_value(s, "lost") == str(lost) for s in statuses),
+        assert spin_until(lambda: any(msg.status_record(s).lost == lost for s in statuses),
                           node, recorder, timeout=10.0), "diagnostics never reported the loss"
     finally:
         recorder.destroy_node()
@@ -63,7 +64,3 @@ def publish_alone(publishers, recorder, node, spin_until) -> None:
         publisher.publish(Range(range=-1.0))
         assert spin_until(lambda: recorder.message_count == stored + 1, node, recorder,
                           timeout=30.0), "a message sent alone was not stored"
-
-
-def _value(status, key: str):
-    return next((value.value for value in status.values if value.key == key), None)

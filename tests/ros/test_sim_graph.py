@@ -29,6 +29,8 @@ from sensor_msgs.msg import PointCloud2  # noqa: E402
 
 from poam_ros import messages as msg  # noqa: E402
 from poam_ros.bags import BagReader, MessageTypes  # noqa: E402
+from poam_ros.diagnostics import LOST_IN_TRANSPORT  # noqa: E402
+from poam_ros.ingest.core import LATE, OUTSIDE_WORKSPACE  # noqa: E402
 from poam_ros.ros import qos  # noqa: E402
 from poam_ros.setup.mission_setup import MissionSetup  # noqa: E402
 from poam_ros.setup.terrain import terrain_from_config  # noqa: E402
@@ -154,23 +156,21 @@ def test_diagnostics_count_samples_inducing_points_and_rejections(mission):
     final = summary["final"]
     # The mapper's status of the final map: its sample count is what the ingest published
     # up to that map, and the inducing points are within M.
-    statuses = [{kv.key: kv.value for kv in s.values}
-                for name, found in probe.diagnostics.items() if name.endswith(": mapping")
-                for s in found]
-    stamps = {int(v["map_stamp"]): v for v in statuses if "map_stamp" in v}
-    last = max(stamp for stamp in stamps if int(stamps[stamp]["samples"]) == final["num_samples"])
+    statuses = [msg.status_record(s) for name, found in probe.diagnostics.items()
+                if name.endswith(": mapping") for s in found]
+    stamps = {status.map_stamp: status for status in statuses}
+    last = max(stamp for stamp in stamps if stamps[stamp].samples == final["num_samples"])
     published = sum(len(msg.cloud_to_samples(c)[1]) for c in samples
                     if msg.time_to_nanoseconds(c.header.stamp) <= last)
-    assert int(stamps[last]["samples"]) == published == final["num_samples"]
-    assert 0 < int(stamps[last]["inducing_points"]) <= setup.mapping.num_inducing
-    assert not [key for key in stamps[last] if key.startswith("rejected_")]  # none rejected
+    assert stamps[last].samples == published == final["num_samples"]
+    assert 0 < stamps[last].inducing_points <= setup.mapping.num_inducing
+    assert not stamps[last].rejected  # none rejected
     _, _, ingest = probe.last_status("sensor_ingest: samples")
-    assert {"dropped.outside_workspace", "dropped.late", "dropped.lost_in_transport",
-            "samples_published"} <= set(ingest)
-    assert [key for key, count in ingest.items() if key.startswith("dropped.")
-            and key != "dropped.outside_workspace" and count != "0"] == []
+    assert {OUTSIDE_WORKSPACE, LATE, LOST_IN_TRANSPORT} <= set(ingest.dropped)
+    assert [reason for reason, count in ingest.dropped.items()
+            if reason != OUTSIDE_WORKSPACE and count] == []
     _, _, planner = probe.last_status("planner: planning")
-    assert int(planner["goals_issued"]) >= summary["epochs"] - 1
+    assert planner.goals_issued >= summary["epochs"] - 1
     # The command's summary holds the same diagnostics.
     assert summary["diagnostics"]["mapper: mapping"]["inducing_points"]
 

@@ -48,8 +48,9 @@ class Recorder:
         self.plans.publish(cv.path_from_waypoints(Header(frame_id=frame_id),
                                                   np.asarray(waypoints, dtype=float)))
 
-    def diagnostic(self, key):
-        return {kv.key: kv.value for kv in self.diagnostics[-1].status[0].values}[key]
+    def diagnostic(self):
+        """The newest simulator status, a :class:`~poam_ros.diagnostics.SimulatorStatus`."""
+        return msg.status_record(self.diagnostics[-1].status[0])
 
 
 @pytest.fixture
@@ -118,7 +119,7 @@ def test_bad_plans_are_refused_and_the_node_runs_on(auv, make_node, spin_until):
     assert spin_until(lambda: recorder.diagnostics and node.auv.holding
                       and math.dist(node.auv.pose[:2], (28.0, -30.0)) <= 0.1,
                       node, recorder.node, timeout=15.0)
-    assert spin_until(lambda: recorder.diagnostic("plans_refused") == "2", node,
+    assert spin_until(lambda: recorder.diagnostic().plans_refused == 2, node,
                       recorder.node, timeout=3.0)
 
 
