@@ -110,6 +110,10 @@ class Batcher:
         self.published_until = -math.inf  # stamp of the last decision-point batch
         self._cut = 0  # raw batches cut so far
 
+    def configure(self, config: IngestConfig) -> None:
+        """New limits and filters; what is placed, planned and cut stays."""
+        self.config = config
+
     @property
     def size(self) -> int:
         """Samples placed and not yet cut."""

@@ -115,9 +115,9 @@ class Ingest:
             raise ValueError(f"the ingest's channels {self.config.channels!r} cannot change to "
                              f"{config.channels!r}: they fix the samples' columns")
         self._map_from_odom = _checked(config)
-        self.config = self.batcher.config = self.position_fixes.config = config
-        self.streams.configure(config)
-        self.placement.configure(config)
+        self.config = config
+        for part in (self.streams, self.position_fixes, self.batcher, self.placement):
+            part.configure(config)
 
     # ------------------------------------------------------------------------ state
 

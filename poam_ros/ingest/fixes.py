@@ -63,6 +63,10 @@ class PositionFixes:
         self._resets = HorizontalResets()
         self._pending: deque = deque()  # (t, x, y, received) ahead of every pose
 
+    def configure(self, config: IngestConfig) -> None:
+        """New limits; the waiting fixes and the corrections stay."""
+        self.config = config
+
     def at(self, t: float) -> tuple[float, float]:
         """The correction (dx, dy) [m] in force at stamp ``t`` [s]."""
         return self._resets.at(t)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from rosbags.typesys import Stores, get_typestore
 
-from poam_ros.ingest import IngestConfig
+from poam_ros.ingest import Ingest, IngestConfig
 from poam_ros.ingest import feeders as fd
 from poam_ros.ingest import reasons as ig
 
@@ -64,8 +64,6 @@ def test_odometry_range_fix_and_plan_reach_the_ingest():
 
 
 def test_an_unreadable_swath_is_malformed():
-    from poam_ros.ingest import Ingest
-
     ingest = Ingest(IngestConfig())
     cloud = T["sensor_msgs/msg/PointCloud2"](header=header(1.0, "sonar_link"), height=1,
                                              width=1, fields=[], is_bigendian=False,

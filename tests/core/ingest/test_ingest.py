@@ -340,3 +340,16 @@ def test_a_reading_waits_while_poses_keep_coming(placed):
     assert placed.pending == 1 and not placed.dropped
     placed.add_pose(12.5, 7.5, 0.0, PLANE_Z, 0.0, now=5.0)
     assert placed.pending == 0 and placed.batch_size == 1
+
+
+def test_a_reconfiguration_reaches_every_part_and_keeps_what_they_hold(placed):
+    placed.add_range(5.0, 300.0, *LIMITS, now=0.0)
+    placed.configure(IngestConfig(max_batch_size=2, pending_timeout=1.0, fix_max_std=5.0))
+    assert len(placed.poses) == 101 and placed.batch_size == 1
+    placed.add_range(6.0, 300.0, *LIMITS, now=0.0)
+    raw, = placed.take_raw_batches()
+    assert raw.reason == "size" and len(raw.ranges) == 2
+    placed.add_range(12.0, 300.0, *LIMITS, now=0.0)  # ahead of the poses: waits
+    placed.poll(now=1.5)
+    assert placed.dropped == {ig.NO_POSE: 1}
+    assert placed.position_fixes.config.fix_max_std == 5.0
