@@ -27,7 +27,7 @@ import numpy as np
 
 from poam_ros.attitude import quaternion_from_rpy
 from poam_ros.ingest import Ingest, SampleBatch
-from poam_ros.ingest.core import NO_RETURN, OUTSIDE_WORKSPACE
+from poam_ros.ingest.reasons import NO_RETURN, OUTSIDE_WORKSPACE
 from poam_ros.mapping.channels import survey_model
 from poam_ros.mapping.epochs import EpochRecord, epoch_averages
 from poam_ros.mapping.loop import MappingLoop, Scoring

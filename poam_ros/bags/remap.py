@@ -59,7 +59,6 @@ import math
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Callable
 
 import numpy as np
@@ -71,11 +70,11 @@ from poam_ros.bags.message_types import MessageTypes
 from poam_ros.diagnostics import LOST_IN_TRANSPORT, DiagnosticsError, IngestStatus, SimulatorStatus
 from poam_ros.geo import GeoReference
 from poam_ros.ingest import Ingest, SampleBatch
-from poam_ros.ingest.attitude_depth import feed_depth_message, feed_imu_message
-from poam_ros.ingest.channels import channel_sources, feed_channel_message
+from poam_ros.ingest import feeders as fd
+from poam_ros.ingest.attitude_depth import DEPTH, IMU
 from poam_ros.ingest.clock_jumps import ClockJumps, Verdict
 from poam_ros.ingest.config import IngestConfig
-from poam_ros.ingest.core import LATE, NO_POSE, QUEUE_OVERFLOW
+from poam_ros.ingest.reasons import LATE, NO_POSE, QUEUE_OVERFLOW
 from poam_ros.mapping.channels import channel_names, survey_model
 from poam_ros.mapping.epochs import EpochRecord
 from poam_ros.mapping.loop import MappingLoop, Scoring
@@ -95,7 +94,6 @@ ODOMETRY, RANGE, CLOUD, PATH = ("nav_msgs/msg/Odometry", "sensor_msgs/msg/Range"
                                 "sensor_msgs/msg/PointCloud2", "nav_msgs/msg/Path")
 DIAGNOSTICS = "diagnostic_msgs/msg/DiagnosticArray"
 NAVSATFIX = "sensor_msgs/msg/NavSatFix"
-IMU, FLUID_PRESSURE = "sensor_msgs/msg/Imu", "sensor_msgs/msg/FluidPressure"
 # The ingest node's drops (/diagnostics) that depend on its wall clock and DDS: where any
 # (or a flush on the grace period) is non-zero, the live batches cannot be reproduced from
 # the sensor topics.
@@ -481,7 +479,7 @@ def _read_samples(recording: _Recording, ingest: Ingest, config: RemapConfig, se
     wire64 = msg.cloud_is_float64(decoded)
     if wire64 != ingest.config.float64_samples:
         # The live mapper got what the live ingest sent: its precision, not the file's.
-        ingest.config = ingest.config.replace(float64_samples=wire64)
+        ingest.configure(ingest.config.replace(float64_samples=wire64))
         notes.append(f"the live ingest sent {'float64' if wire64 else 'float32'} samples: "
                      f"so does the remap (float64_samples: {str(wire64).lower()})")
     if config.source == "samples":
@@ -508,7 +506,7 @@ def _feed(recording: _Recording, ingest: Ingest, config: RemapConfig, from_sampl
     batches: list[SampleBatch] = []
     path: list[tuple[float, float, float]] = []
     counts: Counter = Counter()
-    inputs = _inputs(ingest.config, config)
+    feeds = _feeds(ingest.config, config)
     now = last_poll = -math.inf
     for _, _, _, topic, decoded, received in sorted(recording.sensors,
                                                      key=lambda item: item[:3]):
@@ -518,39 +516,23 @@ def _feed(recording: _Recording, ingest: Ingest, config: RemapConfig, from_sampl
             last_poll = now
         counts[topic] += 1
         if topic == config.odom_topic:
-            t, x, y, z, yaw = msg.odometry_to_pose(decoded)
+            _, x, y, _, yaw = msg.odometry_to_pose(decoded)
             path.append((x, y, yaw))
-            if not from_samples:
-                ingest.add_pose(t, x, y, z, yaw, now, decoded.header.frame_id,
-                                decoded.child_frame_id, msg.odometry_to_orientation(decoded))
-        elif not from_samples:
-            _feed_reading(ingest, config, inputs, topic, decoded, now)
+        if not from_samples:
+            feeds[topic](ingest, decoded, now)
         batches.extend(ingest.take_batches())
     return batches, path, counts
 
 
-def _feed_reading(ingest: Ingest, config: RemapConfig, inputs: dict, topic: str, decoded,
-                  now: float) -> None:
-    """One range, swath, fix, plan, channel, IMU or depth message into the ingest, as the
-    ingest node hands it over."""
-    stamp = msg.time_to_seconds(decoded.header.stamp)
-    if topic in inputs:
-        inputs[topic][1](ingest, message=decoded, now=now)
-    elif topic == config.range_topic:
-        ingest.add_range(stamp, decoded.range, decoded.min_range, decoded.max_range, now,
-                         decoded.header.frame_id)
-    elif topic == config.swath_topic:
-        try:
-            points = msg.cloud_to_points(decoded)
-        except ValueError as error:
-            ingest.drop_malformed(f"sonar/swath: {error}")
-        else:
-            ingest.add_swath(stamp, points, now, decoded.header.frame_id)
-    elif topic == config.fix_topic:
-        t, latitude, longitude, status, horizontal_std = msg.navsatfix_to_fix(decoded)
-        ingest.add_fix(t, latitude, longitude, now, status, horizontal_std)
-    elif topic == config.plan_topic:
-        ingest.set_plan(msg.path_to_waypoints(decoded), stamp, now, decoded.header.frame_id)
+def _feeds(ingest: IngestConfig, config: RemapConfig) -> dict[str, Callable]:
+    """Each sensor topic's and the plan's ``feed(ingest, message, now)``, as the ingest node
+    hands them over (:mod:`poam_ros.ingest.feeders`; a topic named twice goes to the
+    odometry first, then the channels, IMU and depth sensor)."""
+    feeds = {config.range_topic: fd.feed_range, config.swath_topic: fd.feed_swath,
+             config.fix_topic: fd.feed_fix, config.plan_topic: fd.feed_plan}
+    feeds.update({topic: feed for topic, (_, feed) in _inputs(ingest, config).items()})
+    feeds[config.odom_topic] = fd.feed_odometry
+    return feeds
 
 
 def _finish(recording: _Recording, ingest: Ingest, config: RemapConfig,
@@ -632,15 +614,10 @@ def _absolute(topic: str) -> str:
 
 def _inputs(ingest: IngestConfig, config: RemapConfig) -> dict[str, tuple[str, Callable]]:
     """The ingest's channels, IMU and depth sensor by the topic a bag holds them on: (their
-    message type, ``feed(ingest, message=, now=)`` as the ingest node hands them over)."""
-    inputs = {_absolute(source.topic): (source.msgtype,
-                                        partial(feed_channel_message, source=source))
-              for source in channel_sources(ingest)}
-    if ingest.imu_attitude:
-        inputs[config.imu_topic] = (IMU, feed_imu_message)
-    if ingest.depth_from_pressure:
-        inputs[config.depth_topic] = (FLUID_PRESSURE, feed_depth_message)
-    return inputs
+    message type, their feeder)."""
+    topics = {IMU: config.imu_topic, DEPTH: config.depth_topic}
+    return {topics.get(feeder.name, _absolute(feeder.topic)): (feeder.msgtype, feeder.feed)
+            for feeder in fd.input_feeders(ingest)}
 
 
 def _truth(setup: MissionSetup, terrain, points: np.ndarray, notes: list[str]) -> np.ndarray:

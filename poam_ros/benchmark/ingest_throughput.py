@@ -38,7 +38,7 @@ import numpy as np
 from poam_ros import messages as msg
 from poam_ros.cli.common import ArgumentParser
 from poam_ros.diagnostics import IngestStatus
-from poam_ros.ingest.core import STATISTICAL_OUTLIER, VOXEL_MERGED
+from poam_ros.ingest.reasons import STATISTICAL_OUTLIER, VOXEL_MERGED
 from poam_ros.processes import wait_or_kill
 
 PLANE_Z = 300.0

@@ -25,7 +25,7 @@ from poam_ros.cli.mission import (
     summarize,
 )
 from poam_ros.diagnostics import IngestStatus, MapperStatus
-from poam_ros.ingest.core import NO_RETURN, OUTSIDE_WORKSPACE
+from poam_ros.ingest.reasons import NO_RETURN, OUTSIDE_WORKSPACE
 
 
 def sim(argv) -> int:

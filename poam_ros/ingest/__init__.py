@@ -1,15 +1,19 @@
 """Sensor ingest without ROS: odometry and sonar readings in, georeferenced sample batches out.
 
-:mod:`.core` pairs readings with poses and cuts batches (:class:`Ingest`, configured by
-:mod:`.config`), with
-:mod:`.pose_history` (interpolated poses), :mod:`.clock_jumps` (glitched stamps told from
-clock changes) and :mod:`.cloud_filters` (swath filters); :mod:`.channels` reads the scalar
-channels' messages into it, :mod:`.attitude_depth` an IMU's and a depth sensor's;
-:mod:`.sequence_gaps` counts messages lost before they reached a node.
+:mod:`.core` checks each input and coordinates the parts (:class:`Ingest`, configured by
+:mod:`.config`): :mod:`.streams` (frames, the clock rule of :mod:`.clock_jumps`, order,
+completeness), :mod:`.placement` (readings at the poses of :mod:`.pose_history`, with
+:mod:`.attitude_depth`: an IMU's attitude and a depth sensor's depth), :mod:`.fixes`
+(position fixes; :mod:`.navigation`: the ``map`` ← ``odom`` transform and the corrections)
+and :mod:`.batcher` (decision-point batches, checked with :mod:`.cloud_filters`); drops are
+counted by the reasons of :mod:`.reasons`. :mod:`.feeders` hands each message type to it
+(:mod:`.channels`: where the scalar channels come from); :mod:`.sequence_gaps` counts
+messages lost before they reached a node.
 """
 
+from poam_ros.ingest.batcher import RawBatch, SampleBatch
 from poam_ros.ingest.config import IngestConfig
-from poam_ros.ingest.core import REASONS, Ingest, RawBatch, SampleBatch
+from poam_ros.ingest.core import Ingest
 from poam_ros.ingest.sequence_gaps import SequenceGaps
 
-__all__ = ["REASONS", "Ingest", "IngestConfig", "RawBatch", "SampleBatch", "SequenceGaps"]
+__all__ = ["Ingest", "IngestConfig", "RawBatch", "SampleBatch", "SequenceGaps"]

@@ -21,20 +21,18 @@ sensors') gives the ingest:
 Each is a time series of its own (:class:`~poam_ros.ingest.pose_history.PoseHistory`: the
 same horizon, gap limit and interpolation as the odometry's); a reading is placed once the
 odometry and every enabled series reach its stamp (it waits for them as for the odometry).
-:func:`feed_imu_message` and :func:`feed_depth_message` hand a message to the ingest with
-the numbers :mod:`poam_ros.messages` reads off it, for the ingest node and the remap alike.
+:mod:`~poam_ros.ingest.feeders` hands their messages to the ingest, for the ingest node and
+the remap alike.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from poam_ros import messages as msg
 from poam_ros.ingest.pose_history import Lookup, PlacedPose, PoseHistory
 
 if TYPE_CHECKING:
     from poam_ros.ingest.config import IngestConfig
-    from poam_ros.ingest.core import Ingest
 
 GRAVITY = 9.80665  # m/s², standard gravity
 IMU, DEPTH = "imu", "depth"  # the streams' names (drop details, stamps' order)
@@ -44,6 +42,12 @@ def depth_from_pressure(pressure: float, water_density: float,
                         atmospheric_pressure: float) -> float:
     """Hydrostatic depth [m] below the surface of an absolute ``pressure`` [Pa]."""
     return (pressure - atmospheric_pressure) / (water_density * GRAVITY)
+
+
+def enabled_streams(config: IngestConfig) -> tuple[str, ...]:
+    """The series ``config`` enables (``imu_attitude``, ``depth_from_pressure``), by stream
+    name."""
+    return (IMU,) * config.imu_attitude + (DEPTH,) * config.depth_from_pressure
 
 
 class AttitudeDepth:
@@ -63,8 +67,7 @@ class AttitudeDepth:
     @property
     def streams(self) -> tuple[str, ...]:
         """The enabled series, by stream name."""
-        config = self.config
-        return (IMU,) * config.imu_attitude + (DEPTH,) * config.depth_from_pressure
+        return enabled_streams(self.config)
 
     def add_attitude(self, t: float, roll: float, pitch: float, yaw: float) -> None:
         """The IMU's attitude [rad] at ``t`` s, newer than the last (checked by the caller)."""
@@ -96,14 +99,3 @@ class AttitudeDepth:
             pose = pose._replace(z=depth.z)
         return Lookup.PLACED, pose
 
-
-def feed_imu_message(ingest: Ingest, message, now: float) -> None:
-    """One ``sensor_msgs/Imu`` (rclpy or a deserialized bag message) into ``ingest``."""
-    t, orientation, frame_id, known = msg.imu_to_orientation(message)
-    ingest.add_attitude(t, orientation, now, frame_id, known)
-
-
-def feed_depth_message(ingest: Ingest, message, now: float) -> None:
-    """One ``sensor_msgs/FluidPressure`` of the depth sensor into ``ingest``."""
-    pressure, t, frame_id = msg.fluid_pressure_to_reading(message)
-    ingest.add_pressure(t, pressure, now, frame_id)

@@ -9,22 +9,19 @@ off one topic of one of three standard message types:
 * ``cloud``: a stamped ``sensor_msgs/PointCloud2`` of one point (any other sensor) whose
   field named like the channel holds the value.
 
-:func:`feed_channel_message` hands one such message to :meth:`Ingest.add_reading
-<poam_ros.ingest.core.Ingest.add_reading>` with the numbers the readers of
-:mod:`poam_ros.messages` take off it: the ingest node calls it on a live message, the remap
-on a recorded one, so both place the same readings.
+:func:`~poam_ros.ingest.feeders.feed_channel` hands one such message to
+:meth:`Ingest.add_reading <poam_ros.ingest.core.Ingest.add_reading>`: the ingest node calls it
+on a live message, the remap on a recorded one, so both place the same readings.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
-from poam_ros import messages as msg
 from poam_ros.params import ConfigError
 
 if TYPE_CHECKING:
     from poam_ros.ingest.config import IngestConfig
-    from poam_ros.ingest.core import Ingest
 
 #: channel type -> the ROS message type it reads
 CHANNEL_TYPES = {"temperature": "sensor_msgs/msg/Temperature",
@@ -77,27 +74,3 @@ def check_channel_sources(config: IngestConfig) -> None:
     if len(set(topics)) != len(topics):
         raise ConfigError(f"IngestConfig.channel_topics must be distinct, got {topics!r}")
 
-
-def feed_channel_message(ingest: Ingest, source: ChannelSource, message, now: float) -> None:
-    """One message of ``source``'s topic (an rclpy message or a deserialized bag message)
-    into ``ingest`` at wall time ``now`` [s]. A cloud that cannot be read or lacks the
-    channel's field is a counted ``malformed_message``; bad values, stamps and frames are the
-    ingest's to drop (:meth:`~poam_ros.ingest.core.Ingest.add_reading`)."""
-    if source.kind == "temperature":
-        value, t, frame_id = msg.temperature_to_reading(message)
-        values = [value]
-    elif source.kind == "fluid_pressure":
-        value, t, frame_id = msg.fluid_pressure_to_reading(message)
-        values = [value]
-    else:
-        try:
-            t, fields = msg.cloud_to_channel_readings(message, [source.name])
-        except ValueError as error:
-            ingest.drop_malformed(f"{source.topic}: {error}")
-            return
-        values, frame_id = fields[source.name], message.header.frame_id
-        if values.shape != (1,):
-            ingest.drop_malformed(f"{source.topic}: field {source.name!r} of shape "
-                                  f"{values.shape}, expected one point of one value")
-            return
-    ingest.add_reading(t, source.name, float(values[0]), now, frame_id)

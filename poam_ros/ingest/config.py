@@ -1,6 +1,6 @@
 """The sensor ingest's configuration: frames, pairing tolerances, batching, swath filters,
 channels and navigation sources (no ROS). The ``sensor_ingest`` node declares these fields as
-its parameters; :mod:`poam_ros.ingest.core` documents what each does."""
+its parameters; the modules of :mod:`poam_ros.ingest` document what each does."""
 
 from __future__ import annotations
 

@@ -25,14 +25,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from poam_ros.ingest.clock_jumps import ClockJumps, Verdict
-from poam_ros.ingest.core import (
+from poam_ros.ingest.config import IngestConfig
+from poam_ros.ingest.pose_history import not_a_rotation
+from poam_ros.ingest.reasons import (
     POSE_INVALID_ORIENTATION,
     POSE_NONFINITE,
     POSE_STAMP_OUTLIER,
     POSE_WRONG_FRAME,
-    IngestConfig,
 )
-from poam_ros.ingest.pose_history import not_a_rotation
 from poam_ros.params import Params, param
 
 MAP_WRONG_FRAME = "map_wrong_frame"

@@ -37,7 +37,7 @@ Topics (names relative, remappable):
   publishes an empty cloud (width 0), so the mission loop goes on.
 * publishes ``/diagnostics`` (diagnostic_msgs/DiagnosticArray) once a second: counts of
   samples accepted and published, batches, readings waiting, and ``dropped.<reason>`` for
-  every reason of :mod:`poam_ros.ingest`, plus ``dropped.lost_in_transport``: sensor
+  every reason of :mod:`poam_ros.ingest.reasons`, plus ``dropped.lost_in_transport``: sensor
   messages that never reached the callbacks (a subscription queue that overflowed, or
   best-effort transport), seen as gaps in each publisher's DDS sequence numbers; and
   ``clock_resets.<stream>`` (odom, range, swath) with ``stamps_held``, the messages whose
@@ -60,13 +60,13 @@ from rclpy.qos_overriding_options import QoSOverridingOptions
 from sensor_msgs.msg import FluidPressure, Imu, NavSatFix, PointCloud2, Range, Temperature
 from std_msgs.msg import Header
 
-from poam_ros import messages as msg
 from poam_ros.diagnostics import LOST_IN_TRANSPORT, IngestStatus
 from poam_ros.geo import GeoConfig, GeoReference, resolve_workspace
-from poam_ros.ingest import REASONS, Ingest, IngestConfig, SequenceGaps
-from poam_ros.ingest.attitude_depth import feed_depth_message, feed_imu_message
-from poam_ros.ingest.channels import channel_sources, feed_channel_message
-from poam_ros.ingest.core import NO_RETURN, ODOM, OUTSIDE_WORKSPACE, RANGE, SWATH
+from poam_ros.ingest import Ingest, IngestConfig, SequenceGaps
+from poam_ros.ingest import feeders as fd
+from poam_ros.ingest.channels import CHANNEL_TYPES
+from poam_ros.ingest.reasons import NO_RETURN, OUTSIDE_WORKSPACE, REASONS
+from poam_ros.ingest.streams import CLOCKED
 from poam_ros.params import ConfigError
 from poam_ros.ros import conversions as cv
 from poam_ros.ros import qos
@@ -80,9 +80,10 @@ EXPECTED_DROPS = {OUTSIDE_WORKSPACE: "expected where a leg crosses the workspace
 
 POLL_PERIOD = 0.05  # s, wall: grace periods and pending timeouts are checked this often
 DIAGNOSTICS_PERIOD = 1.0  # s, wall
-# channel type (poam_ros.ingest.channels.CHANNEL_TYPES) -> its message class
-_CHANNEL_MESSAGES = {"temperature": Temperature, "fluid_pressure": FluidPressure,
-                     "cloud": PointCloud2}
+# the configured inputs' message types (poam_ros.ingest.feeders.input_feeders) -> classes
+_MESSAGES = {CHANNEL_TYPES["temperature"]: Temperature,
+             CHANNEL_TYPES["fluid_pressure"]: FluidPressure, CHANNEL_TYPES["cloud"]: PointCloud2,
+             fd.IMU_TYPE: Imu}
 
 
 class IngestNode(StartingNode):
@@ -113,17 +114,10 @@ class IngestNode(StartingNode):
         add_config_callback(self, IngestConfig, self._reconfigure)
 
         overridable = QoSOverridingOptions.with_default_policies()
-        for msg_type, topic, callback in ((Odometry, "odom", self._on_odom),
-                                          (Range, "sonar/range", self._on_range),
-                                          (PointCloud2, "sonar/swath", self._on_swath),
-                                          (NavSatFix, "fix", self._on_fix)):
-            self.create_subscription(msg_type, topic, callback, qos.SENSOR_BACKLOG,
-                                     qos_overriding_options=overridable)
-        inputs = [(_CHANNEL_MESSAGES[source.kind], source.topic,
-                   partial(feed_channel_message, source=source))
-                  for source in channel_sources(config)]
-        inputs += [(Imu, "imu", feed_imu_message)] * config.imu_attitude
-        inputs += [(FluidPressure, "depth", feed_depth_message)] * config.depth_from_pressure
+        inputs = [(Odometry, "odom", fd.feed_odometry), (Range, "sonar/range", fd.feed_range),
+                  (PointCloud2, "sonar/swath", fd.feed_swath), (NavSatFix, "fix", fd.feed_fix)]
+        inputs += [(_MESSAGES[feeder.msgtype], feeder.topic, feeder.feed)
+                   for feeder in fd.input_feeders(config)]
         for msg_type, topic, feed in inputs:
             self.create_subscription(msg_type, topic, partial(self._on_input, topic, feed),
                                      qos.SENSOR_BACKLOG, qos_overriding_options=overridable)
@@ -148,55 +142,17 @@ class IngestNode(StartingNode):
         with self._lock:
             self.core.configure(config)
 
-    def _on_odom(self, message: Odometry, info) -> None:
-        self._count_lost("odom", info)
-        t, x, y, z, yaw = msg.odometry_to_pose(message)
-        with self._lock:
-            self.core.add_pose(t, x, y, z, yaw, time.monotonic(), message.header.frame_id,
-                               message.child_frame_id, msg.odometry_to_orientation(message))
-        self._after()
-
-    def _on_range(self, message: Range, info) -> None:
-        self._count_lost("sonar/range", info)
-        distance, t, frame_id = msg.range_to_reading(message)
-        with self._lock:
-            self.core.add_range(t, distance, message.min_range, message.max_range,
-                                time.monotonic(), frame_id)
-        self._after()
-
-    def _on_swath(self, message: PointCloud2, info) -> None:
-        self._count_lost("sonar/swath", info)
-        try:
-            points = msg.cloud_to_points(message)
-        except ValueError as error:
-            with self._lock:
-                self.core.drop_malformed(f"sonar/swath: {error}")
-        else:
-            with self._lock:
-                self.core.add_swath(msg.time_to_seconds(message.header.stamp), points,
-                                    time.monotonic(), message.header.frame_id)
-        self._after()
-
-    def _on_fix(self, message: NavSatFix, info) -> None:
-        self._count_lost("fix", info)
-        t, latitude, longitude, status, horizontal_std = msg.navsatfix_to_fix(message)
-        with self._lock:
-            self.core.add_fix(t, latitude, longitude, time.monotonic(), status, horizontal_std)
-        self._after()
-
     def _on_input(self, topic: str, feed, message, info) -> None:
-        """A channel's, the IMU's or the depth sensor's message: ``feed(core, message,
-        now)`` converts and hands it over."""
+        """A sensor message: ``feed(core, message, now)`` (:mod:`poam_ros.ingest.feeders`)
+        reads it and hands it over."""
         self._count_lost(topic, info)
         with self._lock:
-            feed(self.core, message=message, now=time.monotonic())
+            feed(self.core, message, time.monotonic())
         self._after()
 
     def _on_plan(self, path: Path) -> None:
         with self._lock:
-            self.core.set_plan(msg.path_to_waypoints(path),
-                               msg.time_to_seconds(path.header.stamp), time.monotonic(),
-                               path.header.frame_id)
+            fd.feed_plan(self.core, path, time.monotonic())
         self._after()
 
     def _on_poll(self) -> None:
@@ -294,7 +250,7 @@ class IngestNode(StartingNode):
             dropped={LOST_IN_TRANSPORT: self.lost_in_transport,
                      **{reason: core.dropped.get(reason, 0) for reason in REASONS}},
             clock_resets={stream: core.clock_resets.get(stream, 0)
-                          for stream in (ODOM, RANGE, SWATH)},
+                          for stream in CLOCKED},
             channel_received={name: core.channel_received[name] for name in channels},
             channel_placed={name: core.channel_placed[name] for name in channels},
             channel_dropped={name: core.channel_received[name] - core.channel_placed[name]

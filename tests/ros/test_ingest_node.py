@@ -32,7 +32,7 @@ from std_msgs.msg import Header  # noqa: E402
 from poam_ros import messages as msg  # noqa: E402
 from poam_ros.diagnostics import IngestStatus  # noqa: E402
 from poam_ros.geo import GeoReference  # noqa: E402
-from poam_ros.ingest import core as ig  # noqa: E402
+from poam_ros.ingest import reasons as ig  # noqa: E402
 from poam_ros.params.files import load_node_parameters  # noqa: E402
 from poam_ros.ros import conversions as cv  # noqa: E402
 from poam_ros.ros.ingest_node import IngestNode  # noqa: E402

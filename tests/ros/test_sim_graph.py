@@ -30,7 +30,7 @@ from sensor_msgs.msg import PointCloud2  # noqa: E402
 from poam_ros import messages as msg  # noqa: E402
 from poam_ros.bags import BagReader, MessageTypes  # noqa: E402
 from poam_ros.diagnostics import LOST_IN_TRANSPORT  # noqa: E402
-from poam_ros.ingest.core import LATE, OUTSIDE_WORKSPACE  # noqa: E402
+from poam_ros.ingest.reasons import LATE, OUTSIDE_WORKSPACE  # noqa: E402
 from poam_ros.ros import qos  # noqa: E402
 from poam_ros.setup.mission_setup import MissionSetup  # noqa: E402
 from poam_ros.setup.terrain import terrain_from_config  # noqa: E402

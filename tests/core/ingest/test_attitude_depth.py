@@ -13,13 +13,9 @@ from rosbags.typesys import Stores, get_typestore
 
 from poam_ros.attitude import quaternion_from_rpy
 from poam_ros.ingest import Ingest, IngestConfig
-from poam_ros.ingest import core as ig
-from poam_ros.ingest.attitude_depth import (
-    GRAVITY,
-    depth_from_pressure,
-    feed_depth_message,
-    feed_imu_message,
-)
+from poam_ros.ingest import reasons as ig
+from poam_ros.ingest.attitude_depth import GRAVITY, depth_from_pressure
+from poam_ros.ingest.feeders import feed_depth, feed_imu
 
 T = get_typestore(Stores.ROS2_KILTED).types
 PLAIN = IngestConfig(voxel_size=0.0, outlier_neighbors=0)
@@ -121,10 +117,10 @@ def test_bad_imu_and_pressure_messages_are_counted_drops():
                     imu(1.0, (0.0, 0.0, 0.0, 0.0), "imu_link"),    # not a rotation
                     imu(2.0, level, "imu_link"),
                     imu(1.5, level, "imu_link")):                   # out of order
-        feed_imu_message(ingest, message, 0.0)
+        feed_imu(ingest, message, 0.0)
     for message in (pressure(1.0, math.nan), pressure(1.0, 2e5, frame="sonar_link"),
                     pressure(2.0, 2e5)):
-        feed_depth_message(ingest, message, 0.0)
+        feed_depth(ingest, message, 0.0)
     assert ingest.dropped == {ig.WRONG_FRAME: 2, ig.IMU_INVALID: 2, ig.OUT_OF_ORDER: 1,
                               ig.PRESSURE_INVALID: 1}
     assert ingest.details[ig.WRONG_FRAME] == "depth in frame 'sonar_link', expected 'base_link'"

@@ -10,12 +10,9 @@ import pytest
 from rosbags.typesys import Stores, get_typestore
 
 from poam_ros.ingest import Ingest, IngestConfig
-from poam_ros.ingest import core as ig
-from poam_ros.ingest.channels import (
-    ChannelSource,
-    channel_sources,
-    feed_channel_message,
-)
+from poam_ros.ingest import reasons as ig
+from poam_ros.ingest.channels import ChannelSource, channel_sources
+from poam_ros.ingest.feeders import feed_channel
 from poam_ros.params import ConfigError
 
 T = get_typestore(Stores.ROS2_KILTED).types
@@ -91,7 +88,7 @@ def test_each_message_type_is_placed_and_bad_ones_are_counted_drops():
             ("methane", cloud(2.5, {"methane": 0.25})),
             ("methane", cloud(3.0, {"methane": 0.5, "other": 1.0}))]  # extra fields: ignored
     for name, message in feed:
-        feed_channel_message(ingest, sources[name], message, 0.0)
+        feed_channel(sources[name], ingest, message, 0.0)
     ingest.poll(math.inf)
     [batch] = ingest.take_batches()
     nan = math.nan
@@ -110,6 +107,6 @@ def test_a_reading_ahead_of_the_poses_is_waiting_not_dropped():
     ingest = Ingest(CONFIG)
     source = channel_sources(CONFIG)[0]
     ingest.add_pose(0.0, 0.0, 0.0, -10.0, 0.0, 0.0)
-    feed_channel_message(ingest, source, temperature(0.5, 7.5), 0.0)
+    feed_channel(source, ingest, temperature(0.5, 7.5), 0.0)
     assert ingest.channel_received["temperature"] == 1
     assert ingest.channel_waiting("temperature") == 1 and not ingest.channel_placed

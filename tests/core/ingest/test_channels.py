@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from poam_ros.ingest import Ingest, IngestConfig
-from poam_ros.ingest import core as ig
+from poam_ros.ingest import reasons as ig
 from poam_ros.params import ConfigError
 from poam_ros.workspace import Workspace, WorkspaceConfig
 

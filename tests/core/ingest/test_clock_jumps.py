@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from poam_ros.ingest import Ingest, IngestConfig
-from poam_ros.ingest import core as ig
+from poam_ros.ingest import reasons as ig
+from poam_ros.ingest.streams import ODOM, RANGE
 from poam_ros.params import ConfigError
 
 PLANE_Z = 300.0
@@ -87,9 +88,9 @@ def test_a_persistent_forward_jump_is_a_reset_after_k_stamps_and_samples_flow_ag
     kth = [i for i, event in enumerate(jumped) if event[0] == "pose"][K - 1]
     feed(ingest, jumped[:kth])                  # K - 1 poses of the new clock: held
     assert not ingest.clock_resets and ingest.held >= K - 1
-    with caplog.at_level(logging.WARNING, logger="poam_ros.ingest.core"):
+    with caplog.at_level(logging.WARNING, logger="poam_ros.ingest.streams"):
         feed(ingest, jumped[kth:kth + 1])       # the K-th: the clock changed
-    assert ingest.clock_resets == {ig.ODOM: 1} and "odom clock reset" in caplog.text
+    assert ingest.clock_resets == {ODOM: 1} and "odom clock reset" in caplog.text
     feed(ingest, jumped[kth + 1:])
     ingest.poll(now=100.0)
     old, new = ingest.take_batches()
@@ -99,7 +100,7 @@ def test_a_persistent_forward_jump_is_a_reset_after_k_stamps_and_samples_flow_ag
     assert (new.reason, new.stamp, len(new)) == ("arrival", 20.0 + GLITCH, ranges(jumped))
     np.testing.assert_allclose(new.points[:, 0], [t - GLITCH - 5.0 for kind, t, *_ in jumped
                                                   if kind == "range"], atol=1e-9)
-    assert ingest.clock_resets == {ig.ODOM: 1, ig.RANGE: 1}
+    assert ingest.clock_resets == {ODOM: 1, RANGE: 1}
     assert not ingest.dropped and ingest.pending == 0 and ingest.held == 0
 
 
@@ -114,12 +115,12 @@ def test_time_restarting_is_a_reset_and_samples_flow_again(caplog):
     assert (batch.stamp, len(batch)) == (110.0, ranges(first))
     ingest.set_plan([[15.0, 0.0]], 0.0, now=0.0)
     again = leg(0.0, x0=5.0)
-    with caplog.at_level(logging.WARNING, logger="poam_ros.ingest.core"):
+    with caplog.at_level(logging.WARNING, logger="poam_ros.ingest.streams"):
         feed(ingest, again)
     ingest.poll(now=100.0)
     batch, = ingest.take_batches()
     assert (batch.reason, batch.stamp, len(batch)) == ("arrival", 10.0, ranges(again))
-    assert ingest.clock_resets == {ig.ODOM: 1, ig.RANGE: 1}
+    assert ingest.clock_resets == {ODOM: 1, RANGE: 1}
     assert "odom clock reset" in caplog.text and "range clock reset" in caplog.text
     assert not ingest.dropped
 
@@ -158,7 +159,7 @@ def test_a_reset_keeps_the_waypoints_reached():
     assert ingest.plan_progress == (1, 2)
     jumped = leg(10.0 + GLITCH, x0=5.0)
     feed(ingest, jumped)
-    assert ingest.clock_resets[ig.ODOM] == 1
+    assert ingest.clock_resets[ODOM] == 1
     ingest.poll(now=100.0)
     old, new = ingest.take_batches()
     assert (old.reason, new.reason, new.stamp) == ("reset", "arrival", 20.0 + GLITCH)

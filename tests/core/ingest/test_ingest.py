@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from poam_ros.ingest import Ingest, IngestConfig, SequenceGaps
-from poam_ros.ingest import core as ig
+from poam_ros.ingest import reasons as ig
 from poam_ros.params import ConfigError
 from poam_ros.sim.default_terrain import default_terrain
 from poam_ros.sim.simulated_auv import Odom, SimulatedAuv, Sounding
@@ -231,7 +231,7 @@ def test_bad_poses_are_dropped(placed):
                               ig.POSE_NONFINITE: 1, ig.POSE_WRONG_FRAME: 2}
     # The jump did not enter the history: a reading there is placed on the true path.
     placed.add_range(10.05, 300.0, *LIMITS, now=0.0)
-    np.testing.assert_allclose(placed._chunks[-1][2], [[5.05, 0.0, 0.0]])
+    np.testing.assert_allclose(placed.batcher.chunks[-1][2], [[5.05, 0.0, 0.0]])
 
 
 NORTH = (0.0, 0.0, math.sin(math.pi / 4), math.cos(math.pi / 4))  # (x, y, z, w): yaw pi/2
@@ -306,25 +306,6 @@ def test_swath_points_are_rotated_and_moved_by_the_pose():
                                atol=1e-12)
 
 
-def test_swath_filters_drop_outliers_and_merge_voxels_but_not_ranges():
-    ingest = Ingest(IngestConfig(voxel_size=1.0, outlier_neighbors=8, filter_backend="numpy"))
-    ingest.add_pose(0.0, 0.0, 0.0, PLANE_Z, 0.0, 0.0)
-    ingest.add_pose(1.0, 0.0, 0.0, PLANE_Z, 0.0, 0.0)
-    across = np.linspace(-10.0, 10.0, 81)  # 0.25 m apart: 4 per 1 m voxel
-    swath = np.column_stack([np.zeros_like(across), across, np.full_like(across, -290.0)])
-    swath[40, 2] = -100.0  # a spike far above the seafloor
-    ingest.add_swath(0.5, swath, now=0.0)
-    ingest.add_range(0.6, 290.0, *LIMITS, now=0.0)
-    ingest.add_range(0.7, 290.0, *LIMITS, now=0.0)  # the same sample twice: the model's to
-    ingest.set_plan([[0.0, 0.0]], 1.0, now=0.0)  # planned at t = 1 s, where it is
-    ingest.poll(now=100.0)
-    batch, = ingest.take_batches()
-    assert batch.dropped[ig.STATISTICAL_OUTLIER] == 1
-    assert batch.dropped[ig.VOXEL_MERGED] == 80 - 21
-    assert ig.DUPLICATE not in batch.dropped  # refuse (it knows every sample it holds)
-    assert len(batch) == 2 + 21 and np.all(batch.points[:, 2] == 10.0)
-
-
 def test_config_is_validated():
     with pytest.raises(ConfigError, match="outlier_neighbors"):
         IngestConfig(outlier_neighbors=1)
@@ -361,19 +342,14 @@ def test_a_reading_waits_while_poses_keep_coming(placed):
     assert placed.pending == 0 and placed.batch_size == 1
 
 
-def test_the_tail_is_flushed_on_request_and_batches_are_recorded_in_order():
-    ingest = Ingest(IngestConfig())
-    ingest.add_pose(0.0, 0.0, 0.0, PLANE_Z, 0.0, 0.0)
-    ingest.add_pose(1.0, 1.0, 0.0, PLANE_Z, 0.0, 0.0)
-    ingest.add_range(0.5, 290.0, *LIMITS, now=0.0)
-    assert ingest.take_raw_batches() == [] and ingest.batch_size == 1
-    ingest.flush_tail()
-    ingest.add_range(0.9, 290.0, *LIMITS, now=0.0)
-    ingest.flush_tail()
-    first, second = ingest.take_raw_batches()
-    assert first.reason == "end" and len(first.ranges) == 1 and ingest.batch_size == 0
-    with pytest.raises(ValueError, match="order"):
-        ingest.record(ingest.finish(second))
-    ingest.record(ingest.finish(first))
-    ingest.record(ingest.finish(second))
-    assert ingest.batches == 2 and ingest.published == 2
+def test_a_reconfiguration_reaches_every_part_and_keeps_what_they_hold(placed):
+    placed.add_range(5.0, 300.0, *LIMITS, now=0.0)
+    placed.configure(IngestConfig(max_batch_size=2, pending_timeout=1.0, fix_max_std=5.0))
+    assert len(placed.poses) == 101 and placed.batch_size == 1
+    placed.add_range(6.0, 300.0, *LIMITS, now=0.0)
+    raw, = placed.take_raw_batches()
+    assert raw.reason == "size" and len(raw.ranges) == 2
+    placed.add_range(12.0, 300.0, *LIMITS, now=0.0)  # ahead of the poses: waits
+    placed.poll(now=1.5)
+    assert placed.dropped == {ig.NO_POSE: 1}
+    assert placed.position_fixes.config.fix_max_std == 5.0

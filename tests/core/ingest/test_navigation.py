@@ -12,7 +12,7 @@ import pytest
 
 from poam_ros.geo.georeference import GeoReference
 from poam_ros.ingest import Ingest, IngestConfig
-from poam_ros.ingest import core as ig
+from poam_ros.ingest import reasons as ig
 from poam_ros.ingest.navigation import HorizontalResets, StaticTransform
 from poam_ros.params import ConfigError
 

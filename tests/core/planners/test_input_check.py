@@ -5,16 +5,15 @@ import math
 import numpy as np
 import pytest
 
-from poam_ros.params import ConfigError
-from poam_ros.planners import InputCheck, InputCheckConfig
-from poam_ros.planners.input_check import (
-    MAP_WRONG_FRAME,
+from poam_ros.ingest.reasons import (
     POSE_INVALID_ORIENTATION,
     POSE_NONFINITE,
     POSE_STAMP_OUTLIER,
     POSE_WRONG_FRAME,
-    REASONS,
 )
+from poam_ros.params import ConfigError
+from poam_ros.planners import InputCheck, InputCheckConfig
+from poam_ros.planners.input_check import MAP_WRONG_FRAME, REASONS
 
 IDENTITY = (0.0, 0.0, 0.0, 1.0)
 NAN = math.nan

@@ -1,0 +1,158 @@
+"""Position fixes: declared resets of the horizontal position, waiting for the odometry at
+their stamps (no ROS).
+
+A fix (:meth:`PositionFixes.add`: latitude and longitude, converted with the map's geodetic
+anchor) is a declared reset of the horizontal position, never fused
+(:mod:`~poam_ros.ingest.navigation`): the correction fix − odometry at the fix's stamp is
+added to the odometry from that stamp on (:meth:`PositionFixes.at`), including to readings
+placed since then and not yet handed out (:meth:`PositionFixes.resolve` says by how much
+they move; those already handed out stay where they were). The pose history keeps the
+odometry as it came, so the speed limit judges the odometry against itself and a 100 m
+USBL correction drops no pose. A fix whose stamp is ahead of every pose waits for one
+(``pending_timeout``).
+
+Fixes are dropped, counted per message, without the anchor (``fix_no_anchor``), with
+status NO_FIX (``fix_no_fix``), a non-finite stamp, latitude or longitude
+(``fix_nonfinite``), a latitude or longitude out of range or where the anchor's projection
+has no place for it (``fix_out_of_range``), a reported horizontal std above ``fix_max_std``
+(``fix_imprecise``), a stamp not after the previous fix's (``fix_out_of_order``) or no pose
+to reset at its stamp (``fix_no_pose``, also for a fix waiting on an odometry clock that a
+reset abandoned).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import deque
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from poam_ros.ingest.config import IngestConfig
+from poam_ros.ingest.navigation import HorizontalResets
+from poam_ros.ingest.pose_history import STAMP_TOLERANCE, Lookup, PoseHistory
+from poam_ros.ingest.reasons import (
+    FIX_IMPRECISE,
+    FIX_NO_ANCHOR,
+    FIX_NO_FIX,
+    FIX_NO_POSE,
+    FIX_NONFINITE,
+    FIX_OUT_OF_ORDER,
+    FIX_OUT_OF_RANGE,
+    Drops,
+)
+
+if TYPE_CHECKING:  # the anchor is handed in: the ingest itself needs no pyproj or rasterio
+    from poam_ros.geo.georeference import GeoReference
+
+log = logging.getLogger(__name__)
+
+
+class PositionFixes:
+    """The fixes waiting for a pose and the corrections they set; see the module docstring.
+    ``georeference``: the map's geodetic anchor (None: every fix is dropped)."""
+
+    def __init__(self, config: IngestConfig, drops: Drops,
+                 georeference: GeoReference | None = None) -> None:
+        self.config = config
+        self.georeference = georeference
+        self._drops = drops
+        self.applied = 0               # fixes applied
+        self.last_correction = 0.0     # m, how far the latest fix moved the position
+        self._resets = HorizontalResets()
+        self._pending: deque = deque()  # (t, x, y, received) ahead of every pose
+
+    def configure(self, config: IngestConfig) -> None:
+        """New limits; the waiting fixes and the corrections stay."""
+        self.config = config
+
+    def at(self, t: float) -> tuple[float, float]:
+        """The correction (dx, dy) [m] in force at stamp ``t`` [s]."""
+        return self._resets.at(t)
+
+    def forget_before(self, t: float) -> None:
+        """Corrections older than ``t`` [s] (the pose history's oldest) are of no more use."""
+        self._resets.forget_before(t)
+
+    def add(self, t: float, latitude: float, longitude: float, now: float, status: int = 0,
+            horizontal_std: float | None = None) -> bool:
+        """Queue a fix at ``t`` s, WGS 84 ``latitude``, ``longitude`` [deg], received at wall
+        time ``now`` [s], unless it is dropped (see the module docstring); ``status`` as
+        ``sensor_msgs/NavSatStatus`` (below 0: NO_FIX, or -2: never set, is no fix);
+        ``horizontal_std`` [m], None when unknown. :meth:`resolve` applies it."""
+        where = f"fix at t={t:.6f} s ({latitude!r}, {longitude!r})"
+        drop = self._drops.drop
+        if self.georeference is None:
+            return drop(FIX_NO_ANCHOR, 1, f"{where}: no geodetic anchor for the map frame "
+                        f"(set geo.anchor), so a latitude/longitude has no place")
+        if status < 0:
+            return drop(FIX_NO_FIX, 1, f"{where}: status {status} (NO_FIX is -1, -2 never "
+                        f"set)")
+        if not all(math.isfinite(v) for v in (t, latitude, longitude)):
+            return drop(FIX_NONFINITE, 1, f"{where}: non-finite stamp or position")
+        if abs(latitude) > 90.0 or abs(longitude) > 180.0:
+            return drop(FIX_OUT_OF_RANGE, 1, f"{where}: latitude beyond ±90° or longitude "
+                        f"beyond ±180°")
+        limit = self.config.fix_max_std
+        if limit and horizontal_std is not None and not horizontal_std <= limit:
+            return drop(FIX_IMPRECISE, 1, f"{where}: horizontal std {horizontal_std:.3g} m "
+                        f"above fix_max_std {limit:g} m")
+        newest = max((f[0] for f in self._pending), default=self._resets.latest_stamp)
+        if t <= newest + STAMP_TOLERANCE:
+            return drop(FIX_OUT_OF_ORDER, 1, f"{where}: not after the previous fix stamped "
+                        f"{newest:.6f} s")
+        try:  # GeoError (a ValueError): a place the anchor's CRS cannot project
+            x, y = (float(v) for v in self.georeference.to_map(longitude, latitude))
+        except ValueError as error:
+            return drop(FIX_OUT_OF_RANGE, 1, f"{where}: {error}")
+        self._pending.append((t, x, y, now))
+        return True
+
+    def resolve(self, poses: PoseHistory) -> list[tuple[float, np.ndarray]]:
+        """Apply the waiting fixes that ``poses`` (the odometry as it came) now reach, in
+        stamp order: for each, (its stamp [s], the change (dx, dy) [m] of the correction from
+        then on), by which the samples placed since then move."""
+        changes = []
+        while self._pending:
+            t, x, y, _ = self._pending[0]
+            status, pose = poses.lookup(t)
+            if status in (Lookup.EMPTY, Lookup.FUTURE):
+                break
+            self._pending.popleft()
+            if status is Lookup.PLACED:
+                changes.append((t, self._reset(t, x - pose.x, y - pose.y)))
+            else:
+                self._drops.drop(FIX_NO_POSE, 1, f"fix at t={t:.6f} s: no odometry to reset ("
+                                 f"{status.value}: poses more than {self.config.max_pose_gap:g}"
+                                 f" s apart around it, or older than the pose history)")
+        return changes
+
+    def _reset(self, t: float, dx: float, dy: float) -> np.ndarray:
+        """From stamp ``t`` on, odometry positions get (dx, dy) [m]; the change."""
+        old_x, old_y = self._resets.latest
+        shift = np.array([dx - old_x, dy - old_y])
+        self._resets.reset(t, dx, dy)
+        self.applied += 1
+        self.last_correction = float(np.hypot(*shift))
+        log.info("fix at t=%.6f s: horizontal position reset by (%+.3f, %+.3f) m", t, *shift)
+        return shift
+
+    def expire(self, now: float, last_pose_wall: float) -> None:
+        """Give up the fixes waiting since before ``now - pending_timeout`` (wall [s]) while
+        no pose came (the newest at wall time ``last_pose_wall``)."""
+        timeout = self.config.pending_timeout
+        while self._pending and now - max(self._pending[0][3], last_pose_wall) > timeout:
+            t = self._pending.popleft()[0]
+            self._drops.drop(FIX_NO_POSE, 1, f"fix at t={t:.6f} s: no pose came after it for "
+                             f"{timeout:g} s")
+
+    def restart(self, low: float, high: float) -> None:
+        """The odometry's clock was reset, its new clock's stamps within [``low``, ``high``]
+        s: the correction in force holds from then on, and waiting fixes stamped outside the
+        new clock are dropped."""
+        self._resets.restart()
+        for fix in [f for f in self._pending if not low <= f[0] <= high]:
+            self._pending.remove(fix)
+            self._drops.drop(FIX_NO_POSE, 1, f"fix at t={fix[0]:.6f} s: of the odometry clock "
+                             f"before its reset")

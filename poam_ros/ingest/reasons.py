@@ -1,0 +1,73 @@
+"""Why the ingest drops an input: every reason, defined once, and the tally that counts them.
+
+Counted in samples (one per range or reading, one per swath point), except the ``pose_*``,
+``fix_*``, ``imu_invalid``, ``pressure_invalid`` and ``malformed_message`` reasons, which
+count messages. The ingest node publishes each as ``dropped.<reason>`` (:data:`REASONS`);
+the mission, the remap and the planner's input check name them from here.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+WRONG_FRAME = "wrong_frame"
+NO_RETURN = "no_return"  # a range of +inf: the sonar detected nothing (REP-117)
+NONFINITE_RANGE = "nonfinite_range"
+NEGATIVE_RANGE = "negative_range"
+RANGE_OUT_OF_LIMITS = "range_out_of_limits"
+NONFINITE_POINT = "nonfinite_point"
+MALFORMED = "malformed_message"
+OUT_OF_ORDER = "out_of_order"
+STALE_STAMP = "stale_stamp"
+POSE_GAP = "pose_gap"
+NO_POSE = "no_pose"
+QUEUE_OVERFLOW = "queue_overflow"
+LATE = "late"
+OUTSIDE_WORKSPACE = "outside_workspace"
+VOXEL_MERGED = "voxel_merged"
+STATISTICAL_OUTLIER = "statistical_outlier"
+POSE_WRONG_FRAME = "pose_wrong_frame"
+POSE_NONFINITE = "pose_nonfinite"
+POSE_DUPLICATE = "pose_duplicate"
+POSE_OUT_OF_ORDER = "pose_out_of_order"
+POSE_JUMP = "pose_jump"
+POSE_INVALID_ORIENTATION = "pose_invalid_orientation"  # the quaternion is not a rotation
+POSE_STAMP_OUTLIER = "pose_stamp_outlier"  # a glitched stamp, far from the odometry's clock
+STAMP_OUTLIER = "stamp_outlier"            # the same for a range or swath
+CLOCK_RESET = "clock_reset"  # a reading waiting for a pose of a clock that a reset abandoned
+DUPLICATE = "duplicate"  # a second message of a stream with the same stamp
+# Position fixes (fixes.py).
+FIX_NO_ANCHOR = "fix_no_anchor"
+FIX_NO_FIX = "fix_no_fix"
+FIX_NONFINITE = "fix_nonfinite"
+FIX_OUT_OF_RANGE = "fix_out_of_range"
+FIX_IMPRECISE = "fix_imprecise"
+FIX_OUT_OF_ORDER = "fix_out_of_order"
+FIX_NO_POSE = "fix_no_pose"
+# Attitude and depth sensors (attitude_depth.py).
+IMU_INVALID = "imu_invalid"            # no orientation, or one that is not a rotation
+PRESSURE_INVALID = "pressure_invalid"  # a non-finite pressure
+FIX_REASONS = (FIX_NO_ANCHOR, FIX_NO_FIX, FIX_NONFINITE, FIX_OUT_OF_RANGE, FIX_IMPRECISE,
+               FIX_OUT_OF_ORDER, FIX_NO_POSE)
+REASONS = (WRONG_FRAME, NO_RETURN, NONFINITE_RANGE, NEGATIVE_RANGE, RANGE_OUT_OF_LIMITS,
+           NONFINITE_POINT, MALFORMED, DUPLICATE, OUT_OF_ORDER, STALE_STAMP, STAMP_OUTLIER,
+           CLOCK_RESET, POSE_GAP, NO_POSE, QUEUE_OVERFLOW, LATE, OUTSIDE_WORKSPACE,
+           VOXEL_MERGED, STATISTICAL_OUTLIER, POSE_WRONG_FRAME, POSE_NONFINITE,
+           POSE_INVALID_ORIENTATION, POSE_DUPLICATE, POSE_OUT_OF_ORDER, POSE_STAMP_OUTLIER,
+           POSE_JUMP, IMU_INVALID, PRESSURE_INVALID, *FIX_REASONS)
+
+
+class Drops:
+    """The ingest's drops: ``counts`` per reason (the unit above) and ``details``, the latest
+    case of each reason in words. One tally, shared by the ingest's parts."""
+
+    def __init__(self) -> None:
+        self.counts: Counter = Counter()
+        self.details: dict[str, str] = {}
+
+    def drop(self, reason: str, count: int, detail: str) -> bool:
+        """Count ``count`` under ``reason``; False, for callers that return whether they kept
+        the input."""
+        self.counts[reason] += count
+        self.details[reason] = detail
+        return False
