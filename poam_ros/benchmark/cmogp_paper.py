@@ -96,7 +96,7 @@ def build(method: str, config: MappingConfig, input_dim: int, output_dim: int,
     every channel's target scaler fitted on the first batch (the pilot survey), the same for
     every method."""
     model = METHODS[method](config.replace(method=method), input_dim, output_dim)
-    model.x_scaler = MinMaxScaler(np.asarray(x_low, float), np.asarray(x_high, float))
+    model.intake.x_scaler = MinMaxScaler(np.asarray(x_low, float), np.asarray(x_high, float))
     for d, scaler in enumerate(model.y_scaler.scalers):
         scaler.fit(first_y[np.isfinite(first_y[:, d]), d])
     return model

@@ -162,7 +162,7 @@ def use_gpu_code_path(model) -> None:
     base = model.kernel.base_kernel
     if hasattr(base, "block_rows"):
         base.block_rows = None
-    model.optimizer = model._make_optimizer(fused=True)
+    model.trainer = model._make_trainer(fused=True)
 
 
 def fill_to_steady_state(model, samples, num_samples: int, batch: int) -> None:

@@ -52,7 +52,7 @@ def stream(config: MappingConfig, batches, scalers, x_test, y_test, later=None) 
     """Fit ``batches`` one update each; per batch M, RMSE on the test set, VIPS's extras and
     the update time. ``later``: the config from the second batch on (Fig. 2a's δ)."""
     model = make_model(config, batches[0][0].shape[1])
-    model.x_scaler, model.y_scaler = scalers
+    model.intake.x_scaler, model.intake.y_scaler = scalers
     rows = []
     for i, (x, y) in enumerate(batches):
         if i == 1 and later is not None:
@@ -89,7 +89,7 @@ def _number(value: torch.Tensor) -> float | list[float]:
 def exact_rmse(config: MappingConfig, x, y, scalers, x_test, y_test) -> float:
     """The full-batch GP: all of (x, y) in one update, hyper-parameters by L-BFGS."""
     model = make_model(config.replace(method="exact", exact_max_samples=len(y)), x.shape[1])
-    model.x_scaler, model.y_scaler = scalers
+    model.intake.x_scaler, model.intake.y_scaler = scalers
     model.add_data(x, y)
     model.update()
     mean, _ = model.predict(x_test)

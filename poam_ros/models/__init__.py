@@ -44,7 +44,8 @@ from poam_ros.models.oips import Oips, PoamOips
 from poam_ros.models.ovc import OVC, OVCPlusPlus
 from poam_ros.models.poam import POAM
 from poam_ros.models.poam_mt import PoamMT
-from poam_ros.models.sparse_gp import ModelNotReadyError, OnlineSparseGP, UpdateReport
+from poam_ros.models.report import UpdateReport
+from poam_ros.models.sparse_gp import ModelNotReadyError, OnlineSparseGP
 from poam_ros.models.ssgp import SSGP, SSGPPlusPlus
 from poam_ros.models.state_io import StateFileError
 from poam_ros.models.vips import PoamVips, Vips

@@ -44,7 +44,9 @@ from poam_ros.models.posterior import (
     posterior_from_whitened,
     whitened_from_posterior,
 )
-from poam_ros.models.sparse_gp import InducingUpdate, OnlineSparseGP, UpdateReport
+from poam_ros.models.report import UpdateReport
+from poam_ros.models.selection import InducingUpdate
+from poam_ros.models.sparse_gp import OnlineSparseGP
 from poam_ros.models.ssgp import StreamingUpdate
 
 

@@ -22,7 +22,9 @@ from poam_ros.models.batch_terms import KernelCross
 from poam_ros.models.linalg import robust_cholesky
 from poam_ros.models.objectives import TrainingObjective, WhitenedElbo
 from poam_ros.models.posterior import optimal_posterior, posterior_from_whitened
-from poam_ros.models.sparse_gp import TERMS_DTYPE, InducingUpdate, OnlineSparseGP, UpdateReport
+from poam_ros.models.report import UpdateReport
+from poam_ros.models.selection import InducingUpdate
+from poam_ros.models.sparse_gp import TERMS_DTYPE, OnlineSparseGP
 
 
 class Full(OnlineSparseGP):
@@ -79,7 +81,7 @@ class SVGP(OnlineSparseGP):
         update Z is drawn from the data (or fixed) and q(v) set to the prior."""
         if self.z_param is None:
             if self.fixed_inducing:
-                z = self._fixed_z
+                z = self.intake.fixed_z
             else:
                 x_all, _ = self._scaled(self._data_so_far(x_new))
                 z = x_all[self._random_rows(len(x_all), self.config.num_inducing)]

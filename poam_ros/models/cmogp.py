@@ -45,7 +45,7 @@ from poam_ros.models.lmc import (
 from poam_ros.models.multitask import MultiTaskSparseGP
 from poam_ros.models.objectives import TrainingObjective
 from poam_ros.models.posterior import StreamingPrior, VariationalPosterior, streaming_posterior
-from poam_ros.models.sparse_gp import InducingUpdate
+from poam_ros.models.selection import InducingUpdate
 
 _PRIOR_KEYS = ("inducing", "mean", "cov_chol", "prior_chol")
 

@@ -27,7 +27,7 @@ from typing import Callable
 from torch import Tensor
 
 from poam_ros.inducing import PivotBlock, PivotedCholesky
-from poam_ros.models.sparse_gp import UpdateReport
+from poam_ros.models.report import UpdateReport
 from poam_ros.models.ssgp import SSGPPlusPlus
 
 

@@ -87,7 +87,9 @@ from poam_ros.models.posterior import (
     whiten_terms,
     whitened_optimal_posterior,
 )
-from poam_ros.models.sparse_gp import TERMS_DTYPE, InducingUpdate, UpdateReport
+from poam_ros.models.report import UpdateReport
+from poam_ros.models.selection import InducingUpdate
+from poam_ros.models.sparse_gp import TERMS_DTYPE
 
 
 def site_terms(cross: CrossCovariance, precision: Tensor, shift: Tensor) -> tuple[Tensor, Tensor]:

@@ -24,8 +24,9 @@ from torch import Tensor
 from poam_ros.models.linalg import robust_cholesky, solve_lower
 from poam_ros.models.objectives import TrainingObjective
 from poam_ros.models.posterior import PredictionCache
+from poam_ros.models.report import UpdateReport
 from poam_ros.models.samples import BatchReport, InvalidBatchError, as_batch, filter_samples
-from poam_ros.models.sparse_gp import OnlineSparseGP, UpdateReport
+from poam_ros.models.sparse_gp import OnlineSparseGP
 
 
 class ExactGPSizeError(ValueError):
@@ -42,7 +43,7 @@ class ExactGP(OnlineSparseGP):
             x_checked, y_checked = as_batch(x, y, self.input_dim)
         except InvalidBatchError:
             return super().add_data(x, y)  # counted and raised there
-        probe = filter_samples(x_checked, y_checked, self._seen)[2]
+        probe = filter_samples(x_checked, y_checked, self.intake.seen)[2]
         limit = self.config.exact_max_samples
         if self.num_samples + probe.accepted > limit:
             raise ExactGPSizeError(

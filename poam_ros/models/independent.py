@@ -37,10 +37,9 @@ import time
 import numpy as np
 import torch
 
-from poam_ros.models.multitask import ChannelScalers, MultiTaskSparseGP
+from poam_ros.models.multitask import MultiTaskSparseGP
 from poam_ros.models.poam import POAM
-from poam_ros.models.sparse_gp import UpdateReport
-from poam_ros.scalers import MinMaxScaler
+from poam_ros.models.report import UpdateReport
 
 
 class IndependentChannels(MultiTaskSparseGP):
@@ -65,23 +64,24 @@ class IndependentChannels(MultiTaskSparseGP):
         """Give each channel in the model its share of the oldest ``max_new`` pending rows
         (all by default; a channel entering now gets its earlier rows too), then update it."""
         report = UpdateReport(num_samples=self.num_samples)
-        count = self.num_pending if max_new is None else min(int(max_new), self.num_pending)
+        intake = self.intake
+        count = intake.pending(max_new)
         if count <= 0:
             return report
         start = time.perf_counter()
         first, end = self.num_fitted, self.num_fitted + count
-        saved = copy.deepcopy((self.channels, self.x_scaler, self.y_scaler))
+        saved = copy.deepcopy((self.channels, intake.x_scaler, intake.y_scaler))
         try:
-            if not self.x_scaler.fitted:
-                self.x_scaler.fit(self.buffer.x)
-            self.y_scaler.fit(self.buffer.channels[:end])
+            if not intake.x_scaler.fitted:
+                intake.x_scaler.fit(intake.buffer.x)
+            intake.y_scaler.fit(intake.buffer.channels[:end])
             reports = {d: self._update_channel(d, first, end) for d in range(self.output_dim)
-                       if self.y_scaler.scalers[d].fitted}
+                       if intake.y_scaler.scalers[d].fitted}
         except Exception:
-            self.channels, self.x_scaler, self.y_scaler = saved
+            self.channels, intake.x_scaler, intake.y_scaler = saved
             raise
-        self.num_pending -= count
-        self.num_updates += 1
+        intake.take(count)
+        intake.num_updates += 1
         self.inducing = torch.cat([c.inducing for c in self.channels if c.ready])
         done = [r for r in reports.values() if not r.skipped]
         for key in ("inducing_time", "variational_time", "training_time"):
@@ -96,11 +96,12 @@ class IndependentChannels(MultiTaskSparseGP):
 
     def _update_channel(self, d: int, first: int, end: int) -> UpdateReport:
         """Channel d's rows among [first, end) (from 0 when it enters now), then its update."""
-        channel = self.channels[d]
-        if channel.num_samples == 0:  # enters now, on the shared scalers
+        channel, intake = self.channels[d], self.intake
+        if channel.num_samples == 0:  # enters now, on the shared scalers and fixed Z
             first = 0
-            channel.x_scaler, channel.y_scaler = self.x_scaler, self.y_scaler.scalers[d]
-            channel.fixed_inducing, channel._fixed_z = self.fixed_inducing, self._fixed_z
+            channel.intake.x_scaler = intake.x_scaler
+            channel.intake.y_scaler = intake.y_scaler.scalers[d]
+            channel.intake.fixed_z = intake.fixed_z
         y = self.buffer.channels[first:end, d]
         measured = np.isfinite(y)
         channel.add_data(self.buffer.x[first:end][measured], y[measured])
@@ -152,13 +153,12 @@ class IndependentChannels(MultiTaskSparseGP):
         """The intake's state, the shared scalers and each channel's own state (None for a
         channel not in the model yet)."""
         self._require_ready()
-        return {**self._intake_state(), "output_dim": self.output_dim,
+        return {"config": self.config.to_dict(), **self.intake.state_dict(),
+                "output_dim": self.output_dim,
                 "channels": [c.state_dict() if c.ready else None for c in self.channels]}
 
     def _load_state(self, state: dict) -> None:
-        self.x_scaler = MinMaxScaler.from_state_dict(state["x_scaler"])
-        self.y_scaler = ChannelScalers.from_state_dict(state["y_scaler"])
-        self._load_intake(state)
+        self.intake.load_state_dict(state, self.device, self.dtype)
         if len(state["channels"]) != self.output_dim:
             raise ValueError(f"{len(state['channels'])} channel states for {self.output_dim} "
                              f"channels")
@@ -166,6 +166,6 @@ class IndependentChannels(MultiTaskSparseGP):
             if channel_state is not None:
                 self.channels[d]._load_state(channel_state)
                 # One scaler object per channel, as before saving.
-                self.channels[d].x_scaler = self.x_scaler
-                self.channels[d].y_scaler = self.y_scaler.scalers[d]
+                self.channels[d].intake.x_scaler = self.x_scaler
+                self.channels[d].intake.y_scaler = self.y_scaler.scalers[d]
         self.inducing = torch.cat([c.inducing for c in self.channels if c.ready])

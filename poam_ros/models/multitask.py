@@ -42,13 +42,12 @@ from torch import Tensor
 
 from poam_ros.kernels import make_kernel
 from poam_ros.models.buffer import SampleBuffer
+from poam_ros.models.intake import Intake
 from poam_ros.models.linalg import NumericalError, robust_cholesky
 from poam_ros.models.lmc import LMCKernel, block_cholesky, predictive_covariance
-from poam_ros.models.samples import (
-    InvalidBatchError,
-    SeenSamples,
-)
-from poam_ros.models.sparse_gp import OnlineSparseGP, UpdateReport
+from poam_ros.models.report import UpdateReport
+from poam_ros.models.samples import InvalidBatchError
+from poam_ros.models.sparse_gp import OnlineSparseGP
 from poam_ros.scalers import StandardScaler
 
 
@@ -166,10 +165,10 @@ class MultiTaskSparseGP(OnlineSparseGP):
             noise_constraint=gpytorch.constraints.GreaterThan(config.min_noise_variance),
             batch_shape=torch.Size([self.output_dim])).to(self.device, self.dtype)
         self.likelihood.noise = config.initial_noise_variance
-        self.optimizer = self._make_optimizer()
-        self.y_scaler = ChannelScalers(self.output_dim, config.channel_min_samples)
-        self.buffer = ChannelBuffer(input_dim, self.output_dim)
-        self._seen = SeenSamples(self.buffer)
+        self.trainer = self._make_trainer()
+        self.intake = Intake(input_dim, ChannelBuffer(input_dim, self.output_dim),
+                             ChannelScalers(self.output_dim, config.channel_min_samples),
+                             self._as_batch)
         self._backlog: tuple[np.ndarray, list[int]] | None = None
         self._estep_batch: tuple[Tensor, Tensor] | None = None
 
@@ -198,7 +197,7 @@ class MultiTaskSparseGP(OnlineSparseGP):
         """As :meth:`OnlineSparseGP.update`, after fitting the scalers of the channels that
         reached ``channel_min_samples`` (their earlier samples join this E-step)."""
         scalers = copy.deepcopy(self.y_scaler)
-        count = self.num_pending if max_new is None else min(int(max_new), self.num_pending)
+        count = self.intake.pending(max_new)
         first = self.num_fitted
         if self.x_scaler.fitted and count > 0:  # the first update fits them in the base
             fresh = self.y_scaler.fit(self.buffer.channels[:first + count])
@@ -208,7 +207,7 @@ class MultiTaskSparseGP(OnlineSparseGP):
         try:
             report = super().update(max_new)
         except Exception:
-            self.y_scaler = scalers  # the base resets them to a single-channel scaler
+            self.intake.y_scaler = scalers  # as before the channels fitted here
             raise
         finally:
             self._backlog = self._estep_batch = None
@@ -346,8 +345,3 @@ class MultiTaskSparseGP(OnlineSparseGP):
         """:meth:`OnlineSparseGP.from_state` with the saved number of channels."""
         build = functools.partial(cls, output_dim=int(state.get("output_dim", 1)))
         return OnlineSparseGP.from_state.__func__(build, state, path, device)
-
-    def _load_state(self, state: dict) -> None:
-        # The base reads one scaler; the channels' scalers replace it.
-        super()._load_state({**state, "y_scaler": StandardScaler(0.0, 1.0).state_dict()})
-        self.y_scaler = ChannelScalers.from_state_dict(state["y_scaler"])

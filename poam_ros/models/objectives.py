@@ -1,7 +1,7 @@
 """Training objectives of the shared M-step: what Adam minimises, and which extra tensors it moves.
 
-The M-step of :class:`~.sparse_gp.OnlineSparseGP` always trains the kernel's and the
-likelihood's hyper-parameters with the model's persistent Adam. A method picks the objective
+The M-step (:class:`~.training.Trainer`) always trains the kernel's and the likelihood's
+hyper-parameters with the model's persistent Adam. A method picks the objective
 (``_training_objective``) and with it any further trainable tensors (inducing inputs Z, whitened
 variational parameters), which get their own Adam groups. An objective is used as:
 
@@ -32,8 +32,8 @@ class TrainingObjective:
 
     #: Adam over the extra tensors (None: only the hyper-parameters are trained).
     optimizer: torch.optim.Optimizer | None = None
-    #: Whether :meth:`loss` takes a mini-batch from ``model._minibatch()`` in every step (the
-    #: M-step then draws all steps' batches at once, from the same generator sequence).
+    #: Whether :meth:`loss` takes a mini-batch from ``model.trainer.minibatch()`` in every step
+    #: (the M-step then draws all steps' batches at once, from the same generator sequence).
     uses_minibatches: bool = False
 
     def loss(self) -> Tensor:
@@ -81,7 +81,7 @@ class FixedPosteriorElbo(TrainingObjective):
 
     def loss(self) -> Tensor:
         model, z = self.model, self.inducing
-        x, y = model._minibatch()
+        x, y = model.trainer.minibatch()
         base, amplitude = model.kernel.base_kernel, model.amplitude
         if self.cache is None:
             k_uu, k_uf = model.covariance(z, z), model.covariance(z, x)
@@ -133,7 +133,7 @@ class WhitenedElbo(TrainingObjective):
 
     def loss(self) -> Tensor:
         model, z = self.model, self.inducing
-        x, y = model._minibatch()
+        x, y = model.trainer.minibatch()
         return whitened_negative_elbo(model.covariance(z, z), model.covariance(z, x),
                                       model.amplitude, model.noise, y, self.mean_w,
                                       self.sqrt_w.tril(), model.num_fitted, model.config.jitter,

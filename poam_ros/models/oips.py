@@ -47,7 +47,8 @@ from torch import Tensor
 
 from poam_ros.models.batch_terms import CHUNK_ELEMENTS
 from poam_ros.models.poam import POAM
-from poam_ros.models.sparse_gp import InducingUpdate, UpdateReport
+from poam_ros.models.report import UpdateReport
+from poam_ros.models.selection import InducingUpdate
 from poam_ros.models.ssgp import SSGPPlusPlus
 
 log = logging.getLogger(__name__)

@@ -42,7 +42,8 @@ from poam_ros.models.lmc import (
 from poam_ros.models.multitask import MultiTaskSparseGP
 from poam_ros.models.objectives import TrainingObjective
 from poam_ros.models.posterior import WhitenedTerms, whiten_terms, whitened_optimal_posterior
-from poam_ros.models.sparse_gp import TERMS_DTYPE, InducingUpdate
+from poam_ros.models.selection import InducingUpdate
+from poam_ros.models.sparse_gp import TERMS_DTYPE
 
 _TERMS = ("data_vector", "data_matrix", "data_chol", "data_inducing")
 
@@ -58,7 +59,7 @@ class LatentElbo(TrainingObjective):
 
     def loss(self) -> Tensor:
         model, z = self.model, self.model.inducing
-        x, y = model._minibatch()
+        x, y = model.trainer.minibatch()
         kernel, posterior = model.kernel, model.posterior
         chols = model.latent_choleskys(z)
         k_uf = [kernel.latent_covariance(q, z, x) for q in range(kernel.num_latents)]

@@ -16,6 +16,8 @@ NONFINITE_INPUT = "nonfinite_input"
 NONFINITE_TARGET = "nonfinite_target"
 DUPLICATE = "duplicate"
 MALFORMED_BATCH = "malformed_batch"
+#: Samples set aside after an update that failed on them (counted by the model's intake).
+UPDATE_FAILED = "update_failed"
 
 
 class InvalidBatchError(ValueError):

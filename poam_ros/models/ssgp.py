@@ -38,7 +38,9 @@ from poam_ros.models.batch_terms import KernelCross
 from poam_ros.models.linalg import robust_cholesky
 from poam_ros.models.objectives import OnlineElbo, TrainingObjective
 from poam_ros.models.posterior import StreamingPrior, streaming_posterior
-from poam_ros.models.sparse_gp import InducingUpdate, OnlineSparseGP, UpdateReport
+from poam_ros.models.report import UpdateReport
+from poam_ros.models.selection import InducingUpdate
+from poam_ros.models.sparse_gp import OnlineSparseGP
 
 _PRIOR_KEYS = ("inducing", "mean", "cov_chol", "prior_chol")
 

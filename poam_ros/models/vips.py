@@ -57,7 +57,8 @@ from poam_ros.models.batch_terms import FactorCross, KernelCross
 from poam_ros.models.linalg import NumericalError, robust_cholesky
 from poam_ros.models.poam import POAM
 from poam_ros.models.posterior import whiten_terms
-from poam_ros.models.sparse_gp import InducingUpdate, UpdateReport
+from poam_ros.models.report import UpdateReport
+from poam_ros.models.selection import InducingUpdate
 from poam_ros.models.ssgp import SSGPPlusPlus
 from poam_ros.models.vips_bound import (
     DTYPE,

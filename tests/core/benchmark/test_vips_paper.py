@@ -44,7 +44,7 @@ def test_each_batch_row_holds_the_hyperparameters_after_that_update():
 
     rows = vips_paper.stream(config, batches, scalers(), x_test, np.zeros(20))
     model = make_model(config, 2)
-    model.x_scaler, model.y_scaler = scalers()
+    model.intake.x_scaler, model.intake.y_scaler = scalers()
     for row, batch in zip(rows, batches):
         model.add_data(*batch)
         model.update()

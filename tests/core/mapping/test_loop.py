@@ -6,7 +6,7 @@ import pytest
 
 from poam_ros.mapping.loop import MAX_SPLITS, OUTSIDE_WORKSPACE, MappingLoop
 from poam_ros.models import MappingConfig, NumericalError, make_model
-from poam_ros.models.sparse_gp import UPDATE_FAILED
+from poam_ros.models.samples import UPDATE_FAILED
 from poam_ros.workspace import Workspace
 
 POISON = 1e9  # a target that makes the patched model's E-step fail, in any batch holding it

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from poam_ros.models import MappingConfig
+from poam_ros.models import MappingConfig, make_model
 
 
 def true_field(xy):
@@ -27,6 +27,21 @@ def stream():
 def small_config():
     return MappingConfig(num_inducing=80, train_steps=3, batch_size=64, device="cpu",
                          dtype="float64")  # identities hold to float64 round-off
+
+
+@pytest.fixture
+def trained(stream, tmp_path):
+    """A small attentive-kernel POAM after three updates, saved, and its next batch."""
+    config = MappingConfig(num_inducing=60, train_steps=3, batch_size=64, device="cpu",
+                           dtype="float64")
+    model = make_model(config)
+    batches = stream(4, 80)
+    for x, y in batches[:3]:
+        model.add_data(x, y)
+        model.update()
+    path = tmp_path / "model.pt"
+    model.save(path)
+    return model, path, batches[3]
 
 
 @pytest.fixture

@@ -8,16 +8,16 @@ import sys
 import pytest
 import torch
 
-from poam_ros.models import BatchTooLargeError, batch_terms, make_model, sparse_gp
+from poam_ros.models import BatchTooLargeError, batch_terms, make_model, selection
 from poam_ros.models.batch_terms import DenseCross, FactorCross, KernelCross
-from poam_ros.models.sparse_gp import UpdateReport
+from poam_ros.models.report import UpdateReport
 
 
 @pytest.fixture
 def column_route(monkeypatch):
     """Make every selection take the column route (no candidates' matrix is formed)."""
     def use():
-        monkeypatch.setattr(sparse_gp, "DENSE_SELECTION_BYTES", 0)
+        monkeypatch.setattr(selection, "DENSE_SELECTION_BYTES", 0)
     return use
 
 
@@ -38,7 +38,7 @@ def test_column_selection_chooses_the_dense_pivots_and_blocks(small_config, stre
     with torch.no_grad():
         dense = model._choose_inducing(x_new, UpdateReport())
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(sparse_gp, "DENSE_SELECTION_BYTES", 0)
+            patch.setattr(selection, "DENSE_SELECTION_BYTES", 0)
             columns = model._choose_inducing(x_new, UpdateReport())
     assert isinstance(dense.cross, DenseCross) and isinstance(columns.cross, FactorCross)
     assert torch.equal(dense.inducing, columns.inducing)

@@ -49,8 +49,8 @@ def test_each_channel_is_a_lone_poam_fed_its_rows():
     for d, entry in ((0, 1), (1, 2)):
         lone = POAM(config(method="poam"))
         values = np.concatenate([y[:, d] for _, y in batches[:entry]])
-        lone.x_scaler = x_scaler
-        lone.y_scaler = StandardScaler().fit(values[np.isfinite(values)])
+        lone.intake.x_scaler = x_scaler
+        lone.intake.y_scaler = StandardScaler().fit(values[np.isfinite(values)])
         rows = [(np.vstack([x for x, _ in batches[:entry]]), values)] + [
             (x, y[:, d]) for x, y in batches[entry:]]
         fit_stream(lone, [(x[np.isfinite(y)], y[np.isfinite(y)]) for x, y in rows])

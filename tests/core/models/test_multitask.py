@@ -133,7 +133,7 @@ def test_poam_mt_training_objective_with_one_channel_is_poams():
     ours = fit_stream(PoamMT(config(num_inducing=30, channel_min_samples=40)), batches)
     losses, grads = [], []
     for model in (poam, ours):
-        model._minibatches = [model._scaled(np.arange(0, 80, 3))]
+        model.trainer.minibatches = [model._scaled(np.arange(0, 80, 3))]
         loss = model._training_objective(None, None).loss()
         losses.append(loss)
         latent = model.kernel if model is poam else model.kernel.latents[0]
@@ -190,8 +190,8 @@ def test_identity_mixing_is_independent_single_channel_models(cls):
     for d in range(2):
         single = POAM(config())
         single.add_data(*[(x, y[:, d]) for x, y in batches][0])
-        single.y_scaler = ours.y_scaler.scalers[d]  # the same units: the first 10 samples'
-        single.x_scaler = ours.x_scaler
+        single.intake.y_scaler = ours.y_scaler.scalers[d]  # the same units: the first 10 samples'
+        single.intake.x_scaler = ours.x_scaler
         single.fix_inducing_inputs(fixed)
         single.update()
         for x, y in batches[1:]:

@@ -366,7 +366,8 @@ def test_save_and_load_mid_mission_continue_exactly(method, tmp_path):
 
 
 def hyper_values(model):
-    return torch.cat([p.detach().reshape(-1) for p in model.optimizer.param_groups[0]["params"]])
+    group = model.trainer.optimizer.param_groups[0]
+    return torch.cat([p.detach().reshape(-1) for p in group["params"]])
 
 
 @pytest.mark.parametrize("method", ["vips", "poam"])
@@ -387,16 +388,16 @@ def test_lbfgs_m_step_converges_on_the_training_objective(method):
         model.update()
         assert torch.equal(model.inducing, untrained.inducing)  # the same E-step
         x, y = model._scaled(np.arange(60))
-        model._minibatches = [(x, y)] * 2  # the whole batch for a mini-batch objective
+        model.trainer.minibatches = [(x, y)] * 2  # the whole batch for a mini-batch objective
         objective = model._training_objective(x, y)
         loss = objective.loss()
         loss.backward()
         losses[m_step] = float(loss.detach())
-    untrained._minibatches = [(x, y)]
+    untrained.trainer.minibatches = [(x, y)]
     before = float(untrained._training_objective(x, y).loss().detach())
     assert losses["lbfgs"] < losses["adam"] < before
-    gradient = torch.cat([p.grad.reshape(-1) for p in models["lbfgs"].optimizer.param_groups[0]
-                          ["params"] if p.grad is not None])
+    group = models["lbfgs"].trainer.optimizer.param_groups[0]
+    gradient = torch.cat([p.grad.reshape(-1) for p in group["params"] if p.grad is not None])
     assert gradient.abs().max() < 1e-6
 
 
