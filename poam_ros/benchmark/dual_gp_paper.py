@@ -31,6 +31,7 @@ from poam_ros.cli.common import ArgumentParser
 from poam_ros.mapping.metrics import evaluate_map, evaluation_grid
 from poam_ros.models import MappingConfig, make_model
 from poam_ros.models.bernoulli import BernoulliDualGP
+from poam_ros.models.config import DualOptions
 from poam_ros.sim.default_terrain import default_terrain
 
 MAGNETOMETER_METHODS = ("dual-gp", "ssgp++", "ovc++", "poam")
@@ -42,8 +43,9 @@ def magnetometer(args) -> None:
     for method in args.methods:
         config = MappingConfig(method=method, kernel=args.kernel, num_inducing=args.inducing,
                                train_steps=args.train_steps, m_step=args.m_step, device="cpu",
-                               dual_memory_per_batch=args.memory,
-                               dual_objective=args.dual_objective, seed=args.seed)
+                               dual=DualOptions(memory_per_batch=args.memory,
+                                                objective=args.dual_objective),
+                               seed=args.seed)
         model = make_model(config)
         seen = []
         for index, (x, y) in enumerate(batches):
@@ -91,7 +93,8 @@ def seabed(args) -> None:
     for memory, stream in [*((m, batches) for m in args.memory), ("one batch", one_batch)]:
         config = MappingConfig(kernel=args.kernel, num_inducing=args.inducing,
                                train_steps=args.train_steps, device="cpu",
-                               dual_memory_per_batch=0 if stream is one_batch else memory,
+                               dual=DualOptions(
+                                   memory_per_batch=0 if stream is one_batch else memory),
                                seed=args.seed)
         model = BernoulliDualGP(config)
         start = time.perf_counter()

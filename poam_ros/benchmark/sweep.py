@@ -106,9 +106,7 @@ def method_parameters(entries: list[str], methods: list[str]
         if not Path(path).is_file():
             raise ConfigError(f"--method-params: no parameter file at {path}")
         parameters = load_node_parameters(path, "mapper")
-        others = sorted(name for name in parameters
-                        if not name.startswith("mapping.") or name.count(".") > 1
-                        or name in ("mapping.method", "mapping.kernel"))
+        others = sorted(name for name in parameters if not _own_mapping_value(name))
         if set(load_parameter_tree(path)) != {"mapper"} or others:
             extra = f" (not {', '.join(others)})" if others else ""
             raise ConfigError(f"--method-params: {path} may hold only mapper: ros__parameters: "
@@ -121,6 +119,15 @@ def method_parameters(entries: list[str], methods: list[str]
             (name.split(".", 1)[1], tuple(value) if isinstance(value, list) else value)
             for name, value in parameters.items()))
     return values
+
+
+def _own_mapping_value(name: str) -> bool:
+    """Whether a method's own parameter file may set ``name``: a ``mapping.*`` value (a method
+    family's ``mapping.<family>.*`` too) but the method and kernel, which the sweep sets."""
+    config, _, field = name.partition(".")
+    family, dot, _ = field.partition(".")
+    return (config == "mapping" and field not in ("method", "kernel")
+            and (not dot or family in MappingConfig.groups()))
 
 
 def map_files(maps: str, data_dir: Path) -> dict[str, Path | None]:

@@ -88,7 +88,7 @@ def _number(value: torch.Tensor) -> float | list[float]:
 
 def exact_rmse(config: MappingConfig, x, y, scalers, x_test, y_test) -> float:
     """The full-batch GP: all of (x, y) in one update, hyper-parameters by L-BFGS."""
-    model = make_model(config.replace(method="exact", exact_max_samples=len(y)), x.shape[1])
+    model = make_model(config.replace(method="exact", exact={"max_samples": len(y)}), x.shape[1])
     model.intake.x_scaler, model.intake.y_scaler = scalers
     model.add_data(x, y)
     model.update()
@@ -124,9 +124,9 @@ def fig2a(seed: int = 0) -> dict:
     y_test = fig2a_field(x_test[:, 0])
     base = MappingConfig(kernel="rbf", rbf_initial_lengthscale=0.5, initial_amplitude=1.5,
                          initial_noise_variance=0.5, num_inducing=1000, **COMMON)
-    vips = base.replace(method="vips", vips_delta=0.04)
+    vips = base.replace(method="vips", vips={"delta": 0.04})
     results = {"vips": stream(vips, batches, identity_scalers(1), x_test, y_test,
-                              later=vips.replace(vips_delta=0.05))}
+                              later=vips.replace(vips={"delta": 0.05}))}
     for m in (10, 20, 30):
         results[f"fixed M={m}"] = stream(base.replace(method="ssgp++", num_inducing=m),
                                          batches, identity_scalers(1), x_test, y_test)
@@ -247,11 +247,11 @@ def concrete(splits: int = 5, file: Path = CONCRETE_FILE, ard: bool = False,
         x_all, y_all = np.asarray(data["X"], float), np.asarray(data["y"], float)
     scalers = standardising_scalers(x_all, y_all)
     base = concrete_config(ard, noise)
-    methods = {"vips": base.replace(method="vips", vips_delta=0.02)}
+    methods = {"vips": base.replace(method="vips", vips={"delta": 0.02})}
     if "cv" in METHODS:
-        methods["cv"] = base.replace(method="cv", cv_tolerance=0.005)
+        methods["cv"] = base.replace(method="cv", cv={"tolerance": 0.005})
     if "oips" in METHODS:
-        methods["oips"] = base.replace(method="oips", oips_rho=0.955)
+        methods["oips"] = base.replace(method="oips", oips={"rho": 0.955})
     finals: dict[str, list] = {name: [] for name in methods}
     for split, (parts, test) in enumerate(concrete_splits(x_all[:, 0], splits, protocol)):
         train = np.concatenate(parts)
@@ -327,9 +327,9 @@ def magnetometer(inputs: str = "metres") -> dict:
         scalers = identity_scalers(2)[0], scalers[1]
     target_std = scalers[1].std
     base = magnetometer_config(target_std)
-    methods = {"vips": base.replace(method="vips", vips_delta=0.095)}
+    methods = {"vips": base.replace(method="vips", vips={"delta": 0.095})}
     if "oips" in METHODS:
-        methods["oips"] = base.replace(method="oips", oips_rho=0.93)
+        methods["oips"] = base.replace(method="oips", oips={"rho": 0.93})
     finals = {}
     for name, config in methods.items():
         rows = stream(config, batches, scalers, x_test, y_test)

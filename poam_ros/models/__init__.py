@@ -3,23 +3,9 @@
     model = make_model(MappingConfig(method="poam", num_inducing=500))
     model.add_data(x, y); model.update(); mean, std = model.predict(x_query)
 
-Methods (the POAM paper's method, baselines and ablations):
-
-    poam                     POAM (poam.py)
-    ssgp, ssgp++             streaming sparse GP, Bui et al. 2017 (ssgp.py)
-    ovc, ovc++               online variational conditioning, Maddox et al. 2021 (ovc.py)
-    full, pam, svgp          batch references (batch.py)
-    exact                    exact GP regression, small data only (exact.py)
-    poam-z-opt, poam-z-rand, poam-z-kmeans, poam-var-opt, poam-var-ssgp, poam-online-elbo
-                             ablations of the paper's Fig. 8 (ablations.py)
-    oips, poam-oips, cv      model size by a kernel threshold, Galy-Fajou & Opper (oips.py),
-                             and by a conditional-variance tolerance (cv.py)
-    vips, poam-vips          model size by the bound's gap, Pescador-Barrios et al. (vips.py)
-    dual-gp                  memory-based dual GP, Chang et al. 2023 (dual_gp.py)
-    cmogp, poam-mt           several channels: continual multi-task GP, Moreno-Muñoz et al.
-                             2019 (cmogp.py), and POAM lifted to its LMC (poam_mt.py)
-    poam-independent         several channels, one POAM map each: their baseline
-                             (independent.py)
+Methods (the POAM paper's method, baselines and ablations) are selected by name from
+:data:`METHODS`, the registry (registry.py), which lists them; each method family's options
+are ``MappingConfig.<family>`` (config.py).
 """
 
 from poam_ros.models import state_io
@@ -44,16 +30,12 @@ from poam_ros.models.oips import Oips, PoamOips
 from poam_ros.models.ovc import OVC, OVCPlusPlus
 from poam_ros.models.poam import POAM
 from poam_ros.models.poam_mt import PoamMT
+from poam_ros.models.registry import METHODS
 from poam_ros.models.report import UpdateReport
 from poam_ros.models.sparse_gp import ModelNotReadyError, OnlineSparseGP
 from poam_ros.models.ssgp import SSGP, SSGPPlusPlus
 from poam_ros.models.state_io import StateFileError
 from poam_ros.models.vips import PoamVips, Vips
-
-METHODS: dict[str, type[OnlineSparseGP]] = {cls.method: cls for cls in (
-    POAM, SSGP, SSGPPlusPlus, OVC, OVCPlusPlus, Full, PAM, SVGP, ExactGP, PoamZOpt, PoamZRand,
-    PoamZKmeans, PoamVarOpt, PoamVarSsgp, PoamOnlineElbo, Vips, PoamVips, Oips, PoamOips,
-    ConditionalVariance, DualGP, CMOGP, PoamMT, IndependentChannels)}
 
 __all__ = ["BatchTooLargeError", "MappingConfig", "ModelNotReadyError", "NumericalError",
            "OnlineSparseGP", "POAM", "SSGP", "SSGPPlusPlus", "OVC", "OVCPlusPlus", "Full", "PAM",

@@ -78,7 +78,7 @@ class PoamZKmeans(POAM):
         candidates = x_new if self.inducing is None else torch.cat([self.inducing, x_new])
         seed = int(torch.randint(2 ** 31 - 1, (1,), generator=self.generator))
         centroids = kmeans(candidates.cpu().double().numpy(), self.config.num_inducing,
-                           self.config.kmeans_iterations, np.random.default_rng(seed))
+                           self.config.kmeans.iterations, np.random.default_rng(seed))
         z = torch.as_tensor(centroids, dtype=self.dtype, device=self.device)
         return self._inducing_blocks(z, x_new)
 

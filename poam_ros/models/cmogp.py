@@ -18,7 +18,7 @@ q(u) = Π_q q(u_q), each N(m_q, S_q) over the Q latents' outputs at the shared i
    targets y_d − Σ_{p≠q} a_{p,d} μ_p with weights a_{q,d}²/σ_d², from the batch's per-channel,
    per-latent terms (:func:`~.lmc.channel_terms`). The paper follows the gradient of F
    instead; the coordinate steps reach the same optimum without a learning rate. With Q = 1
-   one step is exact; ``cmogp_sweeps`` sweeps otherwise, started from q̃'s means.
+   one step is exact; ``cmogp.sweeps`` sweeps otherwise, started from q̃'s means.
 4. **M-step**: Adam (or L-BFGS) on −F/N_new over the latent kernels, the mixing weights and the
    noises, q fixed; the new batch only (the old data enter through q_old). Then step 3 again
    at the trained hyper-parameters; its q is the q_old of the next batch.
@@ -112,7 +112,7 @@ class CMOGP(MultiTaskSparseGP):
         alphas = [torch.cholesky_solve(m.unsqueeze(-1), chol).squeeze(-1)
                   for m, chol in zip(means, chols)]  # K_q⁻¹ m_q
         factors = [None] * num_latents
-        for _ in range(1 if num_latents == 1 else config.cmogp_sweeps):
+        for _ in range(1 if num_latents == 1 else config.cmogp.sweeps):
             for q in range(num_latents):
                 residual = vector[:, q] - sum(
                     mixing[p].unsqueeze(1) * (matrix[:, q, :, p] @ alphas[p])

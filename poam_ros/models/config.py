@@ -1,17 +1,110 @@
-"""Configuration of the online mapping models (one dataclass for every method)."""
+"""Configuration of the online mapping models: one dataclass for every method, its shared
+settings as fields and each method family's own options as a nested group (``vips.delta``,
+``mapping.vips.delta`` in a parameter file), which only that family reads.
+
+The methods' names are those of :data:`poam_ros.models.registry.METHODS`; ``method`` reads its
+choices from there when it is checked or declared (the registry's classes import this module).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, ClassVar, Mapping
 
-from poam_ros.params import ConfigError, Params, param
+from poam_ros.params import ConfigError, Params, group, param
 
-#: The names of poam_ros.models.METHODS, which is built from the method classes; listed here
-#: because those classes import this module (a test holds the two equal).
-METHOD_NAMES = ("poam", "ssgp", "ssgp++", "ovc", "ovc++", "full", "pam", "svgp", "exact",
-                "poam-z-opt", "poam-z-rand", "poam-z-kmeans", "poam-var-opt", "poam-var-ssgp",
-                "poam-online-elbo", "vips", "poam-vips", "cv", "oips", "poam-oips", "dual-gp",
-                "cmogp", "poam-mt", "poam-independent")
+
+def _method_names() -> tuple[str, ...]:
+    """The registry's names, read when ``method`` is checked (the registry imports this
+    module, so not before)."""
+    from poam_ros.models.registry import METHODS
+
+    return tuple(METHODS)
+
+
+@dataclass
+class SsgpOptions(Params):
+    """ssgp's own options (ssgp.py)."""
+
+    new_inducing_fraction: float = param(
+        0.01, "ssgp: share of the M inducing inputs re-drawn from the new batch at each update "
+        "(the rest are drawn from the old inducing inputs), before gradient steps",
+        low=0.0, high=1.0)
+
+
+@dataclass
+class KmeansOptions(Params):
+    """poam-z-kmeans' own options (ablations.py)."""
+
+    iterations: int = param(
+        100, "poam-z-kmeans: most Lloyd iterations after k-means++ seeding", low=0, high=10000)
+
+
+@dataclass
+class VipsOptions(Params):
+    """vips and poam-vips size the model themselves (vips.py); num_inducing is a hard cap."""
+
+    delta: float = param(
+        0.035, "vips, poam-vips: inducing inputs are added while the bound's gap L* - L(Z) "
+        "exceeds delta |L* - L_noise| (VIPS App. D.3)", low=0.0)
+    bound_subset: int = param(
+        5000, "vips, poam-vips: the most new samples the bound is evaluated on; a larger "
+        "batch uses a random subset of this size (as the VIPS reference code)", low=1)
+
+
+@dataclass
+class CvOptions(Params):
+    """cv sizes the model itself (cv.py); num_inducing is a hard cap."""
+
+    tolerance: float = param(
+        0.01, "cv: pivoted Cholesky over [Z; X_new] stops once the unexplained trace "
+        "(absolute, standardised target units) is below this", low=0.0)
+
+
+@dataclass
+class OipsOptions(Params):
+    """oips and poam-oips size the model themselves (oips.py); num_inducing is a hard cap."""
+
+    rho: float = param(
+        0.8, "oips, poam-oips: a sample becomes an inducing input when its largest kernel "
+        "value with the set is below rho times the amplitude", low=1e-9, high=1.0)
+    kmin: int = param(
+        10, "oips, poam-oips: random samples of the first batch the set starts from", low=1)
+
+
+@dataclass
+class DualOptions(Params):
+    """The memory-based dual GP's own options (dual_gp.py)."""
+
+    memory_per_batch: int = param(
+        10, "dual-gp: samples of each new batch added to the memory", low=0, high=1000000)
+    memory_max: int = param(
+        0, "dual-gp: the most samples the whole memory holds, 0 for no bound (beyond it the "
+        "lowest leverage is evicted)", low=0, high=10000000)
+    memory_pick: str = param(
+        "leverage", "dual-gp: how new memory samples are drawn: in proportion to their "
+        "leverage (Eq. 31) or uniformly", choices=("leverage", "random"))
+    objective: str = param(
+        "dual", "dual-gp: hyper-parameter objective, the dual objective on the memory "
+        "(Eqs. 25-26) or POAM's all-data mini-batch ELBO", choices=("dual", "all-data"))
+
+
+@dataclass
+class CmogpOptions(Params):
+    """cmogp's own options (cmogp.py)."""
+
+    sweeps: int = param(
+        10, "cmogp: coordinate-ascent sweeps over the latents' factors of q(u) per E-step "
+        "(one is exact when num_latents is 1)", low=1, high=10000)
+
+
+@dataclass
+class ExactOptions(Params):
+    """The exact GP's own options (exact.py)."""
+
+    max_samples: int = param(
+        2000, "exact: the most samples the exact GP accepts (O(N³) per update)", low=1,
+        high=1000000)
 
 
 @dataclass
@@ -19,8 +112,18 @@ class MappingConfig(Params):
     """Settings of a mapping model. Lengths are in scaled input units ([-1, 1] per axis),
     variances in standardised target units, unless stated otherwise."""
 
-    method: str = param("poam", "mapping method, a name of poam_ros.models.METHODS",
-                        choices=METHOD_NAMES)
+    #: the family options' former flat names, refused with the new ones
+    RENAMED: ClassVar[dict[str, str]] = {
+        "ssgp_new_inducing_fraction": "ssgp.new_inducing_fraction",
+        "kmeans_iterations": "kmeans.iterations", "vips_delta": "vips.delta",
+        "vips_bound_subset": "vips.bound_subset", "cv_tolerance": "cv.tolerance",
+        "oips_rho": "oips.rho", "oips_kmin": "oips.kmin",
+        "dual_memory_per_batch": "dual.memory_per_batch", "dual_memory_max": "dual.memory_max",
+        "dual_memory_pick": "dual.memory_pick", "dual_objective": "dual.objective",
+        "cmogp_sweeps": "cmogp.sweeps", "exact_max_samples": "exact.max_samples"}
+
+    method: str = param("poam", "mapping method, a name of poam_ros.models.registry.METHODS",
+                        choices=_method_names)
     kernel: str = param("attentive", "covariance function (matern52: constant + Matern-5/2)",
                         choices=("attentive", "rbf", "matern52"))
     num_inducing: int = param(500, "maximum number of inducing inputs M", low=1, high=100000)
@@ -55,44 +158,11 @@ class MappingConfig(Params):
     lr_variational: float = param(
         1e-2, "Adam learning rate of the whitened variational parameters, for the methods that "
         "learn q(u) by gradients (svgp, poam-var-opt)", low=0.0)
-    ssgp_new_inducing_fraction: float = param(
-        0.01, "ssgp: share of the M inducing inputs re-drawn from the new batch at each update "
-        "(the rest are drawn from the old inducing inputs), before gradient steps",
-        low=0.0, high=1.0)
-    kmeans_iterations: int = param(
-        100, "poam-z-kmeans: most Lloyd iterations after k-means++ seeding", low=0, high=10000)
     max_whole_batch: int = param(
         20000, "ssgp, ssgp++, poam-online-elbo: the most new samples one update takes (their "
         "hyper-parameter steps evaluate the collapsed bound on the whole batch, M × N_new "
         "kernel blocks with gradients in every step); a larger batch fails the update",
         low=1, high=10000000)
-    # Methods that size themselves (vips.py, oips.py). M is then a hard cap: num_inducing.
-    vips_delta: float = param(
-        0.035, "vips, poam-vips: inducing inputs are added while the bound's gap L* - L(Z) "
-        "exceeds delta |L* - L_noise| (VIPS App. D.3)", low=0.0)
-    vips_bound_subset: int = param(
-        5000, "vips, poam-vips: the most new samples the bound is evaluated on; a larger "
-        "batch uses a random subset of this size (as the VIPS reference code)", low=1)
-    cv_tolerance: float = param(
-        0.01, "cv: pivoted Cholesky over [Z; X_new] stops once the unexplained trace "
-        "(absolute, standardised target units) is below this", low=0.0)
-    oips_rho: float = param(
-        0.8, "oips, poam-oips: a sample becomes an inducing input when its largest kernel "
-        "value with the set is below rho times the amplitude", low=1e-9, high=1.0)
-    oips_kmin: int = param(
-        10, "oips, poam-oips: random samples of the first batch the set starts from", low=1)
-    # The memory-based dual GP (dual_gp.py).
-    dual_memory_per_batch: int = param(
-        10, "dual-gp: samples of each new batch added to the memory", low=0, high=1000000)
-    dual_memory_max: int = param(
-        0, "dual-gp: the most samples the whole memory holds, 0 for no bound (beyond it the "
-        "lowest leverage is evicted)", low=0, high=10000000)
-    dual_memory_pick: str = param(
-        "leverage", "dual-gp: how new memory samples are drawn: in proportion to their "
-        "leverage (Eq. 31) or uniformly", choices=("leverage", "random"))
-    dual_objective: str = param(
-        "dual", "dual-gp: hyper-parameter objective, the dual objective on the memory "
-        "(Eqs. 25-26) or POAM's all-data mini-batch ELBO", choices=("dual", "all-data"))
     m_step: str = param(
         "adam", "hyper-parameter optimiser: train_steps Adam steps, or L-BFGS to convergence "
         "(the VIPS and OIPS papers' setting, for reproductions; a mini-batch objective then "
@@ -106,12 +176,6 @@ class MappingConfig(Params):
         20, "cmogp, poam-mt: samples a channel needs before it enters the model; its target "
         "scaler is then fitted on its samples so far (about this many for a slow channel, the "
         "pilot survey's for a dense one)", low=1, high=1000000)
-    cmogp_sweeps: int = param(
-        10, "cmogp: coordinate-ascent sweeps over the latents' factors of q(u) per E-step "
-        "(one is exact when num_latents is 1)", low=1, high=10000)
-    exact_max_samples: int = param(
-        2000, "exact: the most samples the exact GP accepts (O(N³) per update)", low=1,
-        high=1000000)
     input_scaling: str = param(
         "auto", "what the frozen input scaling spans: the first update's samples (first_batch: "
         "the pilot survey, as the POAM paper) or the workspace's bounding box (workspace); "
@@ -129,6 +193,23 @@ class MappingConfig(Params):
         "maps as float64 does on Table I, but worse on smooth fields (docs/benchmarks.md)",
         choices=("float64", "float32"))
     seed: int = param(0, "seed of the network initialisation and the mini-batch draws", low=0)
+    # Each method family's own options (mapping.<family>.*), read by that family only.
+    ssgp: SsgpOptions = group(SsgpOptions)
+    kmeans: KmeansOptions = group(KmeansOptions)
+    vips: VipsOptions = group(VipsOptions)
+    cv: CvOptions = group(CvOptions)
+    oips: OipsOptions = group(OipsOptions)
+    dual: DualOptions = group(DualOptions)
+    cmogp: CmogpOptions = group(CmogpOptions)
+    exact: ExactOptions = group(ExactOptions)
+
+    @classmethod
+    def from_saved(cls, values: Mapping[str, Any]) -> MappingConfig:
+        """The config a state file stores (:meth:`to_dict`). A file written before the family
+        options were grouped holds them flat (``vips_delta``): they are read as their new
+        names, so that a saved map still loads."""
+        return cls.from_dict({cls.RENAMED.get(name, name): value
+                              for name, value in values.items()})
 
     def validate(self) -> None:
         if self.min_lengthscale > self.max_lengthscale:

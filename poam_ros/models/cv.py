@@ -7,7 +7,7 @@ so far, until the variance left unexplained,
 
     tr(K − L Lᵀ) = Σ_i Var[f(c_i) | f(Z')]   over the candidates c_i (amplitude included),
 
-is at most the absolute tolerance η = ``cv_tolerance`` (standardised target units). The
+is at most the absolute tolerance η = ``cv.tolerance`` (standardised target units). The
 number of inducing inputs then follows the data: it grows where new samples are not
 explained, and may shrink, since old inducing inputs compete with the new samples.
 ``num_inducing`` is a hard cap. The relative ``pcd_tolerance`` stays in force as well, so with
@@ -41,7 +41,7 @@ class ConditionalVariance(SSGPPlusPlus):
                            ) -> tuple[PivotedCholesky, Tensor | None]:
         """The shared selection, stopped after the first pivot that brings the trace error to
         η (a rule on the device; it takes the column route of the selection)."""
-        tolerance = self.config.cv_tolerance
+        tolerance = self.config.cv.tolerance
 
         def explained(block: PivotBlock) -> Tensor:
             within = block.errors[block.start:block.end] <= tolerance

@@ -31,13 +31,13 @@ batch is added exactly in one step (the reference code's two damped steps at r =
    the paper's "subtract the memory's old sites, add its new ones" without the subtraction.
    Gaussian sites are formed at the noise variance of their time (OVC++), so the memory's
    are at the current one and the carried ones at theirs.
-4. Memory: ``dual_memory_per_batch`` samples of the batch drawn without replacement in
+4. Memory: ``dual.memory_per_batch`` samples of the batch drawn without replacement in
    proportion to their leverage h_i = β̂_i v_i (Eq. 31, v_i the marginal variance of f_i at
    the posterior just formed; it is Eq. 30's ridge leverage [K_ff(K_ff + Λ⁻¹)⁻¹]_ii,
    Λ = diag β̂, where the samples are inducing inputs), or uniformly; with a bound
-   ``dual_memory_max`` the lowest-leverage samples leave the memory and their sites join the
+   ``dual.memory_max`` the lowest-leverage samples leave the memory and their sites join the
    carried ones. The samples that join leave the carried sites.
-5. Hyper-parameters (``dual_objective``): the dual objective (Eqs. 25-26, :class:`DualObjective`:
+5. Hyper-parameters (``dual.objective``): the dual objective (Eqs. 25-26, :class:`DualObjective`:
    q(u) moves with θ through fixed sites; the old data's expected log-likelihood estimated from
    the memory) or POAM's all-data mini-batch ELBO with q(u) fixed.
 
@@ -58,7 +58,7 @@ With an empty memory this is OVC++; with every past sample in the memory it is F
   posterior just conditioned on the batch (the M-step then sees the memory of the old data
   only, as its n_old weighting assumes). The code's magnetometer run fixes a grid of inducing
   inputs and trains them; here they are the pivoted-Cholesky selection, as the paper states.
-* The paper's memory grows without end; ``dual_memory_max`` optionally bounds it.
+* The paper's memory grows without end; ``dual.memory_max`` optionally bounds it.
 
 ``UpdateReport.extra`` keys: ``memory_size`` (samples in the memory after the update),
 ``memory_added`` (samples of this batch that joined it), ``memory_leverage_mean`` (their mean
@@ -262,20 +262,20 @@ class DualGP(OVCPlusPlus):
         config = self.config
         prior_var = self.amplitude.detach().to(TERMS_DTYPE)
         num_new, num_old = cross.num_data, len(self.memory_rows)
-        count = min(config.dual_memory_per_batch, num_new)
+        count = min(config.dual.memory_per_batch, num_new)
         added = torch.zeros(0, dtype=torch.int64)
         leverage = torch.zeros(0, dtype=TERMS_DTYPE)
         if count:
             leverage = (done.batch_sites[0] * marginals(cross, cache, prior_var)[1]).cpu()
             if count == num_new:
                 added = torch.arange(num_new)
-            elif config.dual_memory_pick == "leverage":
+            elif config.dual.memory_pick == "leverage":
                 added = draw_without_replacement(leverage, count, self.memory_generator)
             else:
                 added = torch.randperm(num_new, generator=self.memory_generator)[:count]
             added = added.sort().values
         kept, evicted = torch.arange(num_old), torch.zeros(0, dtype=torch.int64)
-        bound = config.dual_memory_max
+        bound = config.dual.memory_max
         if bound and num_old + len(added) > bound:
             old = (done.memory_sites[0] * marginals(mem_cross, cache, prior_var)[1]).cpu()
             ranked = torch.cat([old, leverage[added]]).argsort(descending=True, stable=True)
@@ -287,7 +287,7 @@ class DualGP(OVCPlusPlus):
 
     # ------------------------------------------------------------------ M-step
     def _training_objective(self, x_new: Tensor, y_new: Tensor) -> TrainingObjective:
-        if self.config.dual_objective == "all-data":
+        if self.config.dual.objective == "all-data":
             return super()._training_objective(x_new, y_new)
         num_old = self.num_fitted - len(y_new)
         old_memory = self.memory_rows[self.memory_rows < num_old]

@@ -10,7 +10,7 @@ Hyper-parameters: Adam on the exact negative log marginal likelihood per sample,
 
 Prediction reuses the shared sparse-GP code with the training inputs in the place of the
 inducing inputs: L⁻¹y in the place of L⁻¹m and no posterior covariance term. The model refuses
-data beyond ``exact_max_samples`` (:class:`ExactGPSizeError`) rather than grind to a halt.
+data beyond ``exact.max_samples`` (:class:`ExactGPSizeError`) rather than grind to a halt.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from poam_ros.models.sparse_gp import OnlineSparseGP
 
 
 class ExactGPSizeError(ValueError):
-    """A batch would take the exact GP beyond ``MappingConfig.exact_max_samples``."""
+    """A batch would take the exact GP beyond ``MappingConfig.exact.max_samples``."""
 
 
 class ExactGP(OnlineSparseGP):
@@ -38,17 +38,17 @@ class ExactGP(OnlineSparseGP):
 
     def add_data(self, x, y) -> BatchReport:
         """As :meth:`OnlineSparseGP.add_data`, but a batch that would take the data beyond
-        ``exact_max_samples`` is refused whole with :class:`ExactGPSizeError`."""
+        ``exact.max_samples`` is refused whole with :class:`ExactGPSizeError`."""
         try:
             x_checked, y_checked = as_batch(x, y, self.input_dim)
         except InvalidBatchError:
             return super().add_data(x, y)  # counted and raised there
         probe = filter_samples(x_checked, y_checked, self.intake.seen)[2]
-        limit = self.config.exact_max_samples
+        limit = self.config.exact.max_samples
         if self.num_samples + probe.accepted > limit:
             raise ExactGPSizeError(
                 f"the exact GP holds {self.num_samples} samples and refuses {probe.accepted} "
-                f"more: MappingConfig.exact_max_samples is {limit} (it costs O(N³) per update); "
+                f"more: MappingConfig.exact.max_samples is {limit} (it costs O(N³) per update); "
                 f"use a sparse method for more data")
         return super().add_data(x, y)
 

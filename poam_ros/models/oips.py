@@ -15,7 +15,7 @@ constant + Matérn kernel c_v + σ² m(r/ℓ) every correlation is at least c_v 
 a learned constant would hide every new point: there the test is on the Matérn part,
 m(r/ℓ) < ρ (threshold ρ·σ²), as the VIPS authors' code tests it.
 
-Z starts from ``oips_kmin`` random distinct positions of the first batch (the model's seeded
+Z starts from ``oips.kmin`` random distinct positions of the first batch (the model's seeded
 generator) and is never pruned: the old inducing inputs stay first, in order, and the added
 ones follow in arrival order. The size is not chosen, so ``num_inducing`` is a hard cap: once Z
 is full the remaining samples of the batch add nothing, and the update reports that the cap
@@ -120,17 +120,17 @@ class ThresholdSelection:
     """Mixin: OIPS's selection as :meth:`_choose_inducing` of a method.
 
     ``UpdateReport.extra`` keys: ``inducing_added`` (inputs added in this update, the initial
-    ``oips_kmin`` included at the first), ``rho_bar`` (the threshold ρ·a, or ρ·σ² on the
+    ``oips.kmin`` included at the first), ``rho_bar`` (the threshold ρ·a, or ρ·σ² on the
     constant + Matérn kernel's Matérn part, a variance in standardised target units) and
     ``cap_bound`` (1 when ``num_inducing`` stopped an addition, else 0).
     """
 
     def _choose_inducing(self, x_new: Tensor, report: UpdateReport) -> InducingUpdate:
         config, old = self.config, self.inducing
-        cap, rho = config.num_inducing, config.oips_rho
+        cap, rho = config.num_inducing, config.oips.rho
         if old is None:  # distinct positions: a copy would hold a slot of the cap for good
             distinct = first_occurrences(x_new)
-            old = x_new[distinct[self._random_rows(len(distinct), min(config.oips_kmin, cap))]]
+            old = x_new[distinct[self._random_rows(len(distinct), min(config.oips.kmin, cap))]]
         base = self.kernel.base_kernel
         added, bound = threshold_selection(base.distance_correlation, old, x_new, rho, cap)
         z = torch.cat([old, x_new[added]])

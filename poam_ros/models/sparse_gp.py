@@ -466,7 +466,7 @@ class OnlineSparseGP(ABC):
         """Rebuild a model from the checked ``state`` of the file ``path`` (see :meth:`load`);
         an inconsistent state is a :class:`~.state_io.StateFileError` naming the file."""
         try:
-            config = MappingConfig.from_dict(state["config"])
+            config = MappingConfig.from_saved(state["config"])
             if device is not None:
                 config = config.replace(device=device)
             model = cls(config, int(state["input_dim"]))

@@ -6,7 +6,7 @@ q_old(a) = N(m_a, S_a) over the old inducing outputs a, carried as a prior toget
 prior it was computed under, p(a | θ_old) = N(0, K'_aa). Per batch (X_new, y_new):
 
 1. **Inducing inputs b.** SSGP: initialised from the old inducing inputs and the new data (a
-   random share ``ssgp_new_inducing_fraction`` of the M drawn from the batch, the rest from a),
+   random share ``ssgp.new_inducing_fraction`` of the M drawn from the batch, the rest from a),
    then optimised by Adam together with θ (step 3). SSGP++ (the POAM paper's variant): greedy
    pivoted Cholesky on [a; X_new], as POAM, and not optimised.
 2. **q(b)** in closed form, the optimum of the collapsed online ELBO
@@ -102,7 +102,7 @@ class SSGP(StreamingUpdate, OnlineSparseGP):
         if old is None:
             return self._inducing_blocks(x_new[self._random_rows(len(x_new), limit)], x_new)
         fresh = min(len(x_new), max(limit - len(old),
-                                    math.ceil(self.config.ssgp_new_inducing_fraction * limit)))
+                                    math.ceil(self.config.ssgp.new_inducing_fraction * limit)))
         kept = min(len(old), limit - fresh)
         z = torch.cat([old[self._random_rows(len(old), kept)],
                        x_new[self._random_rows(len(x_new), fresh)]])

@@ -10,14 +10,14 @@ update counts it in ``inducing_dropped``.)
 
 1. L* = the collapsed bound (:mod:`.vips_bound`) at Z = Z_o ∪ X_new, the best it can be
    (Eqs. 8-9), from a full pivoted Cholesky of the candidates' kernel matrix: O(n³) time and
-   O(n²) memory for n = M_o + N_new. A batch of more than ``vips_bound_subset`` samples is
+   O(n²) memory for n = M_o + N_new. A batch of more than ``vips.bound_subset`` samples is
    represented by a random subset of that size (as the authors' reference code; not the
    upper bound Û of App. F): L*, L̂, L_noise and the candidates to add all come from it,
    q(u) and the M-step from the whole batch.
 2. L_noise = Σ log N(y_n; μ̂, σ̂²) over the batch, μ̂ and σ̂² the running mean and variance of
    every target seen, this batch included (kept in the state file, scaled units).
 3. Candidates in greedy-variance order (pivoted Cholesky on [Z_o; X_new] with Z_o forced
-   first) are added while L* − L̂(Z) > δ |L* − L_noise| (δ = ``vips_delta``). Algs. 1 and 4
+   first) are added while L* − L̂(Z) > δ |L* − L_noise| (δ = ``vips.delta``). Algs. 1 and 4
    print the loop condition with the opposite sign; the text and the authors' code continue
    while the gap exceeds the threshold, as here. L̂ is updated by a bordered Cholesky as
    pivots are added, a block at a time on the device (:class:`~.vips_bound.IncrementalBound`,
@@ -141,9 +141,9 @@ class VipsSelection:
         """Steps 1-3 of the module docstring."""
         config, old = self.config, self.inducing
         num_old = 0 if old is None else old.shape[0]
-        subset = x_new.shape[0] > config.vips_bound_subset
+        subset = x_new.shape[0] > config.vips.bound_subset
         if subset:
-            rows = self._random_rows(x_new.shape[0], config.vips_bound_subset).sort().values
+            rows = self._random_rows(x_new.shape[0], config.vips.bound_subset).sort().values
             x_bound, y_bound = x_new[rows], y_new[rows]
         else:
             x_bound, y_bound = x_new, y_new
@@ -153,7 +153,7 @@ class VipsSelection:
         site = self._bound_site()
         best = self._best_bound(candidates, num_old, y, noise, amplitude, site)
         noise_fit = float(self.target_moments.log_likelihood(y, config.min_noise_variance))
-        threshold = config.vips_delta * abs(best - noise_fit)
+        threshold = config.vips.delta * abs(best - noise_fit)
         bound = IncrementalBound(num_old, y, noise, amplitude, site,
                                  min(config.num_inducing, candidates.shape[0]))
         pcd, stop = grow_by_bound(
@@ -246,7 +246,7 @@ class PoamVips(VipsSelection, POAM):
     all-data bound minus the old data's own bound at Z_o under the current kernel (a constant:
     the gap is unchanged), so that |L* − L_noise| compares the batch with the noise model, as
     in ``vips``. Cost per update: O(n³) time and O(n²) memory for L* (n = M_o + N_new, N_new
-    capped by ``vips_bound_subset``), O(n M'² + M_o² M') for the selection, O(M_o³) for the
+    capped by ``vips.bound_subset``), O(n M'² + M_o² M') for the selection, O(M_o³) for the
     site; independent of the number of samples seen."""
 
     method = "poam-vips"

@@ -7,6 +7,6 @@ files into them; :mod:`.node_settings` holds the nodes' own settings and
 is :mod:`poam_ros.ros.parameters`.
 """
 
-from poam_ros.params.base import ConfigError, Params, ParamSpec, param
+from poam_ros.params.base import ConfigError, Params, ParamSpec, group, param
 
-__all__ = ["ConfigError", "ParamSpec", "Params", "param"]
+__all__ = ["ConfigError", "ParamSpec", "Params", "group", "param"]

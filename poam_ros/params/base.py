@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence
 
 
 class ConfigError(ValueError):
@@ -47,10 +47,14 @@ class ParamSpec:
 
 
 def param(default, doc: str, *, unit: str | None = None, low: float | None = None,
-          high: float | None = None, choices: Sequence | None = None):
-    """A dataclass field with the metadata :class:`Params` validates and nodes declare."""
+          high: float | None = None, choices: Sequence | Callable[[], Sequence] | None = None):
+    """A dataclass field with the metadata :class:`Params` validates and nodes declare.
+
+    ``choices`` may be a function giving them, read whenever the field is checked or
+    declared: a set that grows at run time (the mapping methods' registry)."""
     metadata = {"doc": doc, "unit": unit, "low": low, "high": high,
-                "choices": tuple(choices) if choices is not None else None}
+                "choices": tuple(choices) if choices is not None and not callable(choices)
+                else choices}
     if isinstance(default, (list, dict)):
         return dataclasses.field(default_factory=lambda: type(default)(default),
                                  metadata=metadata)
@@ -58,45 +62,139 @@ def param(default, doc: str, *, unit: str | None = None, low: float | None = Non
 
 
 class Params:
-    """Mixin for configuration dataclasses: validation, description and strict loading."""
+    """Mixin for configuration dataclasses: validation, description and strict loading.
+
+    A field made with :func:`group` holds a nested config: its fields are the parameters
+    ``<group>.<name>`` (``mapping.vips.delta``), declared, loaded and written as any other.
+    """
+
+    #: old field name -> its new (dotted) name; naming the old one is refused with the new
+    RENAMED: ClassVar[Mapping[str, str]] = {}
 
     def __post_init__(self) -> None:
-        for spec in self.specs():
+        for spec in self._own_specs():
             value = getattr(self, spec.name)
             setattr(self, spec.name, _checked(type(self).__name__, spec, value))
+        for name, group_cls in self.groups().items():
+            if not isinstance(getattr(self, name), group_cls):
+                raise ConfigError(f"{type(self).__name__}.{name} must be a "
+                                  f"{group_cls.__name__}, got {getattr(self, name)!r}")
         self.validate()
 
     def validate(self) -> None:
         """Cross-field checks; subclasses override and raise :class:`ConfigError`."""
 
     @classmethod
+    def groups(cls) -> dict[str, type[Params]]:
+        """The nested configs by field name."""
+        return {f.name: f.default_factory for f in dataclasses.fields(cls)
+                if "group" in f.metadata}
+
+    @classmethod
     def specs(cls) -> list[ParamSpec]:
+        """Every parameter, a group's as ``<group>.<name>``."""
+        specs = cls._own_specs()
+        for name, group_cls in cls.groups().items():
+            specs += [dataclasses.replace(spec, name=f"{name}.{spec.name}")
+                      for spec in group_cls.specs()]
+        return specs
+
+    @classmethod
+    def _own_specs(cls) -> list[ParamSpec]:
         specs = []
         for f in dataclasses.fields(cls):
             meta = f.metadata
             if "doc" not in meta:
                 continue
             default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+            choices = meta["choices"]() if callable(meta["choices"]) else meta["choices"]
             specs.append(ParamSpec(f.name, default, meta["doc"], meta["unit"], meta["low"],
-                                   meta["high"], meta["choices"]))
+                                   meta["high"], None if choices is None else tuple(choices)))
         return specs
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any] | None = None, **overrides):
-        """Build from a mapping, refusing keys that are not fields of this dataclass."""
+        """Build from a mapping, refusing names that are no parameter of this dataclass (a
+        renamed one with its new name). A group's values are a mapping, a config or dotted
+        names (``vips.delta``)."""
         merged = {**(values or {}), **overrides}
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(merged) - known)
+        cls._refuse_unknown(merged)
+        return cls(**cls._grouped(merged, None))
+
+    @classmethod
+    def _refuse_unknown(cls, values: Mapping[str, Any]) -> None:
+        known = {spec.name for spec in cls.specs()} | set(cls.groups())
+        unknown = sorted(set(_dotted(values, cls.groups())) - known)
         if unknown:
-            raise ConfigError(f"{cls.__name__}: unknown parameter(s) {', '.join(unknown)}; "
+            raise ConfigError(f"{cls.__name__}: unknown parameter(s) "
+                              f"{', '.join(cls.new_names(unknown))}; "
                               f"known: {', '.join(sorted(known))}")
-        return cls(**merged)
+
+    @classmethod
+    def new_names(cls, names: Iterable[str], prefix: str = "") -> list[str]:
+        """``names`` under ``prefix``, a renamed one with its new name: ``mapping.vips_delta
+        (now mapping.vips.delta)``."""
+        lead = f"{prefix}." if prefix else ""
+        return [f"{lead}{name} (now {lead}{cls.RENAMED[name]})" if name in cls.RENAMED
+                else f"{lead}{name}" for name in names]
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        """Field values, a group's as a dict of its own."""
+        return {f.name: getattr(self, f.name).to_dict() if f.name in self.groups()
+                else getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def to_parameters(self) -> dict[str, Any]:
+        """Values by parameter name, as :meth:`specs` names them (``vips.delta``)."""
+        values = self.to_dict()
+        for name in self.groups():
+            values.update({f"{name}.{key}": value
+                           for key, value in getattr(self, name).to_parameters().items()})
+            del values[name]
+        return values
 
     def replace(self, **changes):
-        return dataclasses.replace(self, **changes)
+        """A copy with ``changes``; a group's given as a config, as a mapping of the changes to
+        make to it, or as dotted names (``replace(**{"vips.delta": 0.01})``)."""
+        self._refuse_unknown(changes)
+        return dataclasses.replace(self, **self._grouped(changes, self))
+
+    @classmethod
+    def _grouped(cls, values: Mapping[str, Any], current: Params | None) -> dict[str, Any]:
+        """``values`` with each group's entries made into that group's config, over
+        ``current``'s (None: the defaults)."""
+        groups = cls.groups()
+        own: dict[str, Any] = {}
+        nested: dict[str, dict[str, Any]] = {}
+        for name, value in values.items():
+            head, dot, rest = name.partition(".")
+            if dot:
+                nested.setdefault(head, {})[rest] = value
+            elif name in groups and isinstance(value, Mapping):
+                nested.setdefault(name, {}).update(value)
+            else:
+                own[name] = value
+        for name, changes in nested.items():
+            base = own.get(name, None if current is None else getattr(current, name))
+            own[name] = (base.replace(**changes) if isinstance(base, Params)
+                         else groups[name].from_dict(changes))
+        return own
+
+
+def group(config_cls: type[Params]):
+    """A dataclass field holding the nested config ``config_cls`` (see :class:`Params`):
+    the options of one part of a component, beside the ones its parts share."""
+    return dataclasses.field(default_factory=config_cls, metadata={"group": True})
+
+
+def _dotted(values: Mapping[str, Any], groups: Mapping[str, type[Params]]) -> list[str]:
+    """The parameter names ``values`` sets, a group's mapping as dotted names."""
+    names = []
+    for name, value in values.items():
+        if name in groups and isinstance(value, Mapping):
+            names += [f"{name}.{key}" for key in _dotted(value, groups[name].groups())]
+        else:
+            names.append(name)
+    return names
 
 
 def _checked(owner: str, spec: ParamSpec, value):

@@ -94,16 +94,26 @@ def load_node_parameters(path: str | Path, node_name: str) -> dict[str, Any]:
 
 def config_from_parameters(parameters: Mapping[str, Any], config_cls: type[Params],
                            prefix: str = "") -> Params:
-    """Build ``config_cls`` from the parameters directly under ``prefix`` (``model`` takes
-    ``model.x`` but leaves ``model.sub.x`` to a ``model.sub`` config); with no prefix, from
-    the undotted names except :data:`ROS_NODE_PARAMETERS`.
+    """Build ``config_cls`` from the parameters directly under ``prefix`` and under its groups
+    (``model`` takes ``model.x`` and, if ``vips`` is a group of its, ``model.vips.x``, but
+    leaves ``model.sub.x`` to a ``model.sub`` config); with no prefix, from the undotted names
+    except :data:`ROS_NODE_PARAMETERS`.
 
-    Unknown names, values of another ROS type and invalid values raise :class:`ConfigError`.
+    Unknown names (a renamed one with its new name), values of another ROS type and invalid
+    values raise :class:`ConfigError`.
     """
     lead = f"{prefix}." if prefix else ""
-    values = {name[len(lead):]: value for name, value in parameters.items()
-              if name.startswith(lead) and "." not in name[len(lead):]
-              and (prefix or name not in ROS_NODE_PARAMETERS)}
+    groups = config_cls.groups()
+    values = {}
+    for name, value in parameters.items():
+        head, dot, _ = name[len(lead):].partition(".")
+        if (name.startswith(lead) and (prefix or name not in ROS_NODE_PARAMETERS)
+                and (not dot or head in groups)):
+            values[name[len(lead):]] = value
+    renamed = sorted(set(values) & set(config_cls.RENAMED))
+    if renamed:
+        raise ConfigError(f"{config_cls.__name__}: renamed parameter(s) "
+                          f"{', '.join(config_cls.new_names(renamed, prefix))}")
     kinds = {spec.name: parameter_kind(config_cls, spec) for spec in config_cls.specs()}
     for name, value in values.items():
         if name in kinds:
@@ -131,7 +141,7 @@ def load_configs(path: str | Path, node_name: str,
                        and not name.startswith(QOS_OVERRIDES_PREFIX))
     if unclaimed:
         raise ConfigError(f"{path}: node {_absolute(node_name)}: unknown parameter(s) "
-                          f"{', '.join(unclaimed)}")
+                          f"{', '.join(_new_names(unclaimed, configs))}")
     return {prefix: _config_from_file(parameters, path, node_name, config_cls, prefix)
             for prefix, config_cls in configs.items()}
 
@@ -143,6 +153,16 @@ def _config_from_file(parameters: Mapping[str, Any], path: str | Path, node_name
     except ConfigError as error:
         section = f" under '{prefix}'" if prefix else ""
         raise ConfigError(f"{path}: node {_absolute(node_name)}{section}: {error}") from error
+
+
+def _new_names(names: list[str], configs: Mapping[str, type[Params]]) -> list[str]:
+    """``names``, each renamed field of a config with its new name (:meth:`Params.new_names`)."""
+    named = []
+    for name in names:
+        prefix, _, field = name.rpartition(".")
+        config_cls = configs.get(prefix)
+        named += config_cls.new_names([field], prefix) if config_cls else [name]
+    return named
 
 
 def _sections(tree: dict, path: Path, namespace: tuple[str, ...] = ()

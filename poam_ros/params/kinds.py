@@ -62,6 +62,9 @@ def check_value_kind(where: str, kind: str, value: Any) -> None:
 
 
 def _annotated_element(config_cls: type, name: str) -> type | None:
+    group, dot, field = name.partition(".")
+    if dot:  # a nested config's field (Params groups)
+        return _annotated_element(config_cls.groups()[group], field)
     try:
         hint = typing.get_type_hints(config_cls).get(name)
     except NameError:  # an annotation naming something the module does not define

@@ -165,12 +165,15 @@ class MissionSetup:
         for node, attributes in self.NODES.items():
             section = tree.setdefault(node, {}).setdefault(PARAMETERS_KEY, {})
             for prefix, attribute in attributes.items():
-                level = section.setdefault(prefix, {}) if prefix else section
-                for name, value in getattr(self, attribute).to_dict().items():
+                for name, value in getattr(self, attribute).to_parameters().items():
+                    *steps, key = ([prefix] if prefix else []) + name.split(".")
+                    level = section
+                    for step in steps:
+                        level = level.setdefault(step, {})
                     if value == []:
-                        level.pop(name, None)
+                        level.pop(key, None)
                     else:
-                        level[name] = value
+                        level[key] = value
         path = Path(path)
         path.write_text(dump_parameters(tree))
         return path
@@ -204,8 +207,9 @@ class MissionSetup:
             configs[""] = self.planner_node.replace(seed=seeds["planner"])
         parameters = {}
         for prefix, config in configs.items():
+            values = config.to_parameters()
             for spec in config.specs():
-                value = getattr(config, spec.name)
+                value = values[spec.name]
                 name = f"{prefix}.{spec.name}" if prefix else spec.name
                 if value == [] and spec.default != []:
                     raise ConfigError(f"{name}: an empty list cannot be passed as a ROS "

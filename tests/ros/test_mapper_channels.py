@@ -48,7 +48,7 @@ def offline_model(xy, y):
 
 @pytest.fixture
 def mapper_and_probe(start_node, make_node, spin_until):
-    parameters = {**SMALL, **{f"mapping.{k}": v for k, v in MULTI.to_dict().items()},
+    parameters = {**SMALL, **{f"mapping.{k}": v for k, v in MULTI.to_parameters().items()},
                   "channels": CHANNELS, "evaluation_grid": 5}
     mapper = start_node(MapperNode, **parameters)
     probe = Probe(make_node("probe"))
@@ -147,7 +147,7 @@ def test_a_journal_with_channels_restores_every_channel(start_node, make_node, s
     journal.start_new()
     journal.append(xy, y, stamp=4_000_000_000)
     journal.close()
-    parameters = {**SMALL, **{f"mapping.{k}": v for k, v in MULTI.to_dict().items()},
+    parameters = {**SMALL, **{f"mapping.{k}": v for k, v in MULTI.to_parameters().items()},
                   "channels": CHANNELS, "journal.enabled": True,
                   "journal.path": str(tmp_path / "journal"),
                   "save_path": str(tmp_path / "map_state.pt")}

@@ -30,7 +30,7 @@ from poam_ros.ros.mapper_node import MapperNode  # noqa: E402
 from poam_ros.workspace import Workspace, WorkspaceConfig  # noqa: E402
 
 MAPPING = MappingConfig(num_inducing=30, train_steps=2, batch_size=64, device="cpu")
-SMALL = {**{f"mapping.{k}": v for k, v in MAPPING.to_dict().items()},
+SMALL = {**{f"mapping.{k}": v for k, v in MAPPING.to_parameters().items()},
          "workspace.vertices": [0.0, 0.0, 20.0, 0.0, 20.0, 20.0, 0.0, 20.0],
          "grid.resolution": 2.0,
          "journal.enabled": False}  # tests/ros/test_mapper_crash.py tests the journal
@@ -421,7 +421,7 @@ def test_samples_set_aside_leave_the_crash_journal(start_mapper, make_node, spin
 
 def test_a_method_s_own_figures_reach_diagnostics_and_the_dual_gp_shows_its_memory(
         start_mapper, make_node, spin_until):
-    mapper = start_mapper(**{"mapping.method": "dual-gp", "mapping.dual_memory_per_batch": 7})
+    mapper = start_mapper(**{"mapping.method": "dual-gp", "mapping.dual.memory_per_batch": 7})
     probe = Probe(make_node("probe"))
     memory = []
     probe.node.create_subscription(PointCloud2, "map/memory", memory.append, qos.LATCHED)

@@ -13,6 +13,9 @@ from rclpy.exceptions import ParameterNotDeclaredException  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.parameter_client import AsyncParameterClient  # noqa: E402
 
+from poam_ros.models import MappingConfig  # noqa: E402
+from poam_ros.models.config import VipsOptions  # noqa: E402
+from poam_ros.models.registry import METHODS  # noqa: E402
 from poam_ros.params import ConfigError, Params, param  # noqa: E402
 from poam_ros.ros.ingest_node import IngestNode  # noqa: E402
 from poam_ros.ros.parameters import add_config_callback, declare_config, read_config  # noqa: E402
@@ -200,3 +203,26 @@ def test_every_node_of_the_package_refuses_a_wrong_type_in_words(start_node, mak
     assert not result.successful
     assert result.reason == "max_pending: expected an integer, got a double (2.5)"
     assert ingest.get_parameter("max_pending").value == 5000
+
+
+def test_a_config_s_groups_are_declared_dotted_and_change_as_its_other_fields(make_node):
+    """MappingConfig's family options (mapping.vips.delta, ...) are parameters with their
+    descriptors; mapping.method's choices are the registry's methods."""
+    node = make_node("mapping_test", parameter_overrides=[
+        Parameter("mapping.vips.delta", value=0.005)])
+    config = declare_config(node, MappingConfig, "mapping")
+    assert config.vips == VipsOptions(delta=0.005)
+    delta = node.describe_parameter("mapping.vips.delta")
+    assert delta.type == ParameterType.PARAMETER_DOUBLE and delta.description.startswith("vips")
+    assert delta.floating_point_range[0].from_value == 0.0
+    method = node.describe_parameter("mapping.method")
+    assert method.additional_constraints == f"one of: {', '.join(METHODS)}"
+    applied = []
+    add_config_callback(node, MappingConfig, applied.append, "mapping")
+    [result] = node.set_parameters([Parameter("mapping.dual.objective", value="all-data")])
+    assert result.successful and applied[-1].dual.objective == "all-data"
+    assert applied[-1].vips.delta == 0.005
+    [result] = node.set_parameters([Parameter("mapping.oips.rho", value=2.0)])
+    assert not result.successful and "out of range" in result.reason
+    with pytest.raises(ParameterNotDeclaredException):
+        node.set_parameters([Parameter("mapping.vips_delta", value=0.01)])

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 from poam_ros.benchmark import sweep
+from poam_ros.models import MappingConfig
+from poam_ros.models.config import VipsOptions
 from poam_ros.sim import default_terrain
 
 TWO_CHANNELS = Path(__file__).resolve().parents[3] / "config" / "two_channels.yaml"
@@ -26,7 +28,7 @@ def test_quick_sweep_records_failures_and_resumes(tmp_path, maps, small_paramete
     """A map given as a file (named by its stem); exact refuses the pilot survey's samples
     beyond 50: that run fails, is recorded, and the sweep goes on."""
     out = tmp_path / "out"
-    params = small_parameter_file(mapper={"mapping": {"exact_max_samples": 50}})
+    params = small_parameter_file(mapper={"mapping": {"exact": {"max_samples": 50}}})
     args = ["--maps", str(maps / "BATHY_360.npz"), "--methods", "poam,exact", "--seeds", "0",
             "--params", str(params), "--out", str(out), "--quick", "--no-progress",
             "--window-start", "600"]
@@ -226,6 +228,12 @@ def test_methods_that_size_themselves_get_a_model_size_table_and_figure(tmp_path
      "num_inducng"),
     ("poam={file}", "mapper:\n  ros__parameters:\n    mapping: {num_inducing: 0}\n",
      "num_inducing"),
+    ("poam={file}", "mapper:\n  ros__parameters:\n    mapping: {vips_delta: 0.01}\n",
+     "mapping.vips_delta (now mapping.vips.delta)"),
+    ("poam={file}", "mapper:\n  ros__parameters:\n    mapping: {vips: {delta: -1.0}}\n",
+     "VipsOptions.delta must be >= 0.0"),
+    ("poam={file}", "mapper:\n  ros__parameters:\n    mapping: {grid: {resolution: 1.0}}\n",
+     "(not mapping.grid.resolution)"),
 ])
 def test_method_parameters_are_checked_before_any_run(tmp_path, maps, capsys, entry, text,
                                                       message):
@@ -239,6 +247,17 @@ def test_method_parameters_are_checked_before_any_run(tmp_path, maps, capsys, en
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "--method-params" in err and message in err
     assert not out.exists()
+
+
+def test_a_method_s_family_options_are_its_own_values(tmp_path):
+    own = _mapping_file(tmp_path / "own.yaml",
+                        "mapper:\n  ros__parameters:\n    mapping:\n      num_inducing: 40\n"
+                        "      vips: {delta: 0.01}\n")
+    values = sweep.method_parameters([f"poam-vips={own}"], ["poam", "poam-vips"])
+    assert values == {"poam-vips": (("num_inducing", 40), ("vips.delta", 0.01))}
+    spec = sweep.RunSpec("map", "poam-vips", "rbf", 0, "", values["poam-vips"])
+    config = spec.mapping_config(MappingConfig(num_inducing=100))
+    assert config.num_inducing == 40 and config.vips == VipsOptions(delta=0.01)
 
 
 def test_a_method_given_twice_is_refused(tmp_path):

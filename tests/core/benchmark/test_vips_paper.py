@@ -37,7 +37,7 @@ def test_each_batch_row_holds_the_hyperparameters_after_that_update():
     y = 40.0 + 5.0 * np.sin(2.0 * x[:, 0]) + rng.normal(0.0, 0.3, 60)
     batches = [(x[:30], y[:30]), (x[30:], y[30:])]
     x_test = rng.uniform(0.0, 4.0, (20, 2))
-    config = vips_paper.magnetometer_config(5.0).replace(method="vips", vips_delta=0.095)
+    config = vips_paper.magnetometer_config(5.0).replace(method="vips", vips={"delta": 0.095})
 
     def scalers():
         return vips_paper.identity_scalers(2)[0], StandardScaler(40.0, 5.0)

@@ -18,8 +18,7 @@ import poam_ros.cli as cli
 from poam_ros.cli.bags import record
 from poam_ros.cli.common import interruptible
 from poam_ros.cli.sim import sim
-from poam_ros.models import METHODS, MappingConfig, make_model
-from poam_ros.models.config import METHOD_NAMES
+from poam_ros.models import MappingConfig, make_model
 
 
 def exit_status(command, argv) -> int:
@@ -79,10 +78,6 @@ def test_a_stop_signal_interrupts_once_then_lets_the_command_keep_its_results(si
             signal.raise_signal(signum)
         signal.raise_signal(signum)  # a second one, while the command writes what it has
     assert signal.getsignal(signum) is before
-
-
-def test_every_method_is_a_choice_of_the_mapping_config():
-    assert sorted(METHOD_NAMES) == sorted(METHODS)
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from poam_ros.cli.mission import mission, print_unmapped
-from poam_ros.models.config import METHOD_NAMES
+from poam_ros.models.registry import METHODS
 
 
 def test_the_mission_prints_each_epoch_and_writes_its_records(tmp_path, capsys,
@@ -58,6 +58,11 @@ def _unknown_key(path):
     return path
 
 
+def _flat_family_key(path):
+    path.write_text("mapper:\n  ros__parameters:\n    mapping:\n      vips_delta: 0.01\n")
+    return path
+
+
 def _broken_yaml(path):
     path.write_text("mapper: [\n")
     return path
@@ -65,12 +70,14 @@ def _broken_yaml(path):
 
 @pytest.mark.parametrize("args, message", [
     (["--method", "poamm"],
-     f"MappingConfig.method must be one of {list(METHOD_NAMES)}, got 'poamm'"),
+     f"MappingConfig.method must be one of {list(METHODS)}, got 'poamm'"),
     (["--device", "gpu"], "MappingConfig.device must be one of ['auto', 'cpu', 'cuda'], got 'gpu'"),
     (["--max-samples", "-5"], "MissionConfig.max_samples must be >= 1, got -5"),
     (["--max-samples", "many"], "argument --max-samples: invalid int value: 'many'"),
     (["--params", "{tmp}/missing.yaml"], "{tmp}/missing.yaml: no such parameter file"),
     (["--params", _unknown_key], "unknown parameter(s) mapping.methd"),
+    (["--params", _flat_family_key],
+     "unknown parameter(s) mapping.vips_delta (now mapping.vips.delta)"),
     (["--params", _broken_yaml], "not a YAML parameter file: while parsing a flow node"),
 ])
 def test_every_bad_value_is_one_line_naming_it_and_nothing_starts(tmp_path, capsys, args,

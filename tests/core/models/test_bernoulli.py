@@ -15,8 +15,8 @@ pytestmark = pytest.mark.usefixtures("single_thread")
 
 def config(**changes):
     settings = dict(num_inducing=12, train_steps=0, batch_size=64, device="cpu", kernel="rbf",
-                    dtype="float64", dual_memory_per_batch=5, initial_amplitude=4.0)
-    return MappingConfig(**{**settings, **changes})
+                    dtype="float64", dual={"memory_per_batch": 5}, initial_amplitude=4.0)
+    return MappingConfig.from_dict(settings).replace(**changes)
 
 
 def labelled(count, seed=0):
@@ -88,7 +88,7 @@ def test_iterations_converge_to_the_svgp_optimum():
 
 
 def test_learns_a_binary_field_with_memory_and_continues_after_loading(tmp_path):
-    model = BernoulliDualGP(config(num_inducing=40, train_steps=5, dual_memory_per_batch=10))
+    model = BernoulliDualGP(config(num_inducing=40, train_steps=5, dual={"memory_per_batch": 10}))
     batches = [labelled(80, seed) for seed in range(5)]
     for x, y in batches[:4]:
         model.add_data(x, y)

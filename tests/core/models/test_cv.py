@@ -12,7 +12,7 @@ pytestmark = pytest.mark.usefixtures("single_thread")
 def model_for(method="cv", **changes):
     settings = dict(method=method, kernel="rbf", num_inducing=200, train_steps=0,
                     device="cpu", dtype="float64", initial_noise_variance=0.05)
-    return make_model(MappingConfig(**{**settings, **changes}))
+    return make_model(MappingConfig.from_dict(settings).replace(**changes))
 
 
 def nystrom_error(model, pool, z):
@@ -27,7 +27,7 @@ def nystrom_error(model, pool, z):
 def test_stops_at_the_first_set_within_the_tolerance(tolerance, stream):
     """After the update the pool's unexplained trace at Z' is at most η, and at Z' without its
     last pivot above η (the greedy order: Z' is a prefix of the pivots)."""
-    model = model_for(cv_tolerance=tolerance, initial_amplitude=1.7)
+    model = model_for(cv={"tolerance": tolerance}, initial_amplitude=1.7)
     first, second = stream(2, 80)
     model.add_data(*first)
     model.update()
@@ -48,7 +48,7 @@ def test_the_set_shrinks_when_the_tolerance_allows(stream):
     """A longer lengthscale (as training may learn) explains the pool with fewer points: M
     falls and old inducing inputs are dropped, however many there were."""
     first, second = stream(2, 150)
-    model = model_for(cv_tolerance=0.5, num_inducing=100)
+    model = model_for(cv={"tolerance": 0.5}, num_inducing=100)
     model.add_data(*first)
     before = model.update().num_inducing
     old = {tuple(p) for p in model.inducing_inputs.round(9)}
@@ -64,7 +64,8 @@ def test_the_set_shrinks_when_the_tolerance_allows(stream):
 @pytest.mark.parametrize("kernel", ["rbf", "attentive"])
 def test_zero_tolerance_is_the_ssgp_plus_plus_selection(kernel, stream):
     batches = stream(3, 60)
-    models = [model_for(method, kernel=kernel, num_inducing=40, train_steps=2, cv_tolerance=0.0)
+    models = [model_for(method, kernel=kernel, num_inducing=40, train_steps=2,
+                        cv={"tolerance": 0.0})
               for method in ("cv", "ssgp++")]
     for x, y in batches:
         for model in models:
@@ -76,7 +77,7 @@ def test_zero_tolerance_is_the_ssgp_plus_plus_selection(kernel, stream):
 
 
 def test_the_cap_binds_and_is_reported(stream):
-    model = model_for(cv_tolerance=1e-3, num_inducing=25)
+    model = model_for(cv={"tolerance": 1e-3}, num_inducing=25)
     model.add_data(*stream(1, 100)[0])
     report = model.update()
     assert report.num_inducing == 25 and report.extra["cap_bound"] == 1

@@ -27,8 +27,8 @@ EVERYTHING = 10 ** 6  # memory samples per batch: the whole batch
 
 def config(**changes):
     settings = dict(method="dual-gp", num_inducing=15, train_steps=0, batch_size=32,
-                    device="cpu", kernel="rbf", dtype="float64", dual_memory_per_batch=5)
-    return MappingConfig(**{**settings, **changes})
+                    device="cpu", kernel="rbf", dtype="float64", dual={"memory_per_batch": 5})
+    return MappingConfig.from_dict(settings).replace(**changes)
 
 
 def scaled(model, x, y):
@@ -77,9 +77,10 @@ def test_stationary_point_is_the_sgpr_posterior(stream):
 def test_memory_of_every_sample_is_full(stream):
     """Every sample kept: the same pivots, q(u) and hyper-parameters as FULL at every update,
     with the all-data objective (the same mini-batches: memory draws use their own generator)."""
-    settings = dict(num_inducing=20, train_steps=3, dual_objective="all-data")
+    settings = dict(num_inducing=20, train_steps=3)
     full = make_model(config(method="full", **settings))
-    dual = make_model(config(dual_memory_per_batch=EVERYTHING, **settings))
+    dual = make_model(config(dual={"memory_per_batch": EVERYTHING, "objective": "all-data"},
+                             **settings))
     for x, y in stream(4, 40):
         for model in (full, dual):
             model.add_data(x, y)
@@ -98,7 +99,7 @@ def test_memory_of_every_sample_is_full(stream):
 def test_empty_memory_is_ovc_plus_plus(stream, objective, steps):
     settings = dict(num_inducing=20, train_steps=steps)
     ovc = make_model(config(method="ovc++", **settings))
-    dual = make_model(config(dual_memory_per_batch=0, dual_objective=objective, **settings))
+    dual = make_model(config(dual={"memory_per_batch": 0, "objective": objective}, **settings))
     for x, y in stream(4, 40):
         for model in (ovc, dual):
             model.add_data(x, y)
@@ -114,7 +115,7 @@ def test_reconditioning_the_memory_and_the_identity_projection_change_nothing(st
     """At unchanged Z and hyper-parameters, carrying the stored sites to Z itself returns them,
     and removing the memory's sites and adding them again (an E-step with an empty batch)
     returns the same q(u)."""
-    model = run(make_model(config(dual_memory_per_batch=8)), stream(3, 30))
+    model = run(make_model(config(dual={"memory_per_batch": 8})), stream(3, 30))
     z = model.inducing
     selection = model._inducing_blocks(z, z[:0])
     vector, matrix = model._carried_terms(selection)
@@ -133,7 +134,7 @@ def test_leverage_from_the_variance_is_the_ridge_leverage(stream):
     """Eq. 31 (h_i = β̂_i v_i) against Eq. 30's ridge leverage diag(K(K + σ²I)⁻¹), which
     coincide where the data are the inducing inputs; the report gives their mean."""
     x, y = stream(1, 12)[0]
-    model = make_model(config(dual_memory_per_batch=EVERYTHING, jitter=1e-10))
+    model = make_model(config(dual={"memory_per_batch": EVERYTHING}, jitter=1e-10))
     model.add_data(x, y)
     model.fix_inducing_inputs(x)
     report = model.update()
@@ -168,7 +169,7 @@ def test_dual_objective_is_the_fixed_q_elbo_at_the_site_hyper_parameters(stream)
     objective's value is the fixed-q ELBO of all data, and so is its gradient (q(u) is optimal
     there: the envelope theorem), the latter's by the hand-derived backward pass."""
     batches = stream(3, 20)
-    model = run(make_model(config(dual_memory_per_batch=EVERYTHING, batch_size=1000)), batches)
+    model = run(make_model(config(dual={"memory_per_batch": EVERYTHING}, batch_size=1000)), batches)
     x_new, y_new = scaled(model, *batches[-1])
     x_mem, y_mem = model._scaled(model.memory_rows[model.memory_rows < 40])
     objective = DualObjective(model, x_new, y_new, x_mem, y_mem, 40)
@@ -212,7 +213,7 @@ def test_dual_objective_gradient_matches_finite_differences(stream):
 def test_state_round_trip_continues_exactly_mid_mission(stream, tmp_path):
     """Saved after two updates (memory drawn by leverage, bounded, dual objective), loaded, and
     both continued: the same memory, q(u) and predictions to the last bit."""
-    cfg = config(train_steps=3, dual_memory_per_batch=6, dual_memory_max=10)
+    cfg = config(train_steps=3, dual={"memory_per_batch": 6, "memory_max": 10})
     batches = stream(4, 30)
     model = run(make_model(cfg), batches[:2])
     path = tmp_path / "dual.pt"
@@ -234,7 +235,7 @@ def test_bounded_memory_evicts_the_lowest_leverage_into_the_carried_sites(stream
     whichever samples move between memory and carried sites."""
     batches = stream(4, 25)
     reports = []
-    model = run(make_model(config(dual_memory_per_batch=6, dual_memory_max=9)), batches,
+    model = run(make_model(config(dual={"memory_per_batch": 6, "memory_max": 9})), batches,
                 fixed=np.random.default_rng(2).uniform(-30, 30, (12, 2)),
                 after=lambda i, report: reports.append(report.extra))
     assert [r["memory_size"] for r in reports] == [6, 9, 9, 9]
@@ -247,7 +248,7 @@ def test_bounded_memory_evicts_the_lowest_leverage_into_the_carried_sites(stream
 
 
 def test_random_pick_and_float32_learn_the_field():
-    model = shared.small_model("dual-gp", dual_memory_pick="random", dtype="float32",
+    model = shared.small_model("dual-gp", dual={"memory_pick": "random"}, dtype="float32",
                                num_inducing=30, train_steps=3)
     for x, y in shared.batches(4, 50):
         model.add_data(x, y)

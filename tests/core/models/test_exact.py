@@ -51,11 +51,12 @@ def test_objective_is_the_negative_log_marginal_likelihood_per_sample(stream):
 
 
 def test_refuses_data_beyond_its_limit(stream):
-    model = make_model(MappingConfig(method="exact", exact_max_samples=50, device="cpu"))
+    model = make_model(MappingConfig.from_dict(method="exact", exact={"max_samples": 50},
+                                               device="cpu"))
     (x1, y1), (x2, y2) = stream(2, 40)
     model.add_data(x1, y1)
     model.add_data(x1[:30], y1[:30])  # duplicates are not counted
-    with pytest.raises(ExactGPSizeError, match="exact_max_samples is 50"):
+    with pytest.raises(ExactGPSizeError, match="exact.max_samples is 50"):
         model.add_data(x2, y2)
     assert model.num_samples == 40
     model.add_data(x2[:10], y2[:10])

@@ -24,7 +24,7 @@ def config(**changes):
     settings = dict(kernel="rbf", num_inducing=25, train_steps=0, device="cpu",
                     initial_noise_variance=0.1, dtype="float64", num_latents=1,
                     channel_min_samples=10)
-    return MappingConfig(**{**settings, **changes})
+    return MappingConfig.from_dict(settings).replace(**changes)
 
 
 def fields(xy):
@@ -328,7 +328,7 @@ def test_cmogp_e_step_is_the_optimum_of_its_bound_over_factorised_q():
     """Coupled latents, heterotopic, with a continual prior: the coordinate-ascent q(u) is a
     stationary point of the continual bound in the factors' means and covariances."""
     first, second = channel_stream(2, 40, missing=0.3)
-    model = CMOGP(config(num_latents=2, num_inducing=15, cmogp_sweeps=400), output_dim=2)
+    model = CMOGP(config(num_latents=2, num_inducing=15, cmogp={"sweeps": 400}), output_dim=2)
     set_hyper(model, mixing=[[1.0, 0.4], [0.3, -0.8]], noise=[0.05, 0.2])
     fit_stream(model, [first, second])
     x, y = scaled_data(model, [second])

@@ -18,7 +18,7 @@ def model_for(method="oips", input_dim=2, **changes):
     """Hyper-parameters fixed (no training steps), so that the rule can be checked after."""
     settings = dict(method=method, kernel="rbf", num_inducing=1000, train_steps=0,
                     device="cpu", dtype="float64", initial_noise_variance=0.05)
-    return make_model(MappingConfig(**{**settings, **changes}), input_dim)
+    return make_model(MappingConfig.from_dict(settings).replace(**changes), input_dim)
 
 
 def scaled(model, x):
@@ -58,8 +58,8 @@ def test_chunks_select_what_one_sample_at_a_time_selects(kernel, rows, monkeypat
 @pytest.mark.parametrize("method", ["oips", "poam-oips"])
 def test_the_starting_points_are_distinct_positions(method):
     """A first batch that dwells at one position (30 of its 40 samples) starts Z from
-    oips_kmin distinct positions: no copy holds a slot of the cap."""
-    model = model_for(method, oips_rho=1e-9, oips_kmin=10)  # ρ that adds nothing beyond them
+    oips.kmin distinct positions: no copy holds a slot of the cap."""
+    model = model_for(method, oips={"rho": 1e-9, "kmin": 10})  # ρ that adds nothing beyond them
     rng = np.random.default_rng(0)
     x = np.vstack([np.full((30, 2), 5.0), rng.uniform(0, 10, (10, 2))])
     model.add_data(x, rng.normal(size=40))
@@ -78,7 +78,7 @@ def test_first_occurrences_index_each_distinct_row_once_in_order():
 @pytest.mark.parametrize("method", ["oips", "poam-oips"])
 def test_rho_one_adds_every_new_distinct_point(method, kernel, stream):
     """ρ = 1: every sample not already an inducing input is added, repeated positions once."""
-    model = model_for(method, kernel=kernel, oips_rho=1.0, oips_kmin=3)
+    model = model_for(method, kernel=kernel, oips={"rho": 1.0, "kmin": 3})
     first, second = stream(2, 40)
     repeated = np.vstack([second[0], second[0][:5], first[0][:5]])
     for x, y in (first, (repeated, np.arange(len(repeated), dtype=float))):
@@ -98,7 +98,7 @@ def test_rho_one_adds_every_new_distinct_point(method, kernel, stream):
     ("matern52", dict(matern_initial_lengthscale=5.0, matern_initial_constant=0.25), 0.78),
 ])
 def test_rho_below_every_kernel_value_adds_nothing(kernel, changes, rho, stream):
-    model = model_for(kernel=kernel, oips_rho=rho, oips_kmin=4, **changes)
+    model = model_for(kernel=kernel, oips={"rho": rho, "kmin": 4}, **changes)
     first, second = stream(2, 50)
     model.add_data(*first)
     report = model.update()
@@ -118,7 +118,7 @@ def test_added_points_are_apart_and_every_sample_is_covered(method, kernel, stre
     value below ρ̄ = ρ·a with every inducing input before it (so every pair of added points),
     and every sample processed so far has one inducing input with k ≥ ρ̄."""
     rho, kmin = 0.7, 5
-    model = model_for(method, kernel=kernel, oips_rho=rho, oips_kmin=kmin,
+    model = model_for(method, kernel=kernel, oips={"rho": rho, "kmin": kmin},
                       initial_amplitude=2.5)
     base = model.kernel.base_kernel
     tested = base.distance_correlation  # Matérn: its distance part
@@ -143,7 +143,7 @@ def test_a_large_constant_does_not_hide_new_places(stream):
     at least 50/51 > ρ, yet a sample far from the set (Matérn part below ρ) is added and the
     seeds' own neighbourhood adds nothing."""
     model = model_for(kernel="matern52", matern_initial_constant=50.0,
-                      matern_initial_lengthscale=0.1, oips_rho=0.8, oips_kmin=1)
+                      matern_initial_lengthscale=0.1, oips={"rho": 0.8, "kmin": 1})
     x = np.array([[0.0, 0.0], [0.0, 0.001], [20.0, 20.0], [-25.0, 10.0]])
     model.add_data(x[:1], np.zeros(1))
     model.update()
@@ -158,7 +158,7 @@ def test_spacing_on_a_grid_is_the_acceptance_radius_closed_form(rho):
     """1-D grid x_i = −1 + i h (scaled units) left to right from Z = {x_0}: the RBF kernel
     admits a point exactly beyond r = ℓ √(−2 ln ρ) from its nearest inducing input, so the
     accepted points are every s-th, s = ⌊r / h⌋ + 1."""
-    model = model_for(input_dim=1, oips_rho=rho, oips_kmin=1)
+    model = model_for(input_dim=1, oips={"rho": rho, "kmin": 1})
     grid = np.linspace(0.0, 10.0, 201)[:, None]  # h = 0.01 scaled
     model.add_data(grid, np.sin(grid[:, 0]))
     model.update(max_new=1)  # the first batch is x_0 alone: Z = {x_0}
@@ -176,7 +176,8 @@ def test_scaling_the_amplitude_leaves_the_inducing_inputs_unchanged(method, stre
     batches = stream(3, 60)
     chosen = []
     for amplitude in (1.0, 9.0):
-        model = model_for(method, kernel="attentive", oips_rho=0.6, initial_amplitude=amplitude)
+        model = model_for(method, kernel="attentive", oips={"rho": 0.6},
+                          initial_amplitude=amplitude)
         for x, y in batches:
             model.add_data(x, y)
             model.update()
@@ -187,13 +188,13 @@ def test_scaling_the_amplitude_leaves_the_inducing_inputs_unchanged(method, stre
 
 def test_the_cap_binds_exactly_and_keeps_the_uncapped_prefix(stream):
     batches = stream(2, 60)
-    free = model_for(oips_rho=0.9)
+    free = model_for(oips={"rho": 0.9})
     for x, y in batches:
         free.add_data(x, y)
         report = free.update()
         assert report.extra["cap_bound"] == 0
     cap = len(free.inducing) - 7
-    capped = model_for(oips_rho=0.9, num_inducing=cap)
+    capped = model_for(oips={"rho": 0.9}, num_inducing=cap)
     for x, y in batches:
         capped.add_data(x, y)
         report = capped.update()
@@ -206,7 +207,7 @@ def test_the_cap_binds_exactly_and_keeps_the_uncapped_prefix(stream):
 
 @pytest.mark.parametrize("method", ["oips", "poam-oips"])
 def test_old_inducing_inputs_stay_first_in_order(method, stream):
-    model = model_for(method, kernel="attentive", oips_rho=0.5, train_steps=2, num_inducing=60)
+    model = model_for(method, kernel="attentive", oips={"rho": 0.5}, train_steps=2, num_inducing=60)
     previous = None
     for x, y in stream(4, 50):
         model.add_data(x, y)
@@ -222,7 +223,7 @@ def test_old_inducing_inputs_stay_first_in_order(method, stream):
 @pytest.mark.parametrize("method", ["oips", "poam-oips"])
 def test_first_update_is_sgpr_at_the_selected_inputs(method, stream):
     """Both E-steps give Titsias' q(u) on the first batch at the inputs OIPS chose."""
-    model = model_for(method, oips_rho=0.8)
+    model = model_for(method, oips={"rho": 0.8})
     x, y = stream(1, 70)[0]
     model.add_data(x, y)
     model.update()

@@ -193,3 +193,21 @@ def test_a_state_of_an_unknown_method_is_refused_naming_it(tmp_path):
     path = state_io.write_state(tmp_path / "future.pt", "dual-gp-v9", {"config": {}})
     with pytest.raises(StateFileError, match=r"future\.pt.*'dual-gp-v9', unknown"):
         load_model(path)
+
+
+def test_a_file_with_the_family_options_flat_still_loads(trained, tmp_path):
+    """Files written before the family options were grouped (``vips_delta`` beside the shared
+    settings) load with their values under the new names: a saved map is not lost."""
+    state = trained.state_dict()
+    config = state["config"]
+    for old, new in trained.config.RENAMED.items():
+        family, name = new.split(".")
+        config[old] = config[family][name]
+    for family in trained.config.groups():
+        del config[family]
+    config["vips_delta"] = 0.005
+    path = state_io.write_state(tmp_path / "old.pt", "poam", state)
+    loaded = load_model(path)
+    assert loaded.config == trained.config.replace(vips={"delta": 0.005})
+    for a, b in zip(trained.predict(QUERY), loaded.predict(QUERY)):
+        assert np.array_equal(a, b)

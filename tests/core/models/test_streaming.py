@@ -15,7 +15,7 @@ pytestmark = pytest.mark.usefixtures("single_thread")
 def config(**changes):
     settings = dict(num_inducing=15, train_steps=0, device="cpu", initial_noise_variance=0.1,
                     dtype="float64")
-    return MappingConfig(**{**settings, **changes})
+    return MappingConfig.from_dict(settings).replace(**changes)
 
 
 @pytest.mark.parametrize("method, kernel", [("ssgp", "attentive"), ("ssgp", "rbf"),
@@ -101,7 +101,7 @@ def test_ssgp_optimises_its_inducing_inputs_and_ssgp_plus_plus_keeps_pivots(stre
 
 def test_ssgp_initialises_from_old_inducing_inputs_and_new_data(stream):
     first, second = stream(2, 40)
-    model = make_model(config(method="ssgp", ssgp_new_inducing_fraction=0.25, num_inducing=12))
+    model = make_model(config(method="ssgp", ssgp={"new_inducing_fraction": 0.25}, num_inducing=12))
     model.add_data(*first)
     model.update()
     old = {tuple(p) for p in model.inducing_inputs.round(9)}

@@ -21,8 +21,9 @@ def config(**changes):
     """Fixed hyper-parameters, no jitter (the identities are exact for the matrices factorised)
     and no trace tolerance (the bound alone stops the selection)."""
     settings = dict(method="vips", kernel="rbf", num_inducing=200, train_steps=0, device="cpu",
-                    initial_noise_variance=0.05, jitter=0.0, pcd_tolerance=0.0, vips_delta=0.05)
-    return MappingConfig(**{**settings, **changes})
+                    initial_noise_variance=0.05, jitter=0.0, pcd_tolerance=0.0,
+                    vips={"delta": 0.05})
+    return MappingConfig.from_dict(settings).replace(**changes)
 
 
 def scaled(model, x, y):
@@ -42,7 +43,7 @@ def test_gap_equals_kl_to_the_posterior_at_all_candidates():
     """At fixed hyper-parameters L* − L̂(Z) = KL[q_Z ‖ q*]: q* is the augmented model's exact
     posterior q_old(f_a) p(f_X | f_a) N(y | f_X, σ²) over P = [a; X] (a = Z_o), q_Z the
     collapsed bound's optimum at Z, p(f_P | u_Z) q(u_Z); both over f_P (Z ⊆ P)."""
-    model = make_model(config(vips_delta=0.1))
+    model = make_model(config(vips={"delta": 0.1}))
     first, second = batches(2, 25)
     model.add_data(*first)
     model.update()
@@ -100,7 +101,7 @@ def bound_path(model, x_world, y_world):
 
 @pytest.fixture
 def streamed_vips():
-    model = make_model(config(vips_delta=0.2))
+    model = make_model(config(vips={"delta": 0.2}))
     first, second = batches(2, 30, seed=3)
     model.add_data(*first)
     model.update()
@@ -131,7 +132,7 @@ def test_bound_never_decreases_reaches_its_best_and_matches_recomputations(strea
 
 
 def test_first_batch_bound_is_titsias_and_its_best_the_exact_evidence():
-    model = make_model(config(vips_delta=0.1))
+    model = make_model(config(vips={"delta": 0.1}))
     x_world, y_world = batches(1, 30)[0]
     model.add_data(x_world, y_world)
     report = model.update()
@@ -158,7 +159,7 @@ def rows_of(points):
 @pytest.mark.parametrize("method", ["vips", "poam-vips"])
 def test_delta_zero_adds_every_distinct_point_and_no_duplicate(method):
     """Repeated measurements at one input have no conditional variance after the first."""
-    model = make_model(config(method=method, vips_delta=0.0))
+    model = make_model(config(method=method, vips={"delta": 0.0}))
     (x1, y1), (x2, y2) = batches(2, 12, seed=5)
     x1 = np.vstack([x1, x1[:3]])  # the same inputs measured again
     y1 = np.concatenate([y1, y1[:3] + 0.1])
@@ -176,7 +177,7 @@ def test_delta_zero_adds_every_distinct_point_and_no_duplicate(method):
 
 @pytest.mark.parametrize("method", ["vips", "poam-vips"])
 def test_a_large_delta_adds_nothing_after_the_first_batch(method):
-    model = make_model(config(method=method, vips_delta=1e6, train_steps=2))
+    model = make_model(config(method=method, vips={"delta": 1e6}, train_steps=2))
     stream = batches(4, 20)
     model.add_data(*stream[0])
     model.update()
@@ -207,7 +208,7 @@ def test_old_inducing_inputs_stay_first_in_their_order(method):
 def test_an_old_input_spanned_to_round_off_is_dropped_and_counted(method):
     """A lengthscale grown tenfold leaves some old inducing inputs with no conditional
     variance above round-off: they are skipped, counted, and the others keep their order."""
-    model = make_model(config(method=method, jitter=1e-6, vips_delta=0.0))
+    model = make_model(config(method=method, jitter=1e-6, vips={"delta": 0.0}))
     first, second = batches(2, 60, seed=1)
     model.add_data(*first)
     model.update()
@@ -228,7 +229,7 @@ def test_the_threshold_is_delta_times_the_gain_over_the_noise_model_of_all_targe
     """δ |L* − L_noise|, L_noise the batch under the mean and variance of every target so
     far, this batch's included."""
     delta = 0.05
-    model = make_model(config(method=method, vips_delta=delta))
+    model = make_model(config(method=method, vips={"delta": delta}))
     stream = batches(2, 30, seed=6)
     for x, y in stream:
         model.add_data(x, y)
@@ -246,7 +247,7 @@ def test_a_cap_reached_in_a_later_batch_adds_up_to_it(method):
     """Z_o below the cap, the batch needing more: the batch fills it exactly and the cap is
     reported. A cap met by taking every candidate (δ = 0, a first batch of 30 under a cap of
     30) stopped nothing and is not reported."""
-    model = make_model(config(method=method, vips_delta=0.0, num_inducing=40))
+    model = make_model(config(method=method, vips={"delta": 0.0}, num_inducing=40))
     first, second = batches(2, 30)
     model.add_data(*first)
     assert model.update().extra["cap_bound"] == 0
@@ -254,7 +255,7 @@ def test_a_cap_reached_in_a_later_batch_adds_up_to_it(method):
     report = model.update()
     assert report.num_inducing == 40 and report.extra["inducing_added"] == 10
     assert report.extra["cap_bound"] == 1 and report.extra["bound_gap"] > 0
-    exact = make_model(config(method=method, vips_delta=0.0, num_inducing=30))
+    exact = make_model(config(method=method, vips={"delta": 0.0}, num_inducing=30))
     exact.add_data(*first)
     report = exact.update()
     assert report.num_inducing == 30 and report.extra["cap_bound"] == 0
@@ -262,7 +263,7 @@ def test_a_cap_reached_in_a_later_batch_adds_up_to_it(method):
 
 @pytest.mark.parametrize("method", ["vips", "poam-vips"])
 def test_the_cap_adds_exactly_up_to_it_and_is_reported(method):
-    model = make_model(config(method=method, vips_delta=0.0, num_inducing=12))
+    model = make_model(config(method=method, vips={"delta": 0.0}, num_inducing=12))
     first, second = batches(2, 30)
     model.add_data(*first)
     report = model.update()
@@ -272,17 +273,17 @@ def test_the_cap_adds_exactly_up_to_it_and_is_reported(method):
     report = model.update()
     assert report.extra["inducing_added"] == 0 and report.extra["cap_bound"] == 1
     assert np.array_equal(model.inducing_inputs, z)
-    loose = make_model(config(method=method, vips_delta=0.0, num_inducing=31))
+    loose = make_model(config(method=method, vips={"delta": 0.0}, num_inducing=31))
     loose.add_data(*first)
     assert loose.update().extra["cap_bound"] == 0
 
 
 def test_poam_vips_adding_nothing_equals_full_at_the_same_inducing_inputs():
-    model = make_model(config(method="poam-vips", vips_delta=0.1, jitter=1e-6))
+    model = make_model(config(method="poam-vips", vips={"delta": 0.1}, jitter=1e-6))
     stream = batches(4, 30, seed=4)
     model.add_data(*stream[0])
     model.update()
-    model.config = model.config.replace(vips_delta=1e6)
+    model.config = model.config.replace(vips={"delta": 1e6})
     for x, y in stream[1:]:
         model.add_data(x, y)
         assert model.update().extra["inducing_added"] == 0
@@ -299,7 +300,7 @@ def test_poam_vips_bound_from_stored_terms_equals_the_online_bound_at_fixed_hype
     data under the same model, so the two methods select the same inputs by the same numbers."""
     reports = {}
     for method in ("vips", "poam-vips"):
-        model = make_model(config(method=method, vips_delta=0.1))
+        model = make_model(config(method=method, vips={"delta": 0.1}))
         reports[method] = []
         for x, y in batches(3, 25, seed=7):
             model.add_data(x, y)
@@ -315,7 +316,7 @@ def test_poam_vips_bound_from_stored_terms_equals_the_online_bound_at_fixed_hype
 
 
 def test_a_batch_beyond_the_subset_selects_from_a_subset_and_fits_all_of_it():
-    model = make_model(config(vips_bound_subset=20, vips_delta=0.0, jitter=1e-6))
+    model = make_model(config(vips={"bound_subset": 20, "delta": 0.0}, jitter=1e-6))
     x, y = batches(1, 50)[0]
     model.add_data(x, y)
     report = model.update()
@@ -345,7 +346,7 @@ def test_running_moments_and_the_noise_model_likelihood():
 @pytest.mark.parametrize("method", ["vips", "poam-vips"])
 def test_save_and_load_mid_mission_continue_exactly(method, tmp_path):
     """Running target statistics and the subset draws included (batches beyond the subset)."""
-    model = make_model(config(method=method, train_steps=2, jitter=1e-6, vips_bound_subset=25))
+    model = make_model(config(method=method, train_steps=2, jitter=1e-6, vips={"bound_subset": 25}))
     stream = batches(4, 30, seed=6)
     for x, y in stream[:2]:
         model.add_data(x, y)

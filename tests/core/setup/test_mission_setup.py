@@ -70,6 +70,21 @@ def test_unknown_node_settings_are_refused(tmp_path):
         MissionSetup.from_file(path)
 
 
+def test_a_method_family_s_options_load_from_their_group_and_its_flat_names_are_refused(
+        tmp_path):
+    path = tmp_path / "params.yaml"
+    path.write_text("mapper:\n  ros__parameters:\n    mapping:\n      method: poam-vips\n"
+                    "      vips: {delta: 0.005}\n")
+    setup = MissionSetup.from_file(path)
+    assert setup.mapping.vips.delta == 0.005
+    assert MissionSetup.from_file(setup.to_file(tmp_path / "again.yaml")) == setup
+    assert setup.node_parameters("mapper")["mapping.vips.delta"] == 0.005
+    path.write_text("mapper:\n  ros__parameters:\n    mapping:\n      vips_delta: 0.005\n")
+    with pytest.raises(ConfigError, match=r"node /mapper: unknown parameter\(s\) "
+                                          r"mapping.vips_delta \(now mapping.vips.delta\)"):
+        MissionSetup.from_file(path)
+
+
 def test_node_parameters_carry_the_derived_seeds_and_the_shared_workspace():
     setup = MissionSetup()
     setup.mission.seed = 7
