@@ -4,47 +4,24 @@
     model.add_data(x, y); model.update(); mean, std = model.predict(x_query)
 
 Methods (the POAM paper's method, baselines and ablations) are selected by name from
-:data:`METHODS`, the registry (registry.py), which lists them; each method family's options
+:data:`METHODS`, the registry (registry.py), which lists them; each method's class is
+imported from its own module (``poam_ros.models.poam.POAM``); each method family's options
 are ``MappingConfig.<family>`` (config.py).
 """
 
 from poam_ros.models import state_io
-from poam_ros.models.ablations import (
-    PoamOnlineElbo,
-    PoamVarOpt,
-    PoamVarSsgp,
-    PoamZKmeans,
-    PoamZOpt,
-    PoamZRand,
-)
-from poam_ros.models.batch import PAM, SVGP, Full
-from poam_ros.models.cmogp import CMOGP
 from poam_ros.models.config import MappingConfig
-from poam_ros.models.cv import ConditionalVariance
 from poam_ros.models.device import resolve_device
-from poam_ros.models.dual_gp import DualGP
-from poam_ros.models.exact import ExactGP, ExactGPSizeError
-from poam_ros.models.independent import IndependentChannels
+from poam_ros.models.exact import ExactGPSizeError
 from poam_ros.models.linalg import BatchTooLargeError, NumericalError
-from poam_ros.models.oips import Oips, PoamOips
-from poam_ros.models.ovc import OVC, OVCPlusPlus
-from poam_ros.models.poam import POAM
-from poam_ros.models.poam_mt import PoamMT
 from poam_ros.models.registry import METHODS
 from poam_ros.models.report import UpdateReport
 from poam_ros.models.sparse_gp import ModelNotReadyError, OnlineSparseGP
-from poam_ros.models.ssgp import SSGP, SSGPPlusPlus
 from poam_ros.models.state_io import StateFileError
-from poam_ros.models.vips import PoamVips, Vips
 
-__all__ = ["BatchTooLargeError", "MappingConfig", "ModelNotReadyError", "NumericalError",
-           "OnlineSparseGP", "POAM", "SSGP", "SSGPPlusPlus", "OVC", "OVCPlusPlus", "Full", "PAM",
-           "SVGP", "ExactGP",
-           "ExactGPSizeError", "PoamZOpt", "PoamZRand", "PoamZKmeans", "PoamVarOpt",
-           "PoamVarSsgp", "PoamOnlineElbo", "StateFileError", "UpdateReport", "METHODS",
-           "Vips", "PoamVips", "Oips", "PoamOips", "ConditionalVariance", "DualGP",
-           "CMOGP", "PoamMT", "IndependentChannels",
-           "make_model", "load_model", "resolve_device"]
+__all__ = ["BatchTooLargeError", "ExactGPSizeError", "METHODS", "MappingConfig",
+           "ModelNotReadyError", "NumericalError", "OnlineSparseGP", "StateFileError",
+           "UpdateReport", "load_model", "make_model", "resolve_device"]
 
 
 def make_model(config: MappingConfig | None = None, input_dim: int = 2) -> OnlineSparseGP:

@@ -23,7 +23,8 @@ from poam_ros import messages as msg  # noqa: E402
 from poam_ros.geo import read_map_product  # noqa: E402
 from poam_ros.mapping.map_grid import MapGrid  # noqa: E402
 from poam_ros.mapping.metrics import evaluation_points  # noqa: E402
-from poam_ros.models import POAM, MappingConfig, NumericalError, load_model, make_model  # noqa: E402
+from poam_ros.models import MappingConfig, NumericalError, load_model, make_model  # noqa: E402
+from poam_ros.models.poam import POAM  # noqa: E402
 from poam_ros.models.state_io import StateFileError  # noqa: E402
 from poam_ros.ros import qos  # noqa: E402
 from poam_ros.ros.mapper_node import MapperNode  # noqa: E402

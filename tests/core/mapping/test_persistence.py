@@ -10,7 +10,8 @@ import pytest
 from poam_ros.mapping.journal import JournalConfig
 from poam_ros.mapping.loop import MappingLoop
 from poam_ros.mapping.persistence import MapPersistence
-from poam_ros.models import POAM, MappingConfig, NumericalError, StateFileError
+from poam_ros.models import MappingConfig, NumericalError, StateFileError
+from poam_ros.models.poam import POAM
 
 SMALL = MappingConfig(num_inducing=20, train_steps=1, batch_size=32, device="cpu")
 

@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 import torch
 
-from poam_ros.models import POAM, ModelNotReadyError, NumericalError
+from poam_ros.models import ModelNotReadyError, NumericalError
 from poam_ros.models.linalg import robust_cholesky
+from poam_ros.models.poam import POAM
 from poam_ros.models.samples import InvalidBatchError
 
 

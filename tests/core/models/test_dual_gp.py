@@ -9,9 +9,10 @@ import test_methods as shared
 import torch
 from gp_reference import posterior_moments, sgpr_posterior
 
-from poam_ros.models import DualGP, MappingConfig, load_model, make_model
+from poam_ros.models import MappingConfig, load_model, make_model
 from poam_ros.models.batch_terms import KernelCross
 from poam_ros.models.dual_gp import (
+    DualGP,
     DualObjective,
     draw_without_replacement,
     dual_negative_elbo,

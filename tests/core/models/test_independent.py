@@ -8,14 +8,9 @@ import torch
 from gp_reference import fit_stream
 from test_multitask import QUERY, channel_stream
 
-from poam_ros.models import (
-    POAM,
-    IndependentChannels,
-    MappingConfig,
-    NumericalError,
-    load_model,
-    state_io,
-)
+from poam_ros.models import MappingConfig, NumericalError, load_model, state_io
+from poam_ros.models.independent import IndependentChannels
+from poam_ros.models.poam import POAM
 from poam_ros.scalers import MinMaxScaler, StandardScaler
 
 pytestmark = pytest.mark.usefixtures("single_thread")

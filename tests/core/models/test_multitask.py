@@ -7,10 +7,12 @@ import pytest
 import torch
 from gp_reference import fit_stream
 
-from poam_ros.models import CMOGP, POAM, MappingConfig, PoamMT, load_model
-from poam_ros.models.cmogp import ContinualBound
+from poam_ros.models import MappingConfig, load_model
+from poam_ros.models.cmogp import CMOGP, ContinualBound
 from poam_ros.models.elbo import online_elbo
 from poam_ros.models.lmc import continual_prior
+from poam_ros.models.poam import POAM
+from poam_ros.models.poam_mt import PoamMT
 from poam_ros.models.posterior import StreamingPrior, VariationalPosterior
 from poam_ros.models.samples import InvalidBatchError
 

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from poam_ros.models import POAM, MappingConfig, make_model
+from poam_ros.models import MappingConfig, make_model
+from poam_ros.models.poam import POAM
 
 
 def batch_posterior(model, x_world, y_world):

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from poam_ros.models import POAM, StateFileError, load_model, state_io
+from poam_ros.models import StateFileError, load_model, state_io
+from poam_ros.models.poam import POAM
 
 
 @pytest.fixture
