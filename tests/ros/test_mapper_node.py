@@ -199,7 +199,7 @@ def test_an_update_in_progress_blocks_neither_queries_nor_services(
         assert load_model(tmp_path / "held.pt").num_samples == 80  # the served model
         assert len(probe.maps) == 1
         # The served model is a copy, not the live model the held update is changing.
-        served, live = mapper._served_model().model, mapper._loop.model
+        served, live = mapper._worker.served_model().model, mapper._worker._loop.model
         assert served is not live and (served.num_samples, live.num_samples) == (80, 160)
     finally:
         release.set()
@@ -296,10 +296,10 @@ def test_a_geojson_workspace_is_placed_with_the_mapper_s_own_anchor(start_mapper
               "geo.origin_longitude": 10.0}
     mapper = start_mapper(**{"workspace.geojson": str(area),
                              **anchor})
-    xmin, xmax, ymin, ymax = mapper._workspace.bounds
+    xmin, xmax, ymin, ymax = mapper._worker.config.workspace.bounds
     assert (xmin, ymin) == pytest.approx((0.0, 0.0), abs=1e-6)
     assert (xmax, ymax) == pytest.approx((11.495, 22.279), abs=0.002)
-    assert mapper._grid.shape == (12, 6)  # 2 m cells over 22.3 m x 11.5 m
+    assert mapper._worker.config.grid.shape == (12, 6)  # 2 m cells over 22.3 m x 11.5 m
     probe = Probe(make_node("probe"))
     assert spin_until(lambda: probe.samples_pub.get_subscription_count() > 0, mapper,
                       probe.node)
