@@ -5,6 +5,7 @@ import os
 
 import numpy as np
 import pytest
+from journal_data import SMALL, Clock, batch
 
 from poam_ros.mapping import journal as journal_module
 from poam_ros.mapping.journal import (
@@ -13,22 +14,7 @@ from poam_ros.mapping.journal import (
     JournalConfig,
     journal_directory,
 )
-from poam_ros.models import MappingConfig, load_model, make_model
-
-SMALL = MappingConfig(num_inducing=20, train_steps=1, batch_size=32, device="cpu")
-
-
-def batch(seed, n=50):
-    xy = np.random.default_rng(seed).uniform(-30.0, 30.0, (n, 2))
-    return xy, np.sin(xy[:, 0] / 7.0) + np.cos(xy[:, 1] / 9.0)
-
-
-class Clock:
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self):
-        return self.now
+from poam_ros.models import load_model, make_model
 
 
 def rows(xy, z):

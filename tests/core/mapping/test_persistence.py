@@ -6,27 +6,13 @@ import logging
 
 import numpy as np
 import pytest
+from journal_data import SMALL, Clock, batch
 
 from poam_ros.mapping.journal import JournalConfig
 from poam_ros.mapping.loop import MappingLoop
 from poam_ros.mapping.persistence import MapPersistence
-from poam_ros.models import MappingConfig, NumericalError, StateFileError
+from poam_ros.models import NumericalError, StateFileError
 from poam_ros.models.poam import POAM
-
-SMALL = MappingConfig(num_inducing=20, train_steps=1, batch_size=32, device="cpu")
-
-
-def batch(seed, n=50):
-    xy = np.random.default_rng(seed).uniform(-30.0, 30.0, (n, 2))
-    return xy, np.sin(xy[:, 0] / 7.0) + np.cos(xy[:, 1] / 9.0)
-
-
-class Clock:
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self):
-        return self.now
 
 
 def persistence(tmp_path, clock=None, channels=(), **journal):
