@@ -40,7 +40,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Sequence, TypeVar
 
 import numpy as np
 
@@ -49,6 +49,7 @@ from poam_ros.mapping.journal import Journal, JournalConfig, Recovery, journal_d
 from poam_ros.models import MappingConfig, OnlineSparseGP, StateFileError, load_model, state_io
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 #: A batch of samples: positions (N, 2) [m], targets (N,) or, with C channels, (N, 1 + C)
 #: depth first with NaN where not measured, and its data stamp [ns].
@@ -197,24 +198,14 @@ class MapPersistence:
     # ------------------------------------------------------------------ mapping
     def append(self, xy: np.ndarray, z: np.ndarray, stamp: int) -> None:
         """Journal a batch the mapper accepted (an empty one adds nothing to replay)."""
-        journal = self._active()
-        if journal is None or not len(z):
-            return
-        try:
-            journal.append(xy, z, stamp)
-        except OSError as error:
-            self._failed(f"cannot append to the journal: {error}")
+        if len(z):
+            self._write("cannot append to the journal",
+                        lambda journal: journal.append(xy, z, stamp))
 
     def sync(self) -> None:
         """fsync what was appended since the last fsync (a node's timer, for when no batch
         comes)."""
-        journal = self._active()
-        if journal is None:
-            return
-        try:
-            journal.sync()
-        except OSError as error:
-            self._failed(f"cannot fsync the journal: {error}")
+        self._write("cannot fsync the journal", Journal.sync)
 
     def checkpoint(self) -> int | None:
         """When an autosave is due after the update of the batches appended so far: begin the
@@ -225,14 +216,7 @@ class MapPersistence:
                 config.autosave_updates and self._since + 1 >= config.autosave_updates
             ) or (config.autosave_period
                   and self._clock() - self._last >= config.autosave_period)
-        journal = self._active()
-        if not due or journal is None:
-            return None
-        try:
-            return journal.checkpoint()
-        except OSError as error:
-            self._failed(f"cannot begin a journal segment: {error}")
-            return None
+        return self._write("cannot begin a journal segment", Journal.checkpoint) if due else None
 
     def updated(self) -> None:
         """Count an update that made a new map (``journal.autosave_updates``)."""
@@ -285,13 +269,7 @@ class MapPersistence:
         """``~/reset``: the journal begins a new map, and the autosave schedule with it."""
         with self._mutex:
             self._due, self._since, self._last = False, 0, self._clock()
-        journal = self._active()
-        if journal is None:
-            return
-        try:
-            journal.start_new()
-        except OSError as error:
-            self._failed(f"cannot begin a new map in the journal: {error}")
+        self._write("cannot begin a new map in the journal", Journal.start_new)
 
     def close(self) -> None:
         """An orderly stop: remove the journal (the map ends with the process). Idempotent."""
@@ -312,6 +290,18 @@ class MapPersistence:
         """The journal while batches go to it: open, and not stopped by an I/O error."""
         with self._mutex:
             return None if self.state.startswith("failed") else self.journal
+
+    def _write(self, failure: str, action: Callable[[Journal], T]) -> T | None:
+        """``action(journal)`` on the active journal; None without one, or after an I/O
+        error, which stops journaling (``failure``: what could not be done)."""
+        journal = self._active()
+        if journal is None:
+            return None
+        try:
+            return action(journal)
+        except OSError as error:
+            self._failed(f"{failure}: {error}")
+            return None
 
     def _failed(self, text: str) -> None:
         """Stop journaling after an I/O error; mapping goes on. The journal stays until an
