@@ -1,6 +1,7 @@
 """rosbag2 bags without ROS: write (:class:`BagWriter`), read damaged or whole
 (:class:`BagReader`), message definitions (:class:`MessageTypes`), the recorder's
-configuration, and the offline remap (:mod:`poam_ros.bags.remap`).
+configuration, and the offline remap (:mod:`poam_ros.bags.remap`; its topics and settings:
+:mod:`~poam_ros.bags.remap_config`; what it reads of a bag: :mod:`~poam_ros.bags.recording`).
 
 The rclpy sides (the recorder node, the player) live in :mod:`poam_ros.ros`.
 """

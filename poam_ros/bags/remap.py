@@ -52,9 +52,6 @@ without decision points has nothing else), ``map`` always, ``drop`` never.
 
 from __future__ import annotations
 
-import bisect
-import itertools
-import logging
 import math
 import time
 from collections import Counter
@@ -67,14 +64,12 @@ from poam_ros import messages as msg
 from poam_ros.bags.bag_reader import BagReader
 from poam_ros.bags.bag_records import BagError, ReadReport
 from poam_ros.bags.message_types import MessageTypes
-from poam_ros.diagnostics import LOST_IN_TRANSPORT, DiagnosticsError, IngestStatus, SimulatorStatus
+from poam_ros.bags.recording import Recording
+from poam_ros.bags.remap_config import RemapConfig, check_topics, sensor_inputs
 from poam_ros.geo import GeoReference
 from poam_ros.ingest import Ingest, SampleBatch
 from poam_ros.ingest import feeders as fd
-from poam_ros.ingest.attitude_depth import DEPTH, IMU
-from poam_ros.ingest.clock_jumps import ClockJumps, Verdict
 from poam_ros.ingest.config import IngestConfig
-from poam_ros.ingest.reasons import LATE, NO_POSE, QUEUE_OVERFLOW
 from poam_ros.mapping.channels import channel_names, survey_model
 from poam_ros.mapping.epochs import EpochRecord
 from poam_ros.mapping.loop import MappingLoop, Scoring
@@ -82,55 +77,11 @@ from poam_ros.mapping.map_grid import MapGrid, MapLayers
 from poam_ros.mapping.metrics import evaluation_points
 from poam_ros.mission import MissionResult
 from poam_ros.models import OnlineSparseGP
-from poam_ros.params import Params, param
 from poam_ros.setup.mission_setup import MissionSetup, mission_seeds
 from poam_ros.setup.truth import mission_terrain
 from poam_ros.workspace import Workspace
 
-log = logging.getLogger(__name__)
-
 POLL_PERIOD = 0.05  # s: the ingest node's poll timer
-ODOMETRY, RANGE, CLOUD, PATH = ("nav_msgs/msg/Odometry", "sensor_msgs/msg/Range",
-                                "sensor_msgs/msg/PointCloud2", "nav_msgs/msg/Path")
-DIAGNOSTICS = "diagnostic_msgs/msg/DiagnosticArray"
-NAVSATFIX = "sensor_msgs/msg/NavSatFix"
-# The ingest node's drops (/diagnostics) that depend on its wall clock and DDS: where any
-# (or a flush on the grace period) is non-zero, the live batches cannot be reproduced from
-# the sensor topics.
-_TIMING_DEPENDENT_DROPS = (LATE, NO_POSE, QUEUE_OVERFLOW, LOST_IN_TRANSPORT)
-
-
-@dataclass
-class RemapConfig(Params):
-    """Which topics feed the remap and how its updates are cut."""
-
-    odom_topic: str = param("/odom", "vehicle odometry (nav_msgs/Odometry)")
-    range_topic: str = param("/sonar/range", "echo sounder (sensor_msgs/Range)")
-    swath_topic: str = param("/sonar/swath", "multibeam swaths (sensor_msgs/PointCloud2)")
-    plan_topic: str = param("/plan", "plans (nav_msgs/Path): their ends cut the batches")
-    fix_topic: str = param("/fix", "position fixes (sensor_msgs/NavSatFix): resets of the "
-                                   "horizontal position, as live (needs geo.*)")
-    imu_topic: str = param("/imu", "attitude (sensor_msgs/Imu), read with the ingest's "
-                                   "imu_attitude")
-    depth_topic: str = param("/depth", "depth sensor (sensor_msgs/FluidPressure), read with "
-                                       "the ingest's depth_from_pressure")
-    map_topic: str = param("/map", "the live mapper's maps: update grouping and comparison")
-    samples_topic: str = param("/samples", "the live ingest's batches (sensor_msgs/"
-                                           "PointCloud2): the source with source=samples, "
-                                           "else a check of the remap's own batches")
-    source: str = param("sensors", "sensors: odometry and sonar through the ingest core; "
-                                   "samples: the batches the live mapper received, as "
-                                   "recorded", choices=("sensors", "samples"))
-    diagnostics_topic: str = param("/diagnostics", "tells a simulator's bag")
-    updates: str = param("auto", "map: the live mapper's updates, read from the recorded "
-                                 "maps' stamps; batch: one update per batch; auto: map when "
-                                 "the bag holds maps", choices=("auto", "map", "batch"))
-    tail: str = param("auto", "samples after the last decision point: map, drop, or auto "
-                              "(map only when the bag has no plans)",
-                      choices=("auto", "map", "drop"))
-    truth: str = param("auto", "score against the simulator's terrain: sim, none, or auto "
-                               "(when the bag came from the simulator)",
-                       choices=("auto", "sim", "none"))
 
 
 @dataclass
@@ -289,65 +240,11 @@ def wire_samples(points: np.ndarray, float64: bool) -> np.ndarray:
     return points if float64 else points.astype("<f4").astype(np.float64)
 
 
-def check_topics(reader: BagReader, config: RemapConfig,
-                 ingest: IngestConfig | None = None) -> None:
-    """Raise :class:`BagError` where the bag lacks the topics the remap reads or holds
-    them with another type than the stack's (with ``ingest``: its channels', IMU's and
-    depth sensor's too)."""
-    topics = reader.topics
-    listing = ", ".join(f"{t.name} ({t.msgtype})" for t in sorted(topics.values(),
-                                                                  key=lambda t: t.name))
-    if config.source == "samples":
-        if config.samples_topic not in topics:
-            raise BagError(f"{reader.path} has no {config.samples_topic} ({CLOUD}) to map "
-                           f"(source samples); it holds: {listing or 'no topics'}")
-    elif config.odom_topic not in topics:
-        raise BagError(f"{reader.path} has no {config.odom_topic} ({ODOMETRY}), which the "
-                       f"remap needs; it holds: {listing or 'no topics'}")
-    elif config.range_topic not in topics and config.swath_topic not in topics:
-        raise BagError(f"{reader.path} has neither {config.range_topic} ({RANGE}) nor "
-                       f"{config.swath_topic} ({CLOUD}): no soundings to map; it holds: "
-                       f"{listing}")
-    expected = {config.odom_topic: ODOMETRY, config.range_topic: RANGE,
-                config.swath_topic: CLOUD, config.plan_topic: PATH, config.map_topic: CLOUD,
-                config.diagnostics_topic: DIAGNOSTICS, config.samples_topic: CLOUD,
-                config.fix_topic: NAVSATFIX,
-                **{topic: msgtype for topic, (msgtype, _) in
-                   (_inputs(ingest, config) if ingest else {}).items()}}
-    for name, msgtype in expected.items():
-        if name in topics and topics[name].msgtype != msgtype:
-            stored = topics[name].msgtype or "a type it does not name"
-            raise BagError(f"{reader.path}: {name} holds {stored}, but the stack reads "
-                           f"{msgtype} there (pick another topic with the remap's topic "
-                           f"options)")
-
-
-@dataclass
-class _Recording:
-    """What the first pass read off a bag: the sensor messages and plans to feed the ingest
-    (``(order key ns, kind rank, sequence, topic, message, receive ns)``), and what the live
-    graph recorded of itself."""
-
-    sensors: list[tuple] = field(default_factory=list)
-    plans: list[tuple] = field(default_factory=list)  # (send ns, sequence, message, receive)
-    acted: list[tuple[int, int]] = field(default_factory=list)  # (send ns, data stamp ns)
-    newest: dict[str, int] = field(default_factory=dict)  # per topic, newest order key
-    clocks: dict[str, ClockJumps] = field(default_factory=dict)  # per topic, the ingest's rule
-    offsets: Counter = field(default_factory=Counter)  # per topic, order key - stamp [ns]
-    behind: Counter = field(default_factory=Counter)  # stamps behind their topic's newest
-    undecodable: Counter = field(default_factory=Counter)
-    live_maps: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
-    recorded: dict[int, np.ndarray] = field(default_factory=dict)  # live batches by stamp
-    live_issues: Counter = field(default_factory=Counter)  # timing-dependent decisions
-    batches: list[SampleBatch] = field(default_factory=list)  # source samples: the live ones
-    sim_bag: bool = False
-
-
 def _ingest(reader: BagReader, types: MessageTypes, ingest: Ingest, config: RemapConfig,
             notes: list[str]):
     """Feed the sensor topics to ``ingest``; collect batches, poses, live map stamps."""
-    recording = _read(reader, types, ingest, config, notes)
-    _place_plans(recording, config)
+    recording = Recording.read(reader, types, ingest, config, notes)
+    recording.place_plans(config.plan_topic)
     from_samples = config.source == "samples"
     batches, path, counts = _feed(recording, ingest, config, from_samples)
     for topic, count in recording.behind.items():
@@ -371,135 +268,7 @@ def _ingest(reader: BagReader, types: MessageTypes, ingest: Ingest, config: Rema
             recording.sim_bag, from_samples)
 
 
-def _read(reader: BagReader, types: MessageTypes, ingest: Ingest, config: RemapConfig,
-          notes: list[str]) -> _Recording:
-    """Pass 1: decode every wanted message; keep the sensor messages and plans for pass 2
-    and what the live graph recorded of itself."""
-    recording = _Recording()
-    inputs = _inputs(ingest.config, config)
-    wanted = {config.odom_topic, config.range_topic, config.swath_topic, config.plan_topic,
-              config.map_topic, config.diagnostics_topic, config.samples_topic,
-              config.fix_topic, *inputs}
-    for sequence, message in enumerate(reader.messages(wanted)):
-        try:
-            decoded = types.deserialize(message.data, message.msgtype)
-        except Exception as error:  # noqa: BLE001 - damaged bytes: count, go on
-            recording.undecodable[message.topic] += 1
-            log.debug("undecodable %s message: %s", message.topic, error)
-            continue
-        topic, sent = message.topic, message.publish_time or message.log_time
-        if topic in (config.odom_topic, config.range_topic, config.swath_topic,
-                     config.fix_topic) or topic in inputs:
-            _read_sensor(recording, config, ingest, sequence, message, sent, decoded)
-        elif topic == config.plan_topic:
-            recording.plans.append((sent, sequence, decoded, message.log_time))
-        elif topic == config.map_topic:
-            _read_map(recording, sent, decoded, notes)
-        elif topic == config.diagnostics_topic:
-            _read_diagnostics(recording, decoded)
-        elif topic == config.samples_topic:
-            _read_samples(recording, ingest, config, sent, decoded, notes)
-    return recording
-
-
-def _read_sensor(recording: _Recording, config: RemapConfig, ingest: Ingest, sequence: int,
-                 message, sent: int, decoded) -> None:
-    """Order a sensor message by its stamp, where the live ingest would meet it.
-
-    The topic's stamps go through the ingest's clock rule (:class:`ClockJumps`, its
-    threshold and run length): a suspect stamp (a glitch, or the start of a clock change)
-    keeps its place after the topic's newest message instead of moving every later one
-    behind it; after a reset the new clock's stamps continue from the old clock's newest
-    order key, so that a bag looped backwards stays in recorded order."""
-    topic = message.topic
-    stamp = msg.time_to_nanoseconds(decoded.header.stamp)
-    clock = recording.clocks.setdefault(topic, ClockJumps())
-    verdict, _, _ = clock.judge(stamp / 1e9, None, ingest.config.stamp_jump_threshold,
-                                ingest.config.stamp_reset_count)
-    newest = recording.newest.get(topic)
-    if verdict is Verdict.HELD:
-        key = stamp if newest is None else newest
-    else:
-        if verdict is Verdict.RESET and newest is not None:
-            recording.offsets[topic] = newest - stamp
-        key = stamp + recording.offsets[topic]
-        if newest is not None and key < newest:
-            # Behind its topic's newest: it goes where the live ingest met it (just after
-            # that one) and is dropped there as out of order, as live.
-            recording.behind[topic] += 1
-            key = newest
-    recording.newest[topic] = key
-    if topic == config.odom_topic:
-        recording.acted.append((sent, key))
-    recording.sensors.append((key, 0 if topic == config.odom_topic else 1, sequence, topic,
-                              decoded, message.log_time))
-
-
-def _read_map(recording: _Recording, sent: int, decoded, notes: list[str]) -> None:
-    stamp = msg.time_to_nanoseconds(decoded.header.stamp)
-    if decoded.width * decoded.height:
-        recording.acted.append((sent, stamp))
-        try:
-            fields = msg.cloud_to_fields(decoded, required=("mean", "std"))
-            recording.live_maps[stamp] = (fields["mean"], fields["std"])
-        except ValueError as error:
-            notes.append(f"a live map could not be read: {error}")
-
-
-def _read_diagnostics(recording: _Recording, decoded) -> None:
-    for status in decoded.status:
-        try:
-            record = msg.status_record(status)
-        except DiagnosticsError:  # another version's status: its counts are not known here
-            continue
-        recording.sim_bag = recording.sim_bag or isinstance(record, SimulatorStatus)
-        if isinstance(record, IngestStatus):
-            for reason, count in _timing_dependent(record).items():
-                recording.live_issues[reason] = max(recording.live_issues[reason], count)
-
-
-def _timing_dependent(ingest: IngestStatus) -> dict[str, int]:
-    """The live ingest's decisions that depended on its timing: flushes on the grace
-    period, and readings dropped late, without a pose, on a full queue or in transport."""
-    return {"flushes on grace": ingest.flushes_on_grace,
-            **{f"dropped {reason}": ingest.dropped.get(reason, 0)
-               for reason in _TIMING_DEPENDENT_DROPS}}
-
-
-def _read_samples(recording: _Recording, ingest: Ingest, config: RemapConfig, sent: int,
-                  decoded, notes: list[str]) -> None:
-    stamp = msg.time_to_nanoseconds(decoded.header.stamp)
-    recording.acted.append((sent, stamp))
-    try:
-        points = msg.cloud_to_points(decoded, ingest.config.channels)
-    except ValueError as error:
-        notes.append(f"a recorded samples batch could not be read: {error}")
-        return
-    recording.recorded[stamp] = points
-    wire64 = msg.cloud_is_float64(decoded)
-    if wire64 != ingest.config.float64_samples:
-        # The live mapper got what the live ingest sent: its precision, not the file's.
-        ingest.configure(ingest.config.replace(float64_samples=wire64))
-        notes.append(f"the live ingest sent {'float64' if wire64 else 'float32'} samples: "
-                     f"so does the remap (float64_samples: {str(wire64).lower()})")
-    if config.source == "samples":
-        recording.batches.append(SampleBatch(stamp / 1e9, points, "recorded"))
-
-
-def _place_plans(recording: _Recording, config: RemapConfig) -> None:
-    """A plan acts after the data the graph had acted on when it was sent (by the send
-    times, one machine's clock): in lockstep, the arrival it answers. Receive times would
-    not do: a latched plan reaches a recorder that subscribes late long after it was sent."""
-    acted = sorted(recording.acted)
-    sent_times = [sent for sent, _ in acted]
-    newest_acted = list(itertools.accumulate((stamp for _, stamp in acted), max))
-    for sent, sequence, decoded, received in recording.plans:
-        index = bisect.bisect_right(sent_times, sent)
-        floor = newest_acted[index - 1] if index else -1
-        recording.sensors.append((floor, 2, sequence, config.plan_topic, decoded, received))
-
-
-def _feed(recording: _Recording, ingest: Ingest, config: RemapConfig, from_samples: bool):
+def _feed(recording: Recording, ingest: Ingest, config: RemapConfig, from_samples: bool):
     """Pass 2: the ingest in data-time order. The recorder's receive order across topics is
     not the live ingest's callback order (each DDS reader is served on its own), but its
     batches do not depend on that order, only on what each topic delivered in order."""
@@ -530,12 +299,12 @@ def _feeds(ingest: IngestConfig, config: RemapConfig) -> dict[str, Callable]:
     odometry first, then the channels, IMU and depth sensor)."""
     feeds = {config.range_topic: fd.feed_range, config.swath_topic: fd.feed_swath,
              config.fix_topic: fd.feed_fix, config.plan_topic: fd.feed_plan}
-    feeds.update({topic: feed for topic, (_, feed) in _inputs(ingest, config).items()})
+    feeds.update({topic: feed for topic, (_, feed) in sensor_inputs(ingest, config).items()})
     feeds[config.odom_topic] = fd.feed_odometry
     return feeds
 
 
-def _finish(recording: _Recording, ingest: Ingest, config: RemapConfig,
+def _finish(recording: Recording, ingest: Ingest, config: RemapConfig,
             batches: list[SampleBatch], notes: list[str]) -> None:
     """The end of the bag: grace periods and pending readings expire (their batches join
     ``batches``), which are checked against the recorded ones; the tail is mapped or left
@@ -573,6 +342,8 @@ def _check_batches(batches: list[SampleBatch], recorded: dict[int, np.ndarray],
     if differ or missing:
         notes.append(f"{differ} of the remap's {len(batches)} batch(es) differ from the live "
                      f"ingest's and {missing} have no recorded counterpart")
+
+
 def _group(batches: list[SampleBatch], map_stamps: list[int] | None) -> list[list[SampleBatch]]:
     """Non-empty batches cut into updates: one each, or as the live maps' stamps cut them
     (each batch into the first map stamped at or after it; later ones one each)."""
@@ -605,19 +376,6 @@ def _compare(live: dict, stamp: int, layers: MapLayers, compared: int) -> MapCom
     return MapComparison(stamp, float(np.max(np.abs(mean_live - mean)[inside], initial=0.0)),
                          float(np.max(np.abs(std_live - std)[inside], initial=0.0)), same,
                          compared, len(live))
-
-
-def _absolute(topic: str) -> str:
-    """A topic name as a bag stores it: a relative one resolved in the root namespace."""
-    return topic if topic.startswith("/") else f"/{topic}"
-
-
-def _inputs(ingest: IngestConfig, config: RemapConfig) -> dict[str, tuple[str, Callable]]:
-    """The ingest's channels, IMU and depth sensor by the topic a bag holds them on: (their
-    message type, their feeder)."""
-    topics = {IMU: config.imu_topic, DEPTH: config.depth_topic}
-    return {topics.get(feeder.name, _absolute(feeder.topic)): (feeder.msgtype, feeder.feed)
-            for feeder in fd.input_feeders(ingest)}
 
 
 def _truth(setup: MissionSetup, terrain, points: np.ndarray, notes: list[str]) -> np.ndarray:

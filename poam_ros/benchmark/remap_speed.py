@@ -18,7 +18,8 @@ from poam_ros.cli.common import ArgumentParser
 
 
 def main(argv=None) -> int:
-    from poam_ros.bags.remap import RemapConfig, remap_bag
+    from poam_ros.bags.remap import remap_bag
+    from poam_ros.bags.remap_config import RemapConfig
     from poam_ros.bags.sim_survey import write_survey
     from poam_ros.setup.mission_setup import MissionSetup, default_parameter_file
 

@@ -185,7 +185,8 @@ def remap(argv) -> int:
     any method and parameters; writes the map, metrics (against ground truth for a
     simulator's bag), figures, and compares with the live maps recorded in the bag."""
     from poam_ros.bags import BagError, BagReader
-    from poam_ros.bags.remap import check_topics, remap_bag
+    from poam_ros.bags.remap import remap_bag
+    from poam_ros.bags.remap_config import check_topics
     from poam_ros.cli.mission import EpochLog, setup_errors
 
     args = _remap_parser().parse_args(argv)
@@ -217,7 +218,7 @@ def remap(argv) -> int:
 
 
 def _remap_parser() -> ArgumentParser:
-    from poam_ros.bags.remap import RemapConfig
+    from poam_ros.bags.remap_config import RemapConfig
 
     parser = ArgumentParser(prog="poam-ros remap", description=remap.__doc__)
     parser.add_argument("bag", type=Path)
@@ -251,7 +252,7 @@ def _remap_setup(args):
     """(MissionSetup, RemapConfig) of the command line, checked: the
     method, the device, the terrain of ``--map``, the torch threads. Raises ConfigError or
     TerrainError."""
-    from poam_ros.bags.remap import RemapConfig
+    from poam_ros.bags.remap_config import RemapConfig
     from poam_ros.cli.mission import setup_from_args
     from poam_ros.models.device import resolve_device
     from poam_ros.setup.truth import mission_terrain

@@ -26,7 +26,8 @@ def export(argv) -> int:
     (re-mapped first, as ``poam-ros remap`` does) as a cloud-optimised GeoTIFF: mean, std,
     learned lengthscale and sample density, with the anchor's CRS and vertical reference."""
     from poam_ros.bags import BagError
-    from poam_ros.bags.remap import RemapConfig, remap_bag
+    from poam_ros.bags.remap import remap_bag
+    from poam_ros.bags.remap_config import RemapConfig
     from poam_ros.cli.mission import setup_errors
     from poam_ros.geo import GeoError
     from poam_ros.mapping.survey_product import export_map
@@ -111,7 +112,7 @@ def _setup(args):
 def _bag(source: Path, config):
     """A bag folder's reader, its topics checked; None for a state file. Raises BagError."""
     from poam_ros.bags import BagError, BagReader
-    from poam_ros.bags.remap import check_topics
+    from poam_ros.bags.remap_config import check_topics
 
     if source.is_file():
         return None

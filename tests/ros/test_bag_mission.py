@@ -27,7 +27,8 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import PointCloud2, Range  # noqa: E402
 
 from poam_ros.bags import BagReader, MessageTypes, RecorderConfig  # noqa: E402
-from poam_ros.bags.remap import RemapConfig, remap_bag  # noqa: E402
+from poam_ros.bags.remap import remap_bag  # noqa: E402
+from poam_ros.bags.remap_config import RemapConfig  # noqa: E402
 from poam_ros.ingest import IngestConfig  # noqa: E402
 from poam_ros.ros import qos  # noqa: E402
 from poam_ros.ros.ingest_node import IngestNode  # noqa: E402

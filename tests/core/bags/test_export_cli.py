@@ -11,7 +11,8 @@ import yaml
 from affine import Affine
 from test_remap_cli import small_params
 
-from poam_ros.bags.remap import RemapConfig, remap_bag
+from poam_ros.bags.remap import remap_bag
+from poam_ros.bags.remap_config import RemapConfig
 from poam_ros.cli import main
 from poam_ros.geo import GeoReference, read_map_product
 from poam_ros.mapping.map_grid import MapGrid

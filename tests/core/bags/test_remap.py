@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from poam_ros.bags import BagError, BagReader, BagWriter
-from poam_ros.bags.remap import RemapConfig, remap_bag
+from poam_ros.bags.remap import remap_bag
+from poam_ros.bags.remap_config import RemapConfig
 from poam_ros.bags.sim_survey import add, odometry, sounding, write_survey
 from poam_ros.mission import Mission
 from poam_ros.setup.mission_setup import (
