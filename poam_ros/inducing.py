@@ -89,6 +89,7 @@ def failed_from(info: Tensor, size: int) -> Tensor:
     1-based; 0 when none failed), read without waiting for the host."""
     return (info > 0) & (torch.arange(size, device=info.device) >= info - 1)
 
+
 #: Up to this ratio of candidates to pivots, factorising the whole matrix beats the loop.
 BLOCKED_RATIO = 4
 

@@ -270,12 +270,12 @@ def cloud_to_evaluation(cloud, channels=()) -> tuple[np.ndarray, np.ndarray, np.
                                                        for name in channels])
                      for kind in ("mean", "std"))
 
+
 def status_record(status):
     """The :mod:`poam_ros.diagnostics` record a ``DiagnosticStatus`` holds (picked by its
     name), None for a status of no node of this stack; raises
     :class:`~poam_ros.diagnostics.DiagnosticsError` for one that does not read."""
     return diagnostics.read(status.name, ((kv.key, kv.value) for kv in status.values))
-
 
 
 def _cloud_layout(cloud) -> np.dtype:

@@ -51,6 +51,7 @@ from poam_ros.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
+
 @dataclass
 class MissionResult:
     """What a mission produced; arrays in world units."""

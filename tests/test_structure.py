@@ -1,4 +1,4 @@
-"""The house's structure: rooms on floors, every import pointing down.
+"""The house's structure: rooms on floors, every import pointing down, no module too long.
 
 A room is a package of ``poam_ros`` or one of its top-level modules. ``FLOORS`` lists them from
 the ground up, as docs/architecture.md draws them; a room may import only rooms on floors below
@@ -12,6 +12,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "poam_ros"
 SIM = REPO / "sim"  # poam_ros/sim links to it
+MAX_MODULE_LINES = 500
 
 FLOORS = (
     ("params", "attitude", "processes", "kernels", "inducing", "scalers", "diagnostics"),
@@ -73,3 +74,8 @@ def test_every_import_points_down():
                 upward.append(f"{path.relative_to(REPO)}:{line}: {room} -> {target}")
     assert upward == []
 
+
+def test_no_module_is_longer_than_the_limit():
+    long = [f"{path.relative_to(REPO)}: {lines} lines" for _, path in _modules()
+            if (lines := len(path.read_text().splitlines())) > MAX_MODULE_LINES]
+    assert long == []

@@ -63,6 +63,7 @@ DEFAULT_DATA_DIR = Path("..") / "shared" / "data" / "srtm"
 #: ``--maps`` entry that names the parameter file's own terrain rather than a file
 OWN_TERRAIN = "params"
 
+
 @dataclass(frozen=True)
 class RunSpec:
     map: str  # the map's name in file names and tables: a tile name or a file's stem

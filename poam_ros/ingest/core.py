@@ -89,6 +89,7 @@ if TYPE_CHECKING:  # the anchor is handed in: the ingest itself needs no pyproj 
 
 log = logging.getLogger(__name__)
 
+
 class Ingest:
     """The ingest core; see the module docstring. ``workspace``: samples outside it are
     dropped (None keeps all); ``georeference``: the map's geodetic anchor, which position

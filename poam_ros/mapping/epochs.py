@@ -33,7 +33,6 @@ class EpochRecord:
     extra: dict = field(default_factory=dict)
 
 
-
 AVERAGED_METRICS = ("smse", "msll", "nlpd", "rmse", "mae", "update_time", "predict_time")
 
 

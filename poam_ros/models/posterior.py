@@ -168,7 +168,6 @@ def posterior_from_whitened(k_chol: Tensor, mean_w: Tensor, sqrt_w: Tensor) -> V
     return VariationalPosterior(k_chol @ mean_w, k_chol @ sqrt_w, logdet)
 
 
-
 @dataclass
 class PredictionCache:
     """α = K⁻¹m and Q = K⁻¹ − K⁻¹SK⁻¹ under the current kernel, computed once per update.

@@ -33,6 +33,7 @@ from poam_ros.messages import NANOSECONDS_PER_SECOND, XYZ, seconds_to_nanosecond
 
 # --------------------------------------------------------------------------- time
 
+
 def seconds_to_time(seconds: float) -> Time:
     """``Time`` nearest to ``seconds`` (:func:`poam_ros.messages.seconds_to_nanoseconds`)."""
     return nanoseconds_to_time(seconds_to_nanoseconds(seconds))

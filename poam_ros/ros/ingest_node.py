@@ -171,7 +171,6 @@ class IngestNode(StartingNode):
                                 f"them (subscription queue overflow or best-effort "
                                 f"transport) [{self.lost_in_transport} so far]")
 
-
     # --------------------------------------------------------------------- outputs
 
     def _after(self) -> None:

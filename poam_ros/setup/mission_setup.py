@@ -235,7 +235,6 @@ class MissionSetup:
         return {name: getattr(self, name).to_dict() for name in self.__dataclass_fields__}
 
 
-
 #: the package's parameter files: every parameter at its default (the POAM paper's setting),
 #: and the embedded default survey at true scale (what runs without --params or --map)
 PACKAGE_FILE = "poam_ros.yaml"

@@ -94,6 +94,7 @@ def test_gradients_are_finite_at_coinciding_inputs(kernel):
     raw = (kernel.raw_lengthscale.detach().clone().requires_grad_(True),
            kernel.raw_constant.detach().clone().requires_grad_(True))
     points = x.detach()
+
     def gram(raw_l, raw_c):
         params = {"raw_lengthscale": raw_l, "raw_constant": raw_c}
         return torch.func.functional_call(kernel, params, (points, points)).to_dense()

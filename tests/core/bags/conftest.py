@@ -16,8 +16,6 @@ def small_setup() -> MissionSetup:
     return setup
 
 
-
-
 @pytest.fixture(scope="session")
 def make_small_setup():
     """:func:`small_setup`, for a test that changes its own copy."""

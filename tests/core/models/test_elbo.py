@@ -118,7 +118,6 @@ def test_online_elbo_with_q_old_telescopes_over_batches():
     assert torch.allclose(online, both - first, rtol=1e-9)
 
 
-
 def test_online_elbo_equals_bui_dense_augmented_form():
     """Bui et al. (2017), collapsed bound with a ≠ b: with D_a⁻¹ = S_a⁻¹ − K'_aa⁻¹ and
     ŷ = [y; D_a S_a⁻¹ m_a], Σ̂ = diag(σ²I, D_a), f̂ = [f; a]:

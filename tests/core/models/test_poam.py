@@ -167,7 +167,6 @@ def test_carried_terms_stay_close_to_a_recomputation_from_all_data(stream, field
     assert streamed < 1.25 * recomputed
 
 
-
 PREDICTION_PEAK = """
 import numpy as np
 from poam_ros.models import MappingConfig, make_model

@@ -86,7 +86,6 @@ def test_invalid_pilot_config_raises(fields):
         PilotSurveyConfig(**fields)
 
 
-
 @pytest.mark.parametrize("name", ["poam_ros.yaml", "topobathy.yaml", "authors_robot.yaml",
                                   "two_channels.yaml"])
 def test_the_shipped_pilot_surveys_span_over_half_the_workspace(name):
