@@ -12,12 +12,17 @@ USBL correction drops no pose. A fix whose stamp is ahead of every pose waits fo
 (``pending_timeout``).
 
 Fixes are dropped, counted per message, without the anchor (``fix_no_anchor``), with
-status NO_FIX (``fix_no_fix``), a non-finite stamp, latitude or longitude
+status NO_FIX or never set (``fix_no_fix``), a non-finite stamp, latitude or longitude
 (``fix_nonfinite``), a latitude or longitude out of range or where the anchor's projection
 has no place for it (``fix_out_of_range``), a reported horizontal std above ``fix_max_std``
-(``fix_imprecise``), a stamp not after the previous fix's (``fix_out_of_order``) or no pose
-to reset at its stamp (``fix_no_pose``, also for a fix waiting on an odometry clock that a
-reset abandoned).
+(``fix_imprecise``; 0: off; a fix reporting no covariance passes), a stamp not after the
+previous fix's (``fix_out_of_order``) or no pose to reset at its stamp (``fix_no_pose``, also
+for a fix waiting on an odometry clock that a reset abandoned).
+
+Pair fixes with odometry that does not apply them itself (dead reckoning, a DVL/INS solution,
+robot_localization's continuous ``odom``-frame output): odometry aided by the same fixes
+would be corrected twice, and its own jump is still judged by the speed limit. Not modelled:
+the lever arm of the antenna or the transponder.
 """
 
 from __future__ import annotations

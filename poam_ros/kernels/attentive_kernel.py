@@ -5,7 +5,10 @@ k(x, x') = (w̄ᵀ w̄') · Σ_m w̄_m w̄'_m · exp(-|x - x'|² / (2 l_m²))
 with w̄ = w(x) / |w(x)| and w(x) a small MLP (D → 10 → 10 → K, tanh, softmax). The first factor
 (similarity attention) lets the kernel cut correlations across discontinuities; the sum
 (lengthscale attention) blends K fixed base RBF kernels, so each location picks its own
-lengthscale. Because |w̄| = 1, k(x, x) = 1 everywhere: the amplitude lives in a ScaleKernel.
+lengthscale. Because |w̄| = 1, k(x, x) = 1 everywhere: the amplitude a lives in a ScaleKernel,
+so the model's kernel is a·k. By default (``MappingConfig``: ``attention_hidden_width``,
+``num_base_lengthscales``, ``min_lengthscale``, ``max_lengthscale``) the hidden layers are 10
+wide and K = 10 base lengthscales are spaced linearly from 0.05 to 0.5 in scaled units.
 
 The base lengthscales are fixed, so the stack of base kernels B_m(x, x') depends on the inputs
 only. During the hyper-parameter steps the inducing inputs do not move either, so the model

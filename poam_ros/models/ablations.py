@@ -7,7 +7,7 @@ Inducing inputs (POAM: greedy pivoted Cholesky on [Z; X_new]):
   inducing inputs of the previous E-step to the moved ones.
 * **POAM-Z-RAND**: a random subset of M of the candidates [Z; X_new].
 * **POAM-Z-KMEANS**: M k-means centroids of the candidates (Lloyd's algorithm from k-means++
-  seeds, :func:`~poam_ros.inducing.kmeans`).
+  seeds, ``kmeans.iterations`` of them, :func:`~poam_ros.inducing.kmeans`).
 
 Variational parameters (POAM: closed form from the carried terms, Eqs. 7-8):
 

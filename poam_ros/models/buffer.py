@@ -4,6 +4,9 @@ Hyper-parameter steps draw mini-batches from all data gathered so far, so the da
 the posterior update never reads them again. Capacity doubles when full, so appending is
 amortised O(batch) and never copies the whole history each update. World units in float64
 keep large projected coordinates (UTM eastings of 10⁶ m) exact whatever the model's dtype.
+A sample of a map costs 8·(D + 1) = 24 bytes here and 16 in the duplicate index
+(:mod:`.samples`): 40 bytes, about 370 MB for an hour of a 256-beam multibeam at 10 Hz
+(9.2 million soundings).
 """
 
 from __future__ import annotations

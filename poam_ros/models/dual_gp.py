@@ -34,9 +34,9 @@ batch is added exactly in one step (the reference code's two damped steps at r =
 4. Memory: ``dual.memory_per_batch`` samples of the batch drawn without replacement in
    proportion to their leverage h_i = β̂_i v_i (Eq. 31, v_i the marginal variance of f_i at
    the posterior just formed; it is Eq. 30's ridge leverage [K_ff(K_ff + Λ⁻¹)⁻¹]_ii,
-   Λ = diag β̂, where the samples are inducing inputs), or uniformly; with a bound
-   ``dual.memory_max`` the lowest-leverage samples leave the memory and their sites join the
-   carried ones. The samples that join leave the carried sites.
+   Λ = diag β̂, where the samples are inducing inputs), or uniformly (``dual.memory_pick``);
+   with a bound ``dual.memory_max`` the lowest-leverage samples leave the memory and their
+   sites join the carried ones. The samples that join leave the carried sites.
 5. Hyper-parameters (``dual.objective``): the dual objective (Eqs. 25-26, :class:`DualObjective`:
    q(u) moves with θ through fixed sites; the old data's expected log-likelihood estimated from
    the memory) or POAM's all-data mini-batch ELBO with q(u) fixed.

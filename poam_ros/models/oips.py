@@ -4,7 +4,7 @@ T. Galy-Fajou, M. Opper, "Adaptive Inducing Points Selection for Gaussian Proces
 Alg. 1. Every sample x, in arrival order, becomes an inducing input when no inducing input
 explains it well enough:
 
-    add x to Z   if   max_j k(x, z_j) < ρ̄,   ρ̄ = ρ · a,
+    add x to Z   if   max_j k(x, z_j) < ρ̄,   ρ̄ = ρ · a   (ρ = ``oips.rho``),
 
 with a the kernel amplitude (the prior variance k(x, x)): the original assumes unit variance;
 the threshold scaled by the amplitude is that of the VIPS paper's App. B.3 (Alg. 6), so that Z

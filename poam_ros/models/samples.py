@@ -2,7 +2,12 @@
 
 The mapping models' one filter, so that a sample refused anywhere is refused for the same,
 named reason. Structural problems of a whole batch (wrong shape, mismatched
-lengths) raise :class:`InvalidBatchError`; per-sample problems drop just those samples.
+lengths) raise :class:`InvalidBatchError`; per-sample problems drop just those samples:
+non-finite inputs or targets, and exact duplicates (same input and target) within the batch
+or of any sample the model holds. A repeated input with another target is kept (a repeated
+measurement). Duplicates are found vectorised: the held rows' 64-bit hashes are kept sorted
+with their row numbers (16 bytes a sample) and a hash match is confirmed against the held
+row, so a collision never drops a sample.
 """
 
 from __future__ import annotations

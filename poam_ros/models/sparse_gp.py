@@ -7,7 +7,7 @@ Everything is shared, so that methods differ only in their published update rule
 * ``update()`` runs the E-step on the samples added since the last update, then the M-step
   (the :class:`~.training.Trainer`'s Adam or L-BFGS steps on a training objective),
   transactionally: a numerical failure leaves the previous model in place and is reported;
-* ``predict(x)`` returns the mean and standard deviation in world units;
+* ``predict(x)`` returns the mean and standard deviation in world units, never NaN, std > 0;
 * ``save(path)`` / ``load(path)`` persist the whole state atomically.
 
 A method states its rule through hooks:

@@ -6,13 +6,14 @@ process that did not shut down in order, or a new model) and hands it to a
 :class:`~poam_ros.ros.mapper_worker.MapperWorker`, whose thread updates the model and publishes
 the maps and /diagnostics; the callbacks only convert and hand over. Queries, ``~/save`` and
 ``~/export`` are answered from the worker's served copy of the published map's model, beside
-an update in progress (docs/architecture.md, "The mapper's worker thread and served copy").
+an update in progress (:mod:`~poam_ros.ros.mapper_worker`).
 
 Topics, services and their QoS: README.md ("mapper"). ``~/export`` writes the published map's
 model on the map grid as a GeoTIFF at ``export_path``
 (:mod:`poam_ros.mapping.survey_product`) in the CRS of the map frame's anchor (``geo.*``),
 refused without an anchor or a map. A ``state_file`` the node cannot load stops the start with
-one line naming the file; the crash journal (``journal.*``) is docs/architecture.md's.
+one line naming the file; the crash journal (``journal.*``) is
+:mod:`~poam_ros.mapping.persistence`'s.
 
 Parameters: ``mapping.*`` (:class:`MappingConfig`) take effect when a model is created: at
 start and on ``~/reset`` (a model resumed from ``state_file`` keeps the settings saved with

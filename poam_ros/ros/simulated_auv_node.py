@@ -5,7 +5,9 @@ advances it by ``time_scale`` simulated seconds per wall second and publishes wh
 returns, each message stamped with its simulated time, and ``/clock``. Plans on ``plan``
 replace the current one. In ``lockstep`` mode the clock stands still while the vehicle has
 no plan, so that a mission over ROS makes exactly the ROS-free mission's poses and
-soundings; in ``realtime`` mode it always runs.
+soundings; in ``realtime`` mode it always runs. In lockstep the clock also holds until every
+node named in ``hold_for`` subscribes to the sensors (a name with a leading ``/`` is matched
+with its namespace), so none misses the first reading, whoever else subscribed first.
 
 The odometry carries the vehicle's height (``vehicle.vertical_mode``: plane, depth or
 altitude) and its full attitude (roll and pitch with ``vehicle.roll_amplitude`` and
