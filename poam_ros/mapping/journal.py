@@ -12,14 +12,8 @@ One directory per journal, used by one process at a time (``lock``, held with ``
     segment-00000007.journal   the batches after it, in order
     segment-00000008.journal   begun by a restart, or by a checkpoint whose autosave is due
 
-A segment is a 32-byte header (magic ``POAMJRNL``, version u16, flags u16 with bit 0 set when
-the segment begins a new map and bits 8-15 the targets per sample T minus one (0: the depth
-alone; T = 1 + C for a mapper with C channels), the segment's number u64, the newest data
-stamp of the map before it i64 [ns], the CRC-32 of these 28 bytes u32), then records. A record
-is a 24-byte header (magic ``REC1``, sample count N u32, the batch's data stamp i64 [ns], the
-payload's CRC-32 u32, the CRC-32 of these 20 bytes u32) and its payload: positions (N, 2) then
-targets (N, T), float64, 8 (2 + T) N bytes. Everything little-endian. A journal reads back
-only segments of its own T (the others are ignored and named).
+The segments' header, records and damage detection are :mod:`~poam_ros.mapping.journal_format`'s;
+a segment holds T targets per sample (the depth and the mapper's channels).
 
 The map a journal holds starts at its *base*, the highest n with an ``autosave-n.pt`` or with a
 segment n that begins a new map: that autosave (or an empty model), then the records of
@@ -34,11 +28,17 @@ old one, so that a crash between any two steps neither loses nor replays a recor
 * a new map (``~/reset``, or a start with nothing to resume) begins a segment flagged as one,
   then deletes what is older.
 
-Reading never misreads: a record whose header or payload fails its CRC, or that would end past
-the end of its file, is skipped, and reading goes on at the next record whose header and
-payload both check out (a false match needs two 32-bit CRCs to agree by chance). Damage that
-runs to the end of a segment is a *torn tail*, a write the crash cut short; damage with good
-records after it is *corruption*. Both are reported, neither is replayed.
+Intact records are data, never deleted before a model holds them. A journal whose base's
+autosave is gone (deleted, or set aside as unreadable) still holds the records after it: with
+no base, the map is *partial*, the records of every segment from the lowest on, replayed as a
+map of their own (the samples before them are lost; :attr:`Recovery.partial`). A file this
+journal cannot use, a segment of another T, another format version or a damaged header, or an
+autosave the mapper cannot load, is :meth:`Journal.set_aside`: moved, as it is, into a dated
+directory beside the journal's (``<name>.<UTC time>.kept``), never deleted. Only what a base
+supersedes, a reset discards, or an orderly stop ends is deleted.
+
+Reading never misreads (see the format); a torn tail, a write the crash cut short, and corrupt
+records are reported, neither is replayed.
 
 Records reach the operating system at once (one ``os.write`` each), so a killed process loses
 none that was written; ``fsync`` (what a power loss or an operating-system crash spares) comes
@@ -50,31 +50,29 @@ from __future__ import annotations
 
 import fcntl
 import os
-import re
-import struct
 import tempfile
 import threading
 import time
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 import numpy as np
 
+from poam_ros.mapping.journal_format import (
+    MAX_TARGETS,
+    NEW_MAP,
+    TEMPORARY,
+    file_name,
+    parse_name,
+    read_header,
+    record,
+    scan_records,
+    segment_header,
+)
 from poam_ros.models import OnlineSparseGP
 from poam_ros.params import Params, param
 
-VERSION = 1
-NEW_MAP = 0x1  # segment flag: no autosave comes before it
-_SEGMENT = struct.Struct("<8sHHQqI")  # magic, version, flags, number, stamp, CRC-32
-_SEGMENT_MAGIC = b"POAMJRNL"
-_RECORD = struct.Struct("<4sIqII")  # magic, count, stamp, payload CRC-32, header CRC-32
-_RECORD_MAGIC = b"REC1"
-TARGETS_SHIFT = 8  # segment flags: (targets per sample - 1) << TARGETS_SHIFT
-MAX_TARGETS = 256
-_NAME = re.compile(r"(autosave|segment)-(\d+)\.(pt|journal)")
-_TEMPORARY = re.compile(r"\.(?:autosave|segment)-\d+\.(?:pt|journal)\.[a-z0-9_]{8}\.tmp")
 _LOCK = "lock"
 
 
@@ -117,10 +115,13 @@ class JournalBusy(OSError):
 class Recovery:
     """What a journal left by an earlier process holds: the base's autosave (None: an empty
     model) and the samples after it, positions ``xy`` (N, 2) [m], targets ``z`` (N,), or
-    (N, T) for a journal of T targets per sample."""
+    (N, T) for a journal of T targets per sample; ``partial`` when no base is left, the
+    samples then those of every segment from the lowest on (those before it are lost); the
+    files it cannot use, by name, with why."""
 
     directory: Path
     base: int | None = None  # None: nothing to resume
+    partial: bool = False  # no autosave or new map before segment ``base``
     autosave: Path | None = None
     xy: np.ndarray = field(default_factory=lambda: np.empty((0, 2)))
     z: np.ndarray = field(default_factory=lambda: np.empty(0))
@@ -129,7 +130,7 @@ class Recovery:
     segments: list[int] = field(default_factory=list)  # those replayed
     torn: list[str] = field(default_factory=list)  # "segment 8: 1,234 bytes at byte 5,678"
     corrupt: list[str] = field(default_factory=list)
-    ignored: list[str] = field(default_factory=list)  # files that hold nothing to resume
+    unusable: dict[str, str] = field(default_factory=dict)  # name: why, to set aside
 
     @property
     def resumable(self) -> bool:
@@ -139,7 +140,11 @@ class Recovery:
         """One line for the log: what the restart restores (``saved``: the autosave's
         sample count) and what it ignores."""
         held = "" if saved is None else f"{saved} samples from "
-        parts = [f"{held}{self.autosave.name}" if self.autosave else "an empty model"]
+        if self.partial:
+            parts = [f"no autosave before segment {self.base} (the samples before it are "
+                     f"lost)"]
+        else:
+            parts = [f"{held}{self.autosave.name}" if self.autosave else "an empty model"]
         if self.segments:
             first, last = self.segments[0], self.segments[-1]
             parts.append(f"{len(self.z)} samples in {self.records} record"
@@ -178,7 +183,7 @@ class Journal:
             os.close(self._lock_fd)
             raise JournalBusy(f"{self.directory} is in use by another process") from None
         for entry in self.directory.iterdir():  # saves and segments cut short by a crash
-            if _TEMPORARY.fullmatch(entry.name):
+            if TEMPORARY.fullmatch(entry.name):
                 entry.unlink(missing_ok=True)
         self._mutex = threading.Lock()
         self._fd: int | None = None
@@ -189,6 +194,7 @@ class Journal:
         self._last_sync = clock()
         self.stamp = 0  # ns: newest data stamp of the map so far
         self.records = self.bytes = self.syncs = 0  # written by this process
+        self.kept: Path | None = None  # where this process set files aside
 
     # ------------------------------------------------------------------ reading
     def recover(self) -> Recovery:
@@ -198,28 +204,27 @@ class Journal:
         segments, headers = {}, {}
         for kind, n in files:
             if kind == "segment":
-                segments[n] = (self.directory / _name(kind, n)).read_bytes()
-                header = _segment_header(segments[n], n)
-                if header is None:
-                    recovery.ignored.append(f"{_name(kind, n)} (no valid header)")
-                elif _targets(header[0]) != self.targets:
-                    recovery.ignored.append(f"{_name(kind, n)} ({_targets(header[0])} targets "
-                                            f"per sample, this journal's {self.targets})")
+                data = (self.directory / file_name(kind, n)).read_bytes()
+                header = read_header(data, n)
+                if not header.problem and header.targets != self.targets:
+                    header.problem = (f"{header.targets} targets per sample, this journal's "
+                                      f"{self.targets}")
+                if header.problem:
+                    recovery.unusable[file_name(kind, n)] = header.problem
                 else:
-                    headers[n] = header
+                    segments[n], headers[n] = data, header
         bases = [n for kind, n in files if kind == "autosave"]
-        bases += [n for n, (flags, _) in headers.items() if flags & NEW_MAP]
-        if not bases:
-            recovery.ignored += [f"{_name('segment', n)} (no autosave or new map before it)"
-                                 for n in headers]
+        bases += [n for n, header in headers.items() if header.flags & NEW_MAP]
+        if not bases and not headers:
             return recovery
-        base = recovery.base = max(bases)
-        if (self.directory / _name("autosave", base)).is_file():
-            recovery.autosave = self.directory / _name("autosave", base)
-        recovery.stamp = headers.get(base, (0, 0))[1]
+        base = recovery.base = max(bases) if bases else min(headers)
+        recovery.partial = not bases
+        if (self.directory / file_name("autosave", base)).is_file():
+            recovery.autosave = self.directory / file_name("autosave", base)
+        recovery.stamp = headers[base].stamp if base in headers else 0
         xy, z = [], []
         for n in sorted(n for n in headers if n >= base):
-            scan = _scan_records(segments[n], self.targets)
+            scan = scan_records(segments[n], self.targets)
             recovery.segments.append(n)
             recovery.records += len(scan.records)
             for stamp, positions, targets in scan.records:
@@ -237,6 +242,19 @@ class Journal:
     def _targets_shaped(self, z: np.ndarray) -> np.ndarray:
         """Targets (N, T) as the mapper holds them: (N,) for T = 1."""
         return z[:, 0] if self.targets == 1 else z
+
+    def set_aside(self, names: Iterable[str]) -> Path:
+        """Move the files ``names`` (ones the map cannot use) out of the journal, as they are,
+        into this process's kept directory beside it, ``<name>.<UTC time>.kept``; returns it.
+        Call before the journal goes on: what stays may be deleted once superseded."""
+        with self._mutex:
+            if self.kept is None:
+                self.kept = _new_kept_directory(self.directory)
+            for name in names:
+                os.rename(self.directory / name, self.kept / name)
+            _fsync_directory(self.kept)
+            _fsync_directory(self.directory)
+            return self.kept
 
     # ------------------------------------------------------------------ writing
     def resume(self, recovery: Recovery) -> None:
@@ -268,21 +286,19 @@ class Journal:
         if xy.ndim != 2 or xy.shape[1] != 2 or z.shape != shape:
             raise ValueError(f"a journal record is positions (N, 2) and targets {shape}, got "
                              f"{xy.shape} and {z.shape}")
-        payload = np.ascontiguousarray(xy).tobytes() + np.ascontiguousarray(z).tobytes()
-        head = struct.pack("<4sIqI", _RECORD_MAGIC, len(z), int(stamp), zlib.crc32(payload))
-        record = head + struct.pack("<I", zlib.crc32(head)) + payload
+        data = record(xy, z, stamp)
         with self._mutex:
             fd = self._require_open()
-            view = memoryview(record)
+            view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
             self._dirty = True
             self.stamp = max(self.stamp, int(stamp))
             self.records += 1
-            self.bytes += len(record)
+            self.bytes += len(data)
             if self._clock() - self._last_sync >= self.sync_period:
                 self._fsync(fd)
-        return len(record)
+        return len(data)
 
     def sync(self) -> bool:
         """fsync what was appended since the last fsync; False when there was nothing."""
@@ -336,8 +352,8 @@ class Journal:
 
     # ------------------------------------------------------------------ internals
     def _files(self) -> list[tuple[str, int]]:
-        return sorted((match[1], int(match[2])) for entry in self.directory.iterdir()
-                      if (match := _NAME.fullmatch(entry.name)))
+        return sorted(parsed for entry in self.directory.iterdir()
+                      if (parsed := parse_name(entry.name)))
 
     def _require_open(self) -> int:
         if self._fd is None:
@@ -348,13 +364,11 @@ class Journal:
         """Create the next segment whole (its header durable before its name exists) and
         direct appends to it; call with the mutex held."""
         number, self._next = self._next, self._next + 1
-        head = struct.pack("<8sHHQq", _SEGMENT_MAGIC, VERSION,
-                           flags | (self.targets - 1) << TARGETS_SHIFT, number, self.stamp)
-        path = self.directory / _name("segment", number)
+        path = self.directory / file_name("segment", number)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=self.directory)
         try:
             try:
-                os.write(fd, head + struct.pack("<I", zlib.crc32(head)))
+                os.write(fd, segment_header(number, flags, self.targets, self.stamp))
                 os.fsync(fd)
             finally:
                 os.close(fd)
@@ -373,7 +387,7 @@ class Journal:
         return number
 
     def _write_autosave(self, model: OnlineSparseGP, number: int) -> Path:
-        path = self.directory / _name("autosave", number)
+        path = self.directory / file_name("autosave", number)
         model.save(path)
         _fsync_directory(self.directory)  # the rename durable before older files go
         return path
@@ -382,7 +396,7 @@ class Journal:
         """Delete autosaves and segments numbered below ``number`` (all: None)."""
         for kind, n in self._files():
             if number is None or n < number:
-                (self.directory / _name(kind, n)).unlink(missing_ok=True)
+                (self.directory / file_name(kind, n)).unlink(missing_ok=True)
 
     def _fsync(self, fd: int) -> None:
         os.fsync(fd)
@@ -391,77 +405,19 @@ class Journal:
         self.syncs += 1
 
 
-@dataclass
-class _Scan:
-    records: list[tuple[int, np.ndarray, np.ndarray]]  # (stamp, xy, z)
-    damage: list[tuple[int, int, bool]]  # (start, end, torn: runs to the end of the file)
-
-
-def _scan_records(data: bytes, targets: int) -> _Scan:
-    """The records of a segment's bytes (``targets`` per sample) that check out, and the byte
-    spans that do not."""
-    scan, position = _Scan([], []), _SEGMENT.size
-    while position < len(data):
-        record = _record_at(data, position, targets)
-        if record is not None:
-            scan.records.append(record[:3])
-            position = record[3]
+def _new_kept_directory(directory: Path) -> Path:
+    """A new, empty directory beside ``directory`` named after it and the UTC time."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    for attempt in range(1000):
+        kept = directory.with_name(f"{directory.name}.{stamp}{f'-{attempt}' if attempt else ''}"
+                                   f".kept")
+        try:
+            kept.mkdir()
+        except FileExistsError:
             continue
-        good = _next_record(data, position + 1, targets)
-        scan.damage.append((position, good or len(data), good is None))
-        if good is None:
-            break
-        position = good
-    return scan
-
-
-def _record_at(data: bytes, position: int, targets: int):
-    """(stamp, xy (N, 2), z (N, targets), end) of a record that checks out at ``position``,
-    else None."""
-    if len(data) - position < _RECORD.size:
-        return None
-    magic, count, stamp, payload_crc, head_crc = _RECORD.unpack_from(data, position)
-    view = memoryview(data)
-    if magic != _RECORD_MAGIC or zlib.crc32(view[position:position + _RECORD.size - 4]) \
-            != head_crc:
-        return None
-    start = position + _RECORD.size
-    end = start + 8 * (2 + targets) * count
-    if end > len(data) or zlib.crc32(view[start:end]) != payload_crc:
-        return None
-    values = np.frombuffer(data, dtype="<f8", count=(2 + targets) * count,
-                           offset=start).astype(float)
-    return (stamp, values[:2 * count].reshape(count, 2),
-            values[2 * count:].reshape(count, targets), end)
-
-
-def _next_record(data: bytes, start: int, targets: int) -> int | None:
-    position = data.find(_RECORD_MAGIC, start)
-    while position >= 0:
-        if _record_at(data, position, targets) is not None:
-            return position
-        position = data.find(_RECORD_MAGIC, position + 1)
-    return None
-
-
-def _segment_header(data: bytes, number: int) -> tuple[int, int] | None:
-    """(flags, stamp) of a valid header of segment ``number``, else None."""
-    if len(data) < _SEGMENT.size:
-        return None
-    magic, version, flags, found, stamp, crc = _SEGMENT.unpack_from(data)
-    if (magic != _SEGMENT_MAGIC or version != VERSION or found != number
-            or zlib.crc32(data[:_SEGMENT.size - 4]) != crc):
-        return None
-    return flags, stamp
-
-
-def _targets(flags: int) -> int:
-    """T, the targets per sample, of a segment's header flags."""
-    return (flags >> TARGETS_SHIFT) + 1
-
-
-def _name(kind: str, number: int) -> str:
-    return f"{kind}-{number:08d}.{'pt' if kind == 'autosave' else 'journal'}"
+        _fsync_directory(directory.parent)
+        return kept
+    raise FileExistsError(f"no free name for a kept directory beside {directory}")
 
 
 def _fsync_directory(directory: Path) -> None:

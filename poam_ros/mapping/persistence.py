@@ -10,7 +10,11 @@ batches as they arrive); it keeps the time with ``clock`` and says what it does 
   before the first map, then an autosave; said in the log), else ``state_file``'s (a
   :class:`~poam_ros.models.StateFileError` stops the start; the journal holds it as its first
   autosave) or a new model, which the journal then begins. A journal to resume wins over
-  ``state_file`` (said in the log).
+  ``state_file`` (said in the log). Nothing the journal holds is deleted at start: its files
+  that this mapper cannot use (another channel count, another format, a damaged header, an
+  autosave that does not load) are set aside, kept as they are, and the map is read without
+  them; records left without their autosave are replayed as a partial map of their own. Both
+  are said at warning level and in :attr:`MapPersistence.state`.
 * :meth:`~MapPersistence.append` journals each batch the node accepts, in the order of its
   queue, before any update; :meth:`~MapPersistence.checkpoint`, when the node takes batches
   for an update, begins the journal's next segment at exactly those batches if an autosave
@@ -27,7 +31,9 @@ batches as they arrive); it keeps the time with ``clock`` and says what it does 
 The journal is optional (``journal.enabled``) and never stops the mapping: one that cannot be
 opened or read is off, an I/O error while mapping stops it (it then stays until an orderly
 stop: after a crash it still restores what it holds), and :attr:`MapPersistence.state` says
-which for /diagnostics: ``off``, ``off: <why>``, its directory, or ``failed: <why>``.
+which for /diagnostics: ``off``, ``off: <why>``, its directory (then ``; files it cannot use
+kept in <directory>`` and ``; resumed without the samples before segment <n>`` when so), or
+``failed: <why>``.
 Thread-safe: the node appends from its callbacks while its worker checkpoints and autosaves;
 a caller that needs :meth:`append` and :meth:`checkpoint` in its queue's order holds its own
 lock around both. The format and recovery are :mod:`poam_ros.mapping.journal`'s.
@@ -96,11 +102,11 @@ class MapPersistence:
         """The map to start with (see the module docstring); ``mapping`` makes a new model
         and places a loaded one (its device)."""
         self._remove_stale_temporaries()
-        journal, recovery = self._open_journal()
+        journal, recovery, saved = self._open_journal(mapping)
         opened = None
         try:
             if recovery is not None and recovery.resumable:
-                opened = self._restored(journal, recovery, mapping, state_file)
+                opened = self._restored(journal, recovery, saved, mapping, state_file)
                 journal.resume(recovery)
             else:
                 opened = self._started(mapping, state_file)
@@ -112,7 +118,7 @@ class MapPersistence:
             self._failed(str(error))  # the journal's: mapping goes on without it
         except BaseException:
             if journal is not None:  # left as it is for the next start, unless it is empty
-                journal.close(remove=not (recovery.resumable or recovery.ignored))
+                journal.close(remove=not recovery.resumable)
             raise
         self.journal = journal
         return opened if opened is not None else OpenedMap(survey_model(mapping, self.channels))
@@ -126,11 +132,13 @@ class MapPersistence:
         for stale in removed:
             self._log.info(f"removed {stale.name}, left by a save killed mid-write")
 
-    def _open_journal(self) -> tuple[Journal | None, Recovery | None]:
-        """The journal, held by this process, and what an earlier one left in it; (None,
-        None) when it is off or unusable (said in the log, and the journal left as it is)."""
+    def _open_journal(self, mapping: MappingConfig
+                      ) -> tuple[Journal | None, Recovery | None, OnlineSparseGP | None]:
+        """The journal, held by this process, what an earlier one left in it and the model of
+        its base's autosave (None: none); (None, None, None) when it is off or unusable (said
+        in the log, and the journal left as it is)."""
         if not self.config.enabled:
-            return None, None
+            return None, None, None
         directory = journal_directory(self.config, str(self.save_path))
         try:
             journal = Journal(directory, self.config.sync_period,
@@ -138,19 +146,49 @@ class MapPersistence:
         except OSError as error:
             self.state = f"off: {error}"
             self._log.warning(f"mapping without a crash journal: {error}")
-            return None, None
+            return None, None, None
         try:
-            recovery = journal.recover()
+            recovery, saved = self._recover(journal, mapping)
         except OSError as error:
             journal.close()
             self.state = f"off: cannot read {directory}: {error}"
             self._log.error(f"mapping without a crash journal: cannot read {directory} "
                             f"({error}); it is left as it is")
-            return None, None
-        self.state = str(directory)
-        for ignored in recovery.ignored:
-            self._log.warning(f"journal {directory}: ignored {ignored}")
-        return journal, recovery
+            return None, None, None
+        except BaseException:
+            journal.close()
+            raise
+        notes = [str(directory)]
+        if journal.kept is not None:
+            notes.append(f"files it cannot use kept in {journal.kept}")
+        if recovery.partial:
+            notes.append(f"resumed without the samples before segment {recovery.base}")
+        self.state = "; ".join(notes)
+        return journal, recovery, saved
+
+    def _recover(self, journal: Journal,
+                 mapping: MappingConfig) -> tuple[Recovery, OnlineSparseGP | None]:
+        """What the journal holds and its base's model. The files it cannot use, an autosave
+        that does not load among them, are set aside (never deleted), and the map is then
+        read again without them: from an older base, else partial."""
+        while True:
+            recovery = journal.recover()
+            self._set_aside(journal, recovery.unusable)
+            if recovery.autosave is None:
+                return recovery, None
+            try:
+                return recovery, self._load(recovery.autosave, mapping)
+            except StateFileError as error:
+                self._set_aside(journal, {recovery.autosave.name: error.problem})
+
+    def _set_aside(self, journal: Journal, unusable: dict[str, str]) -> None:
+        """Move the files ``unusable`` (name: why) out of the journal, kept as they are."""
+        if not unusable:
+            return
+        kept = journal.set_aside(unusable)
+        for name, why in unusable.items():
+            self._log.warning(f"journal {journal.directory}: {name} cannot go into this map "
+                              f"({why}); kept as it is in {kept}")
 
     def _started(self, mapping: MappingConfig, state_file: str) -> OpenedMap:
         """``state_file``'s model, or a new one."""
@@ -161,16 +199,16 @@ class MapPersistence:
         self._log.info(f"resumed {model.num_samples} samples from {path}")
         return OpenedMap(model, loaded=True)
 
-    def _restored(self, journal: Journal, recovery: Recovery, mapping: MappingConfig,
-                  state_file: str) -> OpenedMap:
-        """The journal's map: its autosave, and its later batches to replay (not journaled
-        again), after which an autosave is due."""
+    def _restored(self, journal: Journal, recovery: Recovery, saved: OnlineSparseGP | None,
+                  mapping: MappingConfig, state_file: str) -> OpenedMap:
+        """The journal's map: its autosave's model ``saved`` (None: an empty one), and its
+        later batches to replay (not journaled again), after which an autosave is due."""
         if state_file:
             self._log.warning(f"state_file {state_file} not loaded: the journal in "
                               f"{journal.directory} continues the map the last process held "
                               f"(remove that directory to start from state_file)")
-        if recovery.autosave is not None:
-            opened = OpenedMap(self._load(recovery.autosave, mapping), loaded=True)
+        if saved is not None:
+            opened = OpenedMap(saved, loaded=True)
         else:
             opened = OpenedMap(survey_model(mapping, self.channels))
         opened.stamp = recovery.stamp
@@ -178,11 +216,12 @@ class MapPersistence:
             opened.replay = (recovery.xy, recovery.z, recovery.stamp)
             with self._mutex:
                 self._due = True
-        saved = opened.model.num_samples if opened.loaded else 0
-        (self._log.error if recovery.corrupt else self._log.info)(
-            f"restoring the map of a mapper that did not shut down in order, from the journal "
-            f"in {journal.directory}: {recovery.describe(saved)} (replayed as one batch "
-            f"before the first map)")
+        level = self._log.error if recovery.corrupt else (
+            self._log.warning if recovery.partial else self._log.info)
+        level(f"restoring the map of a mapper that did not shut down in order, from the "
+              f"journal in {journal.directory}: "
+              f"{recovery.describe(None if saved is None else saved.num_samples)} (replayed as one "
+              f"batch before the first map{', a map of its own' if recovery.partial else ''})")
         return opened
 
     def _load(self, path: Path, mapping: MappingConfig) -> OnlineSparseGP:

@@ -283,9 +283,15 @@ class _RosLog(logging.Handler):
         self._logger = node.get_logger()
 
     def emit(self, record: logging.LogRecord) -> None:
-        level = ("error" if record.levelno >= logging.ERROR
-                 else "warning" if record.levelno >= logging.WARNING else "info")
-        getattr(self._logger, level)(record.getMessage())
+        # One call site per severity: rclpy keys a logger's severity by its call site and
+        # refuses another severity from the same line (ValueError).
+        message = record.getMessage()
+        if record.levelno >= logging.ERROR:
+            self._logger.error(message)
+        elif record.levelno >= logging.WARNING:
+            self._logger.warning(message)
+        else:
+            self._logger.info(message)
 
 
 def _ros_logger(node: StartingNode) -> logging.Logger:

@@ -57,62 +57,108 @@ def spin_until(executor, predicate, timeout=WAIT):
     return True
 
 
-def test_a_mapper_killed_after_n_batches_resumes_them_all(ros_context, ros_domain_id, tmp_path):
-    journal = tmp_path / "map.journal"
-    node = rclpy.create_node("crash_probe", context=ros_context)
-    probe = Probe(node)
-    executor = SingleThreadedExecutor(context=ros_context)
-    executor.add_node(node)
-    logs = [tmp_path / "first.log", tmp_path / "second.log"]
-    processes = []
+class CrashRig:
+    """Mapper processes started in turn on one save path, fed and watched by a probe node."""
 
-    def start(log):
-        with open(log, "w") as handle:
-            processes.append(subprocess.Popen(mapper_command(tmp_path), cwd=ROOT,
-                                              stdout=handle, stderr=subprocess.STDOUT))
-        return processes[-1]
+    def __init__(self, context, tmp_path):
+        self.tmp_path, self.journal = tmp_path, tmp_path / "map.journal"
+        self.node = rclpy.create_node("crash_probe", context=context)
+        self.probe = Probe(self.node)
+        self.executor = SingleThreadedExecutor(context=context)
+        self.executor.add_node(self.node)
+        self.processes, self.logs = [], []
 
-    try:
-        first = start(logs[0])
-        assert spin_until(executor, lambda: probe.samples_pub.get_subscription_count() > 0), \
-            logs[0].read_text()
+    def start(self):
+        """A mapper process, its output to ``<n>.log``; the probe's records cleared."""
+        self.probe.diagnostics.clear()
+        self.probe.maps.clear()
+        self.logs.append(self.tmp_path / f"{len(self.logs)}.log")
+        with open(self.logs[-1], "w") as handle:
+            self.processes.append(subprocess.Popen(mapper_command(self.tmp_path), cwd=ROOT,
+                                                   stdout=handle, stderr=subprocess.STDOUT))
+        return self.processes[-1]
+
+    def log(self):
+        return self.logs[-1].read_text()
+
+    def spin_until(self, predicate):
+        return spin_until(self.executor, predicate)
+
+    def value(self, name):
+        return value(self.probe, name)
+
+    def map_and_kill(self):
+        """A first mapper maps the BATCHES batches, one update each, autosaves twice and
+        is killed."""
+        first = self.start()
+        assert self.spin_until(lambda: self.probe.samples_pub.get_subscription_count() > 0), \
+            self.log()
         for index in range(BATCHES):
-            probe.send_samples(*batch(index), stamp_ns=(index + 1) * 1_000_000_000)
-            assert spin_until(executor, lambda: value(probe, "updates") == index + 1), \
-                f"batch {index + 1} not mapped: {logs[0].read_text()}"
-        assert spin_until(executor, lambda: value(probe, "autosaves") == 2)
-        assert value(probe, "samples") == BATCHES * SAMPLES
+            self.probe.send_samples(*batch(index), stamp_ns=(index + 1) * 1_000_000_000)
+            assert self.spin_until(lambda: self.value("updates") == index + 1), \
+                f"batch {index + 1} not mapped: {self.log()}"
+        assert self.spin_until(lambda: self.value("autosaves") == 2)
+        assert self.value("samples") == BATCHES * SAMPLES
         first.send_signal(signal.SIGKILL)
         first.wait(timeout=WAIT)
         assert first.returncode == -signal.SIGKILL
-        assert sorted(p.name for p in journal.glob("autosave-*")) == ["autosave-00000002.pt"]
+        assert sorted(p.name for p in self.journal.glob("autosave-*")) \
+            == ["autosave-00000002.pt"]
 
-        probe.diagnostics.clear()
-        probe.maps.clear()
-        second = start(logs[1])
-        assert spin_until(executor, lambda: value(probe, "updates") == 1 and probe.maps), \
-            f"no map after the restart: {logs[1].read_text()}"
-        restored = value(probe, "samples")
-        assert (BATCHES - 1) * SAMPLES <= restored <= BATCHES * SAMPLES  # none twice
-        assert restored == BATCHES * SAMPLES  # in fact all: each was journaled on arrival
-        log = logs[1].read_text()
-        assert "restoring the map" in log
-        assert f"{4 * SAMPLES} samples from autosave-00000002.pt + {SAMPLES} samples in 1 " \
-               f"record of segment 2" in log
-        assert value(probe, "journal") == str(journal)
-        # The map carries on: a new batch after the restart is mapped on top.
-        probe.send_samples(*batch(99), stamp_ns=99_000_000_000)
-        assert spin_until(executor, lambda: value(probe, "samples")
-                          == (BATCHES + 1) * SAMPLES)
-
-        second.send_signal(signal.SIGINT)  # an orderly stop ends the map with the process
-        assert second.wait(timeout=WAIT) == 0
-        assert not journal.exists()
-    finally:
-        for process in processes:
+    def close(self):
+        for process in self.processes:
             if process.poll() is None:
                 process.send_signal(signal.SIGINT)
                 wait_or_kill(process, 30)
-        executor.remove_node(node)
-        executor.shutdown()
-        node.destroy_node()
+        self.executor.remove_node(self.node)
+        self.executor.shutdown()
+        self.node.destroy_node()
+
+
+@pytest.fixture
+def rig(ros_context, ros_domain_id, tmp_path):
+    rig = CrashRig(ros_context, tmp_path)
+    yield rig
+    rig.close()
+
+
+def test_a_mapper_killed_after_n_batches_resumes_them_all(rig):
+    rig.map_and_kill()
+    second = rig.start()
+    assert rig.spin_until(lambda: rig.value("updates") == 1 and rig.probe.maps), \
+        f"no map after the restart: {rig.log()}"
+    restored = rig.value("samples")
+    assert (BATCHES - 1) * SAMPLES <= restored <= BATCHES * SAMPLES  # none twice
+    assert restored == BATCHES * SAMPLES  # in fact all: each was journaled on arrival
+    log = rig.log()
+    assert "restoring the map" in log
+    assert f"{4 * SAMPLES} samples from autosave-00000002.pt + {SAMPLES} samples in 1 " \
+           f"record of segment 2" in log
+    assert rig.value("journal") == str(rig.journal)
+    # The map carries on: a new batch after the restart is mapped on top.
+    rig.probe.send_samples(*batch(99), stamp_ns=99_000_000_000)
+    assert rig.spin_until(lambda: rig.value("samples") == (BATCHES + 1) * SAMPLES)
+
+    second.send_signal(signal.SIGINT)  # an orderly stop ends the map with the process
+    assert second.wait(timeout=WAIT) == 0
+    assert not rig.journal.exists()
+
+
+def test_a_killed_mapper_whose_autosave_is_gone_resumes_the_records_left(rig):
+    """The autosave held batches 1-4 (their segments went when it was written); the journal
+    still holds batch 5, which a restart maps as a map of its own, never deletes."""
+    rig.map_and_kill()
+    (rig.journal / "autosave-00000002.pt").unlink()
+    second = rig.start()
+    assert rig.spin_until(lambda: rig.value("updates") == 1 and rig.probe.maps), \
+        f"no map after the restart: {rig.log()}"
+    assert rig.value("samples") == SAMPLES
+    assert f"no autosave before segment 2 (the samples before it are lost) + {SAMPLES} " \
+           f"samples in 1 record of segment 2" in rig.log()
+    assert "WARN" in rig.log() and "a map of its own" in rig.log()
+    assert rig.value("journal") \
+        == f"{rig.journal}; resumed without the samples before segment 2"
+    assert rig.spin_until(lambda: rig.value("autosaves") == 1)  # a whole map again
+    second.send_signal(signal.SIGINT)
+    assert second.wait(timeout=WAIT) == 0
+    assert not rig.journal.exists()

@@ -2,12 +2,13 @@
 replayed, and a restart at any step of an autosave neither loses nor repeats a sample."""
 
 import os
+import zlib
 
 import numpy as np
 import pytest
 from journal_data import SMALL, Clock, batch
 
-from poam_ros.mapping import journal as journal_module
+from poam_ros.mapping import journal_format
 from poam_ros.mapping.journal import (
     Journal,
     JournalBusy,
@@ -39,7 +40,7 @@ def test_batches_are_read_back_exactly_in_order(tmp_path):
     recovery = Journal(tmp_path / "j").recover()
     assert recovery.resumable and recovery.autosave is None and recovery.base == 0
     assert recovery.records == 3 and recovery.stamp == 12
-    assert not (recovery.torn or recovery.corrupt or recovery.ignored)
+    assert not (recovery.torn or recovery.corrupt or recovery.unusable or recovery.partial)
     np.testing.assert_array_equal(recovery.xy, np.concatenate([b[0] for b in batches]))
     np.testing.assert_array_equal(recovery.z, np.concatenate([b[1] for b in batches]))
 
@@ -62,13 +63,13 @@ def test_samples_with_channels_are_read_back_exactly(tmp_path):
     reader = Journal(tmp_path / "j", targets=2)
     recovery = reader.recover()
     reader.close()
-    assert recovery.resumable and recovery.records == 3 and not recovery.ignored
+    assert recovery.resumable and recovery.records == 3 and not recovery.unusable
     np.testing.assert_array_equal(recovery.xy, np.concatenate([b[0] for b in batches]))
     np.testing.assert_array_equal(recovery.z, np.concatenate([b[1] for b in batches]))
     depth_only = Journal(tmp_path / "j").recover()
     assert not depth_only.resumable and depth_only.z.shape == (0,)
-    assert depth_only.ignored == ["segment-00000000.journal (2 targets per sample, this "
-                                  "journal's 1)"]
+    assert depth_only.unusable == {"segment-00000000.journal": "2 targets per sample, this "
+                                                               "journal's 1"}
 
 
 def test_a_batch_of_another_shape_is_refused(tmp_path):
@@ -280,16 +281,52 @@ def test_one_process_at_a_time_and_an_orderly_close_removes_it(tmp_path):
     assert not Journal(directory).recover().resumable  # nothing to resume: a new map
 
 
-def test_empty_and_stale_files_hold_nothing_to_resume(tmp_path):
-    (tmp_path / ".segment-00000003.journal.abcd1234.tmp").write_bytes(b"half")
-    (tmp_path / "segment-00000002.journal").write_bytes(b"")  # no valid header
-    journal = Journal(tmp_path)
-    assert not (tmp_path / ".segment-00000003.journal.abcd1234.tmp").exists()
+def test_stale_temporaries_are_removed_and_unusable_files_set_aside(tmp_path):
+    directory = tmp_path / "j"
+    directory.mkdir()
+    (directory / ".segment-00000003.journal.abcd1234.tmp").write_bytes(b"half")
+    (directory / "segment-00000002.journal").write_bytes(b"")
+    journal = Journal(directory)
+    assert not (directory / ".segment-00000003.journal.abcd1234.tmp").exists()
     recovery = journal.recover()
-    assert not recovery.resumable and recovery.ignored == [
-        "segment-00000002.journal (no valid header)"]
+    assert not recovery.resumable and recovery.unusable == {
+        "segment-00000002.journal": "0 bytes, shorter than a segment header"}
+    kept = journal.set_aside(recovery.unusable)
+    assert kept.parent == tmp_path and kept.name.startswith("j.") and kept.suffix == ".kept"
     journal.start_new()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["lock", "segment-00000003.journal"]
+    assert sorted(p.name for p in directory.iterdir()) == ["lock", "segment-00000003.journal"]
+    assert [p.name for p in kept.iterdir()] == ["segment-00000002.journal"]
+    journal.close(remove=True)
+    assert not directory.exists() and (kept / "segment-00000002.journal").exists()
+
+
+def test_records_without_their_autosave_are_a_partial_map(tmp_path, monkeypatch):
+    """The autosave is gone and the segments before it with it: the records after it are
+    still read, as a map of their own, never dropped."""
+    sent = survey(tmp_path, "after the autosave", monkeypatch)
+    (tmp_path / "autosave-00000001.pt").unlink()
+    recovery = Journal(tmp_path).recover()
+    assert recovery.resumable and recovery.partial and recovery.base == 1
+    assert recovery.autosave is None and recovery.segments == [1] and recovery.records == 3
+    np.testing.assert_array_equal(recovery.z, np.concatenate([b[1] for b in sent[3:]]))
+    assert recovery.describe().startswith("no autosave before segment 1 (the samples before "
+                                          "it are lost) + 150 samples in 3 records")
+
+
+def test_a_segment_of_another_format_version_is_never_read_nor_deleted(tmp_path):
+    path, _ = three_batch_segment(tmp_path / "j")
+    data = bytearray(path.read_bytes())
+    data[8:10] = (2).to_bytes(2, "little")  # a newer poam_ros wrote it
+    data[28:32] = zlib.crc32(bytes(data[:28])).to_bytes(4, "little")
+    path.write_bytes(bytes(data))
+    journal = Journal(tmp_path / "j")
+    recovery = journal.recover()
+    assert not recovery.resumable and recovery.records == 0
+    assert recovery.unusable == {path.name: "format version 2, this poam_ros reads 1"}
+    kept = journal.set_aside(recovery.unusable)
+    journal.start_new()
+    journal.close(remove=True)
+    assert (kept / path.name).read_bytes() == bytes(data)
 
 
 def test_the_default_directory_is_beside_the_save_path():
@@ -298,4 +335,4 @@ def test_the_default_directory_is_beside_the_save_path():
     assert journal_directory(JournalConfig(), "/data/a.journal").as_posix() \
         == "/data/a.journal.journal"
     assert journal_directory(JournalConfig(path="/x/j"), "/data/m.pt").as_posix() == "/x/j"
-    assert journal_module.VERSION == 1
+    assert journal_format.VERSION == 1

@@ -180,3 +180,72 @@ def test_an_io_error_stops_the_journal_not_the_mapping(tmp_path, monkeypatch):
     assert journal.state == "failed: cannot append to the journal: disk full (test)"
     assert journal.checkpoint() is None  # journaling stopped; the journal stays until close
     assert (tmp_path / "j").exists()
+
+
+def autosaved_then_killed(tmp_path, channels=()):
+    """A mapper that autosaved after its first batch and journaled a second, then died:
+    (its journal's directory, the batches it had accepted)."""
+    first = persistence(tmp_path, channels=channels, autosave_updates=1)
+    loop = MappingLoop(first.open(SMALL.replace(method="poam-mt") if channels else SMALL).model)
+    batches = [batch(0), batch(1)]
+    if channels:
+        batches = [(xy, np.column_stack([z, z + 4.0])) for xy, z in batches]
+    _, checkpoint = mapped(first, loop, *batches[0], stamp=1)
+    assert first.autosave(loop.model, checkpoint) is not None
+    first.append(*batches[1], stamp=2)
+    crash(first)
+    return tmp_path / "j", batches
+
+
+def kept_directory(tmp_path):
+    kept = sorted(tmp_path.glob("j.*.kept"))
+    assert len(kept) == 1
+    return kept[0]
+
+
+def test_records_without_their_autosave_restart_as_a_map_of_their_own(tmp_path, caplog):
+    directory, batches = autosaved_then_killed(tmp_path)
+    (directory / "autosave-00000001.pt").unlink()  # and segment 0 went with the autosave
+    second = persistence(tmp_path)
+    with caplog.at_level(logging.WARNING, "poam_ros.mapping.persistence"):
+        opened = second.open(SMALL)
+    assert not opened.loaded and opened.model.num_samples == 0
+    np.testing.assert_array_equal(opened.replay[0], batches[1][0])  # never deleted
+    assert "samples before it are lost" in caplog.text and "a map of its own" in caplog.text
+    assert second.state == f"{directory}; resumed without the samples before segment 1"
+    assert second.checkpoint() is not None  # autosaved at once: a whole map again
+    second.close()  # an orderly stop still ends the map
+    assert not directory.exists()
+
+
+def test_an_autosave_that_does_not_load_is_kept_and_its_records_replayed(tmp_path, caplog):
+    directory, batches = autosaved_then_killed(tmp_path)
+    autosave = directory / "autosave-00000001.pt"
+    damaged = bytearray(autosave.read_bytes())
+    damaged[-5] ^= 0xFF
+    autosave.write_bytes(bytes(damaged))
+    second = persistence(tmp_path)
+    with caplog.at_level(logging.WARNING, "poam_ros.mapping.persistence"):
+        opened = second.open(SMALL)
+    kept = kept_directory(tmp_path)
+    assert (kept / autosave.name).read_bytes() == bytes(damaged)  # as it was
+    assert "autosave-00000001.pt cannot go into this map" in caplog.text
+    np.testing.assert_array_equal(opened.replay[0], batches[1][0])
+    assert second.state == (f"{directory}; files it cannot use kept in {kept}; resumed "
+                            f"without the samples before segment 1")
+
+
+def test_a_journal_of_another_channel_count_is_kept_whole(tmp_path, caplog):
+    directory, _ = autosaved_then_killed(tmp_path, channels=("temperature",))
+    names = sorted(p.name for p in directory.glob("*-*"))
+    sizes = {name: (directory / name).stat().st_size for name in names}
+    second = persistence(tmp_path)  # the depth alone now
+    with caplog.at_level(logging.WARNING, "poam_ros.mapping.persistence"):
+        opened = second.open(SMALL)
+    assert opened.replay is None and opened.model.num_samples == 0  # a new map
+    kept = kept_directory(tmp_path)
+    assert {p.name: p.stat().st_size for p in kept.iterdir()} == sizes
+    assert "2 targets per sample, this journal's 1" in caplog.text
+    assert "kept in" in second.state
+    second.close()
+    assert not directory.exists() and sorted(p.name for p in kept.iterdir()) == names
