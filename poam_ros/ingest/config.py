@@ -153,6 +153,13 @@ class IngestConfig(Params):
     max_batch_age: float = param(0.0, "publish a batch once it spans this much stamp time; 0: "
                                       "only at decision points and max_batch_size",
                                  unit="s", low=0.0)
+    batch_timeout: float = param(3600.0, "a batch goes out (reason timeout) once its oldest "
+                                         "sample is this old, on the stamp clock (the newest "
+                                         "odometry stamp) or the wall clock (since it was "
+                                         "placed), whichever first: whatever the plan does "
+                                         "(a waypoint never reached), no sample waits longer; "
+                                         "always on, unlike max_batch_age, and longer than a "
+                                         "survey's legs", unit="s", low=1.0)
     swath_min_range: float = param(0.0, "swath points closer than this are dropped",
                                    unit="m", low=0.0)
     swath_max_range: float = param(10000.0, "swath points further than this are dropped",

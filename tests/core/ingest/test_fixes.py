@@ -133,3 +133,29 @@ def test_a_refused_large_correction_is_taken_once_the_drift_allows_it():
     assert t == 250.0 and np.allclose(shift, [400.0, 0.0], atol=1e-6)
     assert drops.counts == {ig.FIX_OUTLIER: 1}
 
+
+def test_a_plan_never_reached_and_a_wild_fix_still_get_a_batch_on_time():
+    """The plan's waypoint lies 10 km away and a fix 500 km off comes in: the fix is
+    dropped, and the soundings go out once the oldest is batch_timeout (30 s) old on the
+    odometry's stamps, then, with the odometry stopped, on the wall clock."""
+    from poam_ros.ingest import Ingest
+
+    ingest = Ingest(CONFIG.replace(batch_timeout=30.0, max_batch_size=0), georeference=ANCHOR)
+    ingest.set_plan([[10e3, 0.0]], 0.0, 0.0)
+    for i in range(451):  # 45 s along x at 1 m/s, a sounding between poses
+        t = i / 10
+        ingest.add_pose(t, t, 0.0, 0.0, 0.0, now=0.0)
+        if i == 100:
+            ingest.add_fix(*at(5.0, 500e3, 0.0), now=0.0)
+        if i < 450:
+            ingest.add_range(t + 0.05, 10.0, 1.0, 100.0, now=0.0)
+    [batch] = ingest.take_batches()
+    # cut at the pose of 30.1 s, the oldest sounding 30.05 s old: those placed up to then
+    assert batch.reason == "timeout" and batch.stamp == pytest.approx(30.05)
+    assert len(batch) == 301 and ingest.batch_size == 149
+    assert ingest.dropped == {ig.FIX_OUTLIER: 1} and ingest.fixes == 0
+    ingest.poll(now=29.0)   # the rest began at wall time 0: not yet 30 s old
+    assert ingest.take_batches() == []
+    ingest.poll(now=31.0)
+    [rest] = ingest.take_batches()
+    assert rest.reason == "timeout" and len(rest) == 149
