@@ -134,11 +134,12 @@ def navsatfix_to_fix(fix) -> tuple[float, float, float, int, float | None]:
 
     ``status`` is ``NavSatStatus.status`` (-1 NO_FIX, -2 never set, 0 … 2 a fix). The std is
     the square root of the larger of the east and north variances of the ENU
-    ``position_covariance`` [m²], None when its type is ``COVARIANCE_TYPE_UNKNOWN`` (0).
+    ``position_covariance`` [m²], None when its type is ``COVARIANCE_TYPE_UNKNOWN`` (0), NaN
+    when either is negative or NaN (no variance: the ingest refuses it).
     """
-    covariance = fix.position_covariance
-    std = (math.sqrt(max(covariance[0], covariance[4])) if fix.position_covariance_type
-           else None)
+    east, north = fix.position_covariance[0], fix.position_covariance[4]
+    std = (None if not fix.position_covariance_type
+           else math.sqrt(max(east, north)) if east >= 0.0 and north >= 0.0 else math.nan)
     return (time_to_seconds(fix.header.stamp), fix.latitude, fix.longitude,
             int(fix.status.status), std)
 

@@ -18,6 +18,16 @@ sensors') gives the ingest:
   the water column (its change with depth, temperature and salinity, ≈ 0.5 % over the
   first kilometre, is neglected, as is the local variation of g, ≈ 0.3 %).
 
+Plausibility (:class:`~poam_ros.ingest.config.LimitsConfig`), per message. A pressure is
+judged by the depth it gives, so that a gauge sensor (``atmospheric_pressure`` 0) and an
+absolute one share the limits: a non-finite pressure is ``pressure_invalid``, a depth outside
+[``limits.depth_min``, ``limits.depth_max``] ``depth_out_of_limits`` (a negative absolute
+pressure reads about -10 m, an absurd one tens of thousands of kilometres). An orientation
+is judged against the one kept before it: the angle θ of the rotation between them,
+cos θ = (tr(R₀ᵀ R₁) - 1) / 2, beyond ``limits.attitude_rate_max`` · Δt + 0.01 rad (an
+AHRS's noise, so that two stamps a microsecond apart are no infinite rate) is a glitch,
+``imu_rate_out_of_limits``; after a gap the bound grows, so a true attitude is taken again.
+
 Each is a time series of its own (:class:`~poam_ros.ingest.pose_history.PoseHistory`: the
 same horizon, gap limit and interpolation as the odometry's); a reading is placed once the
 odometry and every enabled series reach its stamp (it waits for them as for the odometry).
@@ -27,15 +37,26 @@ the remap alike.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
+import numpy as np
+
+from poam_ros.attitude import rotation_matrix
 from poam_ros.ingest.pose_history import Lookup, PlacedPose, PoseHistory
+from poam_ros.ingest.reasons import (
+    DEPTH_OUT_OF_LIMITS,
+    IMU_RATE_OUT_OF_LIMITS,
+    PRESSURE_INVALID,
+    Drops,
+)
 
 if TYPE_CHECKING:
     from poam_ros.ingest.config import IngestConfig
 
 GRAVITY = 9.80665  # m/s², standard gravity
 IMU, DEPTH = "imu", "depth"  # the streams' names (drop details, stamps' order)
+ATTITUDE_NOISE = 0.01  # rad: an AHRS's orientation noise, allowed on top of the rate limit
 
 
 def depth_from_pressure(pressure: float, water_density: float,
@@ -51,10 +72,12 @@ def enabled_streams(config: IngestConfig) -> tuple[str, ...]:
 
 
 class AttitudeDepth:
-    """The enabled series (IMU attitude, pressure depth) and the pose they give a reading."""
+    """The enabled series (IMU attitude, pressure depth) and the pose they give a reading;
+    implausible values are counted in ``drops``."""
 
-    def __init__(self, config: IngestConfig) -> None:
+    def __init__(self, config: IngestConfig, drops: Drops) -> None:
         self.config = config
+        self._drops = drops
         self.attitude = PoseHistory(config.pose_history, config.max_pose_gap)
         self.depth = PoseHistory(config.pose_history, config.max_pose_gap)
 
@@ -69,9 +92,39 @@ class AttitudeDepth:
         """The enabled series, by stream name."""
         return enabled_streams(self.config)
 
-    def add_attitude(self, t: float, roll: float, pitch: float, yaw: float) -> None:
-        """The IMU's attitude [rad] at ``t`` s, newer than the last (checked by the caller)."""
+    def add_attitude(self, t: float, roll: float, pitch: float, yaw: float) -> bool:
+        """The IMU's attitude [rad] at ``t`` s, newer than the last (checked by the caller),
+        unless it turned too fast from the last kept (see the module docstring)."""
+        latest = self.attitude.latest
+        if latest is not None:
+            t_last, yaw_last, roll_last, pitch_last = latest[0], *latest[4:]
+            relative = (rotation_matrix(roll_last, pitch_last, yaw_last).T
+                        @ rotation_matrix(roll, pitch, yaw))
+            angle = math.acos(float(np.clip((np.trace(relative) - 1.0) / 2.0, -1.0, 1.0)))
+            limit = self.config.limits.attitude_rate_max
+            if angle > limit * (t - t_last) + ATTITUDE_NOISE:
+                return self._drops.drop(IMU_RATE_OUT_OF_LIMITS, 1, f"imu at t={t:.6f} s turned "
+                                        f"{angle:.3g} rad in {t - t_last:.3g} s from the last "
+                                        f"kept, faster than limits.attitude_rate_max "
+                                        f"{limit:g} rad/s")
         self.attitude.append(t, 0.0, 0.0, 0.0, yaw, roll, pitch)
+        return True
+
+    def depth_of(self, t: float, pressure: float) -> float | None:
+        """The depth [m] of the depth sensor's ``pressure`` [Pa] at ``t`` s, or None when it
+        is dropped (see the module docstring)."""
+        if not math.isfinite(pressure):
+            self._drops.drop(PRESSURE_INVALID, 1, f"pressure {pressure} Pa at t={t:.6f} s")
+            return None
+        config = self.config
+        depth = depth_from_pressure(pressure, config.water_density, config.atmospheric_pressure)
+        low, high = config.limits.depth_min, config.limits.depth_max
+        if not low <= depth <= high:
+            self._drops.drop(DEPTH_OUT_OF_LIMITS, 1, f"pressure {pressure:g} Pa at t={t:.6f} s "
+                             f"gives a depth of {depth:.6g} m, outside the plausible "
+                             f"[{low:g}, {high:g}] m")
+            return None
+        return depth
 
     def add_depth(self, t: float, depth: float) -> None:
         """The depth [m] below the surface at ``t`` s, newer than the last."""

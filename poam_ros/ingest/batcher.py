@@ -9,6 +9,12 @@ and cuts them into :class:`RawBatch` es:
   stamped up to the arrival pose's time;
 * when the batch reaches ``max_batch_size`` samples or spans ``max_batch_age`` seconds
   (continuous surveys);
+* on time, whatever the plan and the fixes do (a waypoint never reached, a fix that moved
+  the vehicle off its track): once the oldest sample not yet cut is ``batch_timeout`` old on
+  the stamp clock (the newest odometry stamp minus its stamp) or on the wall clock (since the
+  batch began), whichever first, the batch goes out (``timeout``). An arrival waiting for
+  its streams is bounded by ``flush_grace`` instead, and a reading waiting for a pose by
+  ``pending_timeout``, so no sample waits without bound;
 * on request (:meth:`Batcher.flush_tail`: a survey that ends mid-leg) and at an odometry
   clock reset (:meth:`Batcher.restart`: what was placed went out correctly, ``reset``).
 
@@ -52,7 +58,8 @@ class SampleBatch:
     values of the C configured channels (NaN where a sample did not measure one), world frame.
 
     ``stamp`` [s] is the time the batch runs up to (the arrival pose's time at a decision
-    point), ``reason`` why it was cut (``arrival``, ``size`` or ``age``) and ``dropped``
+    point), ``reason`` why it was cut (``arrival``, ``size``, ``age``, ``timeout``, ``reset`` or
+    ``end``) and ``dropped``
     what the batch-level checks removed from it.
     """
 
@@ -109,6 +116,8 @@ class Batcher:
         self._last_arrival = -math.inf
         self.published_until = -math.inf  # stamp of the last decision-point batch
         self._cut = 0  # raw batches cut so far
+        self._clock = -math.inf  # newest odometry stamp [s]: the batch timeout's stamp clock
+        self._began: float | None = None  # wall time [s] the batch began (first seen placed)
 
     def configure(self, config: IngestConfig) -> None:
         """New limits and filters; what is placed, planned and cut stays."""
@@ -169,6 +178,7 @@ class Batcher:
     def progress(self, t: float, x: float, y: float) -> None:
         """Advance the plan past waypoints within the goal radius of the vehicle's corrected
         position (x, y) [m] at ``t`` s; the last one reached is an arrival."""
+        self._clock = max(self._clock, t)
         plan = self._plan
         if plan is None:
             return
@@ -187,8 +197,9 @@ class Batcher:
 
     def try_flush(self, now: float) -> None:
         """Cut the arrival's batch once every stream has delivered up to it, or its grace
-        has run out at wall time ``now`` [s]."""
+        has run out at wall time ``now`` [s]; without an arrival, the batch on time."""
         if self._arrival is None:
+            self._cut_on_time(now)
             return
         t_arrival, deadline = self._arrival
         if deadline == math.inf:
@@ -203,6 +214,21 @@ class Batcher:
                         "reading stamped before it", t_arrival, self.config.flush_grace)
         self._flush(t_arrival, "arrival")
 
+    def _cut_on_time(self, now: float) -> None:
+        """Cut the batch once its oldest sample is ``batch_timeout`` old (module docstring)."""
+        if not self._chunks:
+            return
+        if self._began is None:
+            self._began = now
+        timeout = self.config.batch_timeout
+        waited = self._clock - self._chunks[0][0]
+        if waited >= timeout - STAMP_TOLERANCE or now - self._began >= timeout:
+            log.warning("batch of %d samples cut on time: its oldest sample (t=%.6f s) waited "
+                        "%.6g s of stamp time, %.6g s of wall time, with no decision point "
+                        "(batch_timeout %g s)", self._samples, self._chunks[0][0], waited,
+                        now - self._began, timeout)
+            self._flush(math.inf, "timeout")
+
     def restart(self) -> None:
         """The odometry's clock was reset: a waiting arrival's batch goes out, then the rest
         (``reset``); stamps of the old clock no longer order anything. The plan's progress is
@@ -211,7 +237,7 @@ class Batcher:
             self._flush(self._arrival[0], "arrival")
         if self._chunks:
             self._flush(math.inf, "reset")
-        self.published_until = self._last_arrival = -math.inf
+        self.published_until = self._last_arrival = self._clock = -math.inf
 
     def flush_tail(self, reason: str = "end") -> None:
         """Cut what has been placed since the last batch (a survey that ends mid-leg: no
@@ -221,6 +247,7 @@ class Batcher:
 
     def _flush(self, until: float, reason: str) -> None:
         """Cut a raw batch of the samples stamped up to ``until`` (all of them for inf)."""
+        self._began = None  # what stays begins a batch, its wall time seen at the next check
         if reason == "arrival":
             self._arrival = None
             self.published_until = until

@@ -9,6 +9,12 @@ off one topic of one of three standard message types:
 * ``cloud``: a stamped ``sensor_msgs/PointCloud2`` of one point (any other sensor) whose
   field named like the channel holds the value.
 
+Each type has declared plausibility limits (:func:`value_limits`, from
+:class:`~poam_ros.ingest.config.LimitsConfig`): ``temperature_min/max`` [°C],
+``pressure_min/max`` [Pa] (FluidPressure is absolute) and ``cloud_min/max`` (the sensor's
+own unit); a reading outside is dropped (``value_out_of_limits``), a non-finite one
+(``nonfinite_point``) whatever its type.
+
 :func:`~poam_ros.ingest.feeders.feed_channel` hands one such message to
 :meth:`Ingest.add_reading <poam_ros.ingest.core.Ingest.add_reading>`: the ingest node calls it
 on a live message, the remap on a recorded one, so both place the same readings.
@@ -41,6 +47,13 @@ class ChannelSource(NamedTuple):
     @property
     def msgtype(self) -> str:
         return CHANNEL_TYPES[self.kind]
+
+
+def value_limits(kind: str, config: IngestConfig) -> tuple[float, float]:
+    """The plausible values [low, high] of a channel of type ``kind``, in its unit."""
+    limits = config.limits
+    prefix = "pressure" if kind == "fluid_pressure" else kind
+    return getattr(limits, f"{prefix}_min"), getattr(limits, f"{prefix}_max")
 
 
 def channel_sources(config: IngestConfig) -> list[ChannelSource]:

@@ -1,6 +1,7 @@
 """The sensor ingest's configuration: frames, pairing tolerances, batching, swath filters,
-channels and navigation sources (no ROS). The ``sensor_ingest`` node declares these fields as
-its parameters; the modules of :mod:`poam_ros.ingest` document what each does."""
+channels, navigation sources and the plausibility limits of every scalar input (no ROS). The
+``sensor_ingest`` node declares these fields as its parameters (:class:`LimitsConfig`'s as
+``limits.<name>``); the modules of :mod:`poam_ros.ingest` document what each does."""
 
 from __future__ import annotations
 
@@ -10,7 +11,66 @@ from dataclasses import dataclass
 from poam_ros.ingest.channels import check_channel_sources
 from poam_ros.ingest.cloud_filters import BACKENDS
 from poam_ros.ingest.navigation import StaticTransform
-from poam_ros.params import ConfigError, Params, param
+from poam_ros.params import ConfigError, Params, group, param
+
+
+@dataclass
+class LimitsConfig(Params):
+    """Plausibility limits of the scalar inputs: a value outside is not a measurement of the
+    sea but a fault (a sign error, a unit mix-up, a corrupted field), dropped and counted under
+    the reason named. The defaults bound what the ocean and a vehicle in it can give, with a
+    margin; narrow them to a sensor's range. Latitude ±90° and longitude ±180° are not
+    parameters but the definition of the coordinates (``fix_out_of_range``)."""
+
+    depth_min: float = param(-5.0, "the depth sensor's depth (from its pressure, "
+                                   "depth_from_pressure) below this is dropped "
+                                   "(depth_out_of_limits): a vehicle at the surface in waves "
+                                   "and an atmosphere off its declared value read a few metres "
+                                   "above 0, while a negative absolute pressure reads -10 m",
+                             unit="m", low=-100.0, high=0.0)
+    depth_max: float = param(11000.0, "the depth sensor's depth above this is dropped "
+                                      "(depth_out_of_limits): the deepest sea, the Challenger "
+                                      "Deep, is 10,935 m", unit="m", low=1.0)
+    pressure_min: float = param(0.8e5, "a fluid_pressure channel's reading below this is "
+                                       "dropped (value_out_of_limits); FluidPressure is an "
+                                       "absolute pressure, and the sea surface's is the "
+                                       "atmosphere's, never below about 0.87e5 Pa (the lowest "
+                                       "ever recorded, in a typhoon)", unit="Pa", low=0.0)
+    pressure_max: float = param(1.2e8, "a fluid_pressure channel's reading above this is "
+                                       "dropped (value_out_of_limits): full ocean depth is "
+                                       "about 1.1e8 Pa", unit="Pa", low=1.0)
+    temperature_min: float = param(-3.0, "a temperature channel's reading below this is "
+                                         "dropped (value_out_of_limits): sea water freezes at "
+                                         "about -1.9 degC", unit="degC", low=-273.15)
+    temperature_max: float = param(40.0, "a temperature channel's reading above this is "
+                                         "dropped (value_out_of_limits): the warmest open sea "
+                                         "is about 35 degC (raise it near hydrothermal vents)",
+                                   unit="degC")
+    cloud_min: float = param(-1e9, "a cloud channel's value below this is dropped "
+                                   "(value_out_of_limits); its unit is the sensor's own, so "
+                                   "the default only refuses garbage: set the sensor's range")
+    cloud_max: float = param(1e9, "a cloud channel's value above this is dropped "
+                                  "(value_out_of_limits), as cloud_min")
+    fix_max_covariance: float = param(1e6, "a position fix whose east or north variance "
+                                           "exceeds this, or is negative or not finite, is "
+                                           "dropped (fix_implausible_covariance): a fix "
+                                           "claiming a std over 1 km places nothing a survey "
+                                           "can use, and its std widens the fix's outlier "
+                                           "gate (fixes.py)", unit="m^2", low=0.0)
+    attitude_rate_max: float = param(3.0, "an IMU orientation turned from the one before "
+                                          "faster than this (plus the AHRS's noise, 0.01 rad) "
+                                          "is dropped (imu_rate_out_of_limits): an AUV turns "
+                                          "well under 1 rad/s and a surface vehicle rolls in "
+                                          "waves at under 2 rad/s; a flipped or glitched "
+                                          "quaternion turns at hundreds", unit="rad/s",
+                                    low=1e-3)
+
+    def validate(self) -> None:
+        for name in ("depth", "pressure", "temperature", "cloud"):
+            low, high = getattr(self, f"{name}_min"), getattr(self, f"{name}_max")
+            if not low < high:
+                raise ConfigError(f"LimitsConfig.{name}_max ({high:g}) must exceed "
+                                  f"{name}_min ({low:g})")
 
 
 @dataclass
@@ -29,6 +89,18 @@ class IngestConfig(Params):
                                     "of its east and north) exceeds this is dropped "
                                     "(fix_imprecise; one reporting none passes); 0: off",
                                unit="m", low=0.0)
+    fix_max_correction: float = param(200.0, "the largest correction a position fix may make "
+                                             "right after the last one: its base, the "
+                                             "navigation's initial uncertainty; a fix moving "
+                                             "the position further than this + fix_drift_rate "
+                                             "* the time since the last fix + 3 times the "
+                                             "fix's own std is a gross outlier, dropped "
+                                             "(fix_outlier)", unit="m", low=0.0)
+    fix_drift_rate: float = param(1.0, "how fast the dead-reckoned position may drift away "
+                                       "from the truth between fixes (see "
+                                       "fix_max_correction): a current of 1 m/s unseen by a "
+                                       "navigation without DVL; a DVL-aided INS drifts ~100 "
+                                       "times slower", unit="m/s", low=0.0)
     sonar_frame: str = param("sonar_link", "frame_id expected of sonar/range and "
                                            "sonar/swath (placed by sonar_mount_xyz/rpy)")
     sonar_mount_xyz: list = param([0.0, 0.0, 0.0], "lever arm: sonar_frame's origin in "
@@ -81,6 +153,13 @@ class IngestConfig(Params):
     max_batch_age: float = param(0.0, "publish a batch once it spans this much stamp time; 0: "
                                       "only at decision points and max_batch_size",
                                  unit="s", low=0.0)
+    batch_timeout: float = param(3600.0, "a batch goes out (reason timeout) once its oldest "
+                                         "sample is this old, on the stamp clock (the newest "
+                                         "odometry stamp) or the wall clock (since it was "
+                                         "placed), whichever first: whatever the plan does "
+                                         "(a waypoint never reached), no sample waits longer; "
+                                         "always on, unlike max_batch_age, and longer than a "
+                                         "survey's legs", unit="s", low=1.0)
     swath_min_range: float = param(0.0, "swath points closer than this are dropped",
                                    unit="m", low=0.0)
     swath_max_range: float = param(10000.0, "swath points further than this are dropped",
@@ -131,6 +210,7 @@ class IngestConfig(Params):
     atmospheric_pressure: float = param(101325.0, "pressure at the surface for "
                                                   "depth_from_pressure (a sensor reporting "
                                                   "gauge pressure: 0)", unit="Pa", low=0.0)
+    limits: LimitsConfig = group(LimitsConfig)
 
     def validate(self) -> None:
         for name in ("sonar_mount_xyz", "sonar_mount_rpy"):

@@ -26,8 +26,10 @@ than ``orientation_tolerance``) is refused rather than placed with the heading a
 up for it. With ``imu_attitude`` and ``depth_from_pressure`` the attitude and the depth come
 from an IMU and a pressure sensor (:mod:`~poam_ros.ingest.attitude_depth`); their messages
 are dropped, counted per message, in another frame (``wrong_frame``), with no orientation or
-one that is not a rotation (``imu_invalid``) or a non-finite pressure (``pressure_invalid``),
-and out of order as the readings are.
+one that is not a rotation (``imu_invalid``), a non-finite pressure (``pressure_invalid``),
+beyond the declared plausibility limits (``limits``: ``imu_rate_out_of_limits``,
+``depth_out_of_limits``), and out of order as the readings are. A channel's reading beyond
+its type's limits is ``value_out_of_limits`` (:mod:`~poam_ros.ingest.channels`).
 
 Clock resets. The odometry's reset restarts everything tied to the old clock: what was
 placed goes out as batches (a pending arrival's, then the rest with reason ``reset``), the
@@ -56,9 +58,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from poam_ros.attitude import roll_pitch_from_quaternion, yaw_from_quaternion
-from poam_ros.ingest.attitude_depth import DEPTH, IMU, depth_from_pressure
+from poam_ros.ingest.attitude_depth import DEPTH, IMU
 from poam_ros.ingest.batcher import Batcher, RawBatch, SampleBatch
-from poam_ros.ingest.channels import channel_sources
+from poam_ros.ingest.channels import channel_sources, value_limits
 from poam_ros.ingest.cloud_filters import resolve_backend
 from poam_ros.ingest.config import IngestConfig
 from poam_ros.ingest.fixes import PositionFixes
@@ -76,8 +78,8 @@ from poam_ros.ingest.reasons import (
     POSE_INVALID_ORIENTATION,
     POSE_NONFINITE,
     POSE_WRONG_FRAME,
-    PRESSURE_INVALID,
     RANGE_OUT_OF_LIMITS,
+    VALUE_OUT_OF_LIMITS,
     WRONG_FRAME,
     Drops,
 )
@@ -105,8 +107,7 @@ class Ingest:
         self.batcher = Batcher(config, self.streams, self.drops, workspace)
         self.placement = Placement(config, self.drops, self.position_fixes, self.batcher)
         # the channels' streams (kinds) and frames; the channels fix the samples' columns
-        self._channel_frames = {CHANNEL + source.name: source.frame
-                                for source in channel_sources(config)}
+        self._channels = {CHANNEL + source.name: source for source in channel_sources(config)}
         self.channel_received: Counter = Counter()  # per channel, readings handed in
 
     def configure(self, config: IngestConfig) -> None:
@@ -293,17 +294,18 @@ class Ingest:
 
     def add_reading(self, t: float, channel: str, value: float, now: float,
                     frame_id: str | None = None) -> bool:
-        """A scalar ``channel``'s ``value`` (its units, e.g. °C or Pa) measured at ``t`` s at
-        the vehicle's position, in ``frame_id`` (checked against the channel's frame when
+        """A scalar ``channel``'s ``value`` (its units, e.g. °C or Pa) measured at ``t`` s
+        at the vehicle's position, in ``frame_id`` (checked against the channel's frame when
         given). True when placed or waiting for a pose. A channel not configured or another
         frame is ``wrong_frame`` (not this ingest's), a non-finite value
-        ``nonfinite_point``; stamps follow the rules of the ranges, per channel."""
+        ``nonfinite_point``, one beyond its type's limits ``value_out_of_limits``; stamps
+        follow the rules of the ranges, per channel."""
         kind = CHANNEL + channel
-        if kind not in self._channel_frames:
+        if kind not in self._channels:
             return self.drops.drop(WRONG_FRAME, 1, f"reading of channel {channel!r}, not one "
                                    f"of {self.config.channels!r}")
         self.channel_received[channel] += 1
-        if not self.streams.admit(kind, t, frame_id, 1, self._channel_frames[kind]):
+        if not self.streams.admit(kind, t, frame_id, 1, self._channels[kind].frame):
             return False
         return self.streams.judge(kind, t, 1, lambda: self._add_reading(t, kind, value, now))
 
@@ -312,6 +314,12 @@ class Ingest:
             return False
         if not math.isfinite(value):
             return self.drops.drop(NONFINITE_POINT, 1, f"{kind} value {value} at t={t:.6f} s")
+        channel_type = self._channels[kind].kind
+        low, high = value_limits(channel_type, self.config)
+        if not low <= value <= high:
+            return self.drops.drop(VALUE_OUT_OF_LIMITS, 1, f"{kind} value {value:g} at t="
+                                   f"{t:.6f} s outside its plausible [{low:g}, {high:g}] "
+                                   f"(limits of a {channel_type} channel)")
         return self.placement.place(t, kind, float(value), now)
 
     def add_attitude(self, t: float, orientation: tuple[float, float, float, float],
@@ -331,10 +339,9 @@ class Ingest:
         yaw = yaw_from_quaternion(orientation)
         if problem is not None or not math.isfinite(yaw):
             return drop(IMU_INVALID, 1, f"imu at t={t:.6f} s with {problem}")
-        if not self._in_order(IMU, t, 1):
+        if not self._in_order(IMU, t, 1) or not self.placement.attitude_depth.add_attitude(
+                t, *roll_pitch_from_quaternion(orientation), yaw):
             return False
-        self.placement.attitude_depth.add_attitude(
-            t, *roll_pitch_from_quaternion(orientation), yaw)
         self._resolved(now)
         return True
 
@@ -348,12 +355,10 @@ class Ingest:
             return drop(WRONG_FRAME, 1, "pressure message, but depth_from_pressure is off")
         if not self.streams.admit(DEPTH, t, frame_id, 1, config.depth_frame or config.base_frame):
             return False
-        if not math.isfinite(pressure):
-            return drop(PRESSURE_INVALID, 1, f"pressure {pressure} Pa at t={t:.6f} s")
-        if not self._in_order(DEPTH, t, 1):
+        depth = self.placement.attitude_depth.depth_of(t, pressure)
+        if depth is None or not self._in_order(DEPTH, t, 1):
             return False
-        self.placement.attitude_depth.add_depth(t, depth_from_pressure(
-            pressure, config.water_density, config.atmospheric_pressure))
+        self.placement.attitude_depth.add_depth(t, depth)
         self._resolved(now)
         return True
 

@@ -11,13 +11,28 @@ odometry as it came, so the speed limit judges the odometry against itself and a
 USBL correction drops no pose. A fix whose stamp is ahead of every pose waits for one
 (``pending_timeout``).
 
+A fix is judged before it moves the vehicle. Its correction's change, the innovation
+‖fix − (odometry + the correction in force)‖ at its stamp, must stay within what the
+navigation can have drifted since it was last corrected:
+
+    ‖Δ‖ ≤ fix_max_correction + fix_drift_rate · (t − t₀) + 3 σ            [m]
+
+with t₀ the stamp of the last fix applied (before the first, of the first pose of the
+odometry's clock) and σ the fix's own reported horizontal std (0 when it reports none: the
+bound is then the navigation's alone). A fix beyond is a gross outlier (a fix of another
+vehicle, a wrong datum, a corrupted field), dropped as ``fix_outlier``; it sets no t₀, so
+the bound keeps growing and a true, large correction is taken once the drift allows it.
+
 Fixes are dropped, counted per message, without the anchor (``fix_no_anchor``), with
 status NO_FIX or never set (``fix_no_fix``), a non-finite stamp, latitude or longitude
-(``fix_nonfinite``), a latitude or longitude out of range or where the anchor's projection
-has no place for it (``fix_out_of_range``), a reported horizontal std above ``fix_max_std``
-(``fix_imprecise``; 0: off; a fix reporting no covariance passes), a stamp not after the
-previous fix's (``fix_out_of_order``) or no pose to reset at its stamp (``fix_no_pose``, also
-for a fix waiting on an odometry clock that a reset abandoned).
+(``fix_nonfinite``), a latitude beyond ±90° or a longitude beyond ±180° (hard limits: the
+coordinates' definition) or where the anchor's projection has no place for it
+(``fix_out_of_range``), a reported east or north variance that is negative, not finite or
+above ``limits.fix_max_covariance`` (``fix_implausible_covariance``), a reported horizontal
+std above ``fix_max_std`` (``fix_imprecise``; 0: off; a fix reporting no covariance passes),
+a stamp not after the previous fix's (``fix_out_of_order``), no pose to reset at its stamp
+(``fix_no_pose``, also for a fix waiting on an odometry clock that a reset abandoned) or as
+an outlier (``fix_outlier``).
 
 Pair fixes with odometry that does not apply them itself (dead reckoning, a DVL/INS solution,
 robot_localization's continuous ``odom``-frame output): odometry aided by the same fixes
@@ -38,6 +53,7 @@ from poam_ros.ingest.config import IngestConfig
 from poam_ros.ingest.navigation import HorizontalResets
 from poam_ros.ingest.pose_history import STAMP_TOLERANCE, Lookup, PoseHistory
 from poam_ros.ingest.reasons import (
+    FIX_IMPLAUSIBLE_COVARIANCE,
     FIX_IMPRECISE,
     FIX_NO_ANCHOR,
     FIX_NO_FIX,
@@ -45,6 +61,7 @@ from poam_ros.ingest.reasons import (
     FIX_NONFINITE,
     FIX_OUT_OF_ORDER,
     FIX_OUT_OF_RANGE,
+    FIX_OUTLIER,
     Drops,
 )
 
@@ -52,6 +69,8 @@ if TYPE_CHECKING:  # the anchor is handed in: the ingest itself needs no pyproj 
     from poam_ros.geo.georeference import GeoReference
 
 log = logging.getLogger(__name__)
+
+FIX_GATE = 3.0  # the fix's stds its outlier bound allows (a 3-sigma gate)
 
 
 class PositionFixes:
@@ -66,7 +85,8 @@ class PositionFixes:
         self.applied = 0               # fixes applied
         self.last_correction = 0.0     # m, how far the latest fix moved the position
         self._resets = HorizontalResets()
-        self._pending: deque = deque()  # (t, x, y, received) ahead of every pose
+        self._pending: deque = deque()  # (t, x, y, received, std) ahead of every pose
+        self._corrected = -math.inf     # t₀: stamp of the last fix, or of the first pose
 
     def configure(self, config: IngestConfig) -> None:
         """New limits; the waiting fixes and the corrections stay."""
@@ -99,6 +119,11 @@ class PositionFixes:
         if abs(latitude) > 90.0 or abs(longitude) > 180.0:
             return drop(FIX_OUT_OF_RANGE, 1, f"{where}: latitude beyond ±90° or longitude "
                         f"beyond ±180°")
+        plausible = self.config.limits.fix_max_covariance
+        if horizontal_std is not None and not 0.0 <= horizontal_std ** 2 <= plausible:
+            return drop(FIX_IMPLAUSIBLE_COVARIANCE, 1, f"{where}: horizontal variance "
+                        f"{horizontal_std ** 2:.3g} m² negative, not finite or above "
+                        f"limits.fix_max_covariance {plausible:g} m²")
         limit = self.config.fix_max_std
         if limit and horizontal_std is not None and not horizontal_std <= limit:
             return drop(FIX_IMPRECISE, 1, f"{where}: horizontal std {horizontal_std:.3g} m "
@@ -111,7 +136,7 @@ class PositionFixes:
             x, y = (float(v) for v in self.georeference.to_map(longitude, latitude))
         except ValueError as error:
             return drop(FIX_OUT_OF_RANGE, 1, f"{where}: {error}")
-        self._pending.append((t, x, y, now))
+        self._pending.append((t, x, y, now, horizontal_std or 0.0))
         return True
 
     def resolve(self, poses: PoseHistory) -> list[tuple[float, np.ndarray]]:
@@ -119,25 +144,45 @@ class PositionFixes:
         stamp order: for each, (its stamp [s], the change (dx, dy) [m] of the correction from
         then on), by which the samples placed since then move."""
         changes = []
+        if self._corrected == -math.inf and len(poses):
+            self._corrected = poses.oldest_time
         while self._pending:
-            t, x, y, _ = self._pending[0]
+            t, x, y, _, std = self._pending[0]
             status, pose = poses.lookup(t)
             if status in (Lookup.EMPTY, Lookup.FUTURE):
                 break
             self._pending.popleft()
             if status is Lookup.PLACED:
-                changes.append((t, self._reset(t, x - pose.x, y - pose.y)))
+                if self._plausible(t, x - pose.x, y - pose.y, std):
+                    changes.append((t, self._reset(t, x - pose.x, y - pose.y)))
             else:
                 self._drops.drop(FIX_NO_POSE, 1, f"fix at t={t:.6f} s: no odometry to reset ("
                                  f"{status.value}: poses more than {self.config.max_pose_gap:g}"
                                  f" s apart around it, or older than the pose history)")
         return changes
 
+    def _plausible(self, t: float, dx: float, dy: float, std: float) -> bool:
+        """Whether the correction (dx, dy) [m] at ``t`` s of a fix of horizontal ``std`` [m]
+        is within the module docstring's bound; else it is dropped."""
+        old_x, old_y = self._resets.latest
+        change = math.hypot(dx - old_x, dy - old_y)
+        config = self.config
+        elapsed = max(t - self._corrected, 0.0)
+        bound = config.fix_max_correction + config.fix_drift_rate * elapsed + FIX_GATE * std
+        if change <= bound:
+            return True
+        return self._drops.drop(FIX_OUTLIER, 1, f"fix at t={t:.6f} s would move the position "
+                                f"by {change:.6g} m, beyond the {bound:.6g} m the navigation "
+                                f"can have drifted in the {elapsed:.6g} s since its last fix "
+                                f"(fix_max_correction + fix_drift_rate * dt + {FIX_GATE:g} "
+                                f"std)")
+
     def _reset(self, t: float, dx: float, dy: float) -> np.ndarray:
         """From stamp ``t`` on, odometry positions get (dx, dy) [m]; the change."""
         old_x, old_y = self._resets.latest
         shift = np.array([dx - old_x, dy - old_y])
         self._resets.reset(t, dx, dy)
+        self._corrected = t
         self.applied += 1
         self.last_correction = float(np.hypot(*shift))
         log.info("fix at t=%.6f s: horizontal position reset by (%+.3f, %+.3f) m", t, *shift)
@@ -157,6 +202,7 @@ class PositionFixes:
         s: the correction in force holds from then on, and waiting fixes stamped outside the
         new clock are dropped."""
         self._resets.restart()
+        self._corrected = -math.inf  # t₀ again from the new clock's first pose
         for fix in [f for f in self._pending if not low <= f[0] <= high]:
             self._pending.remove(fix)
             self._drops.drop(FIX_NO_POSE, 1, f"fix at t={fix[0]:.6f} s: of the odometry clock "

@@ -58,7 +58,7 @@ class Placement:
         self._fixes = fixes
         self._batcher = batcher
         self.poses = PoseHistory(config.pose_history, config.max_pose_gap)
-        self.attitude_depth = AttitudeDepth(config)
+        self.attitude_depth = AttitudeDepth(config, drops)
         self.channel_placed: Counter = Counter()  # per channel, readings placed as samples
         self.last_pose_wall = -math.inf  # wall time of the newest pose kept
         self._pending: deque = deque()   # (t, kind, payload, received)

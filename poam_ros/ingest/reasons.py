@@ -1,9 +1,12 @@
 """Why the ingest drops an input: every reason, defined once, and the tally that counts them.
 
 Counted in samples (one per range or reading, one per swath point), except the ``pose_*``,
-``fix_*``, ``imu_invalid``, ``pressure_invalid`` and ``malformed_message`` reasons, which
-count messages. The ingest node publishes each as ``dropped.<reason>`` (:data:`REASONS`);
-the mission, the remap and the planner's input check name them from here.
+``fix_*``, ``imu_*``, ``pressure_invalid``, ``depth_out_of_limits`` and
+``malformed_message`` reasons, which count messages. The ``value_``, ``depth_`` and
+``imu_rate_out_of_limits`` reasons are the declared plausibility limits'
+(:class:`~poam_ros.ingest.config.LimitsConfig`). The ingest
+node publishes each as ``dropped.<reason>`` (:data:`REASONS`); the mission, the remap and
+the planner's input check name them from here.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ NO_RETURN = "no_return"  # a range of +inf: the sonar detected nothing (REP-117)
 NONFINITE_RANGE = "nonfinite_range"
 NEGATIVE_RANGE = "negative_range"
 RANGE_OUT_OF_LIMITS = "range_out_of_limits"
+VALUE_OUT_OF_LIMITS = "value_out_of_limits"  # a channel's reading beyond its type's limits
 NONFINITE_POINT = "nonfinite_point"
 MALFORMED = "malformed_message"
 OUT_OF_ORDER = "out_of_order"
@@ -44,17 +48,23 @@ FIX_OUT_OF_RANGE = "fix_out_of_range"
 FIX_IMPRECISE = "fix_imprecise"
 FIX_OUT_OF_ORDER = "fix_out_of_order"
 FIX_NO_POSE = "fix_no_pose"
+FIX_IMPLAUSIBLE_COVARIANCE = "fix_implausible_covariance"
+FIX_OUTLIER = "fix_outlier"  # a correction beyond the navigation's stated uncertainty
 # Attitude and depth sensors (attitude_depth.py).
 IMU_INVALID = "imu_invalid"            # no orientation, or one that is not a rotation
 PRESSURE_INVALID = "pressure_invalid"  # a non-finite pressure
-FIX_REASONS = (FIX_NO_ANCHOR, FIX_NO_FIX, FIX_NONFINITE, FIX_OUT_OF_RANGE, FIX_IMPRECISE,
-               FIX_OUT_OF_ORDER, FIX_NO_POSE)
+DEPTH_OUT_OF_LIMITS = "depth_out_of_limits"  # the pressure's depth beyond the limits
+IMU_RATE_OUT_OF_LIMITS = "imu_rate_out_of_limits"  # a turn faster than attitude_rate_max
+FIX_REASONS = (FIX_NO_ANCHOR, FIX_NO_FIX, FIX_NONFINITE, FIX_OUT_OF_RANGE,
+               FIX_IMPLAUSIBLE_COVARIANCE, FIX_IMPRECISE, FIX_OUT_OF_ORDER, FIX_NO_POSE,
+               FIX_OUTLIER)
 REASONS = (WRONG_FRAME, NO_RETURN, NONFINITE_RANGE, NEGATIVE_RANGE, RANGE_OUT_OF_LIMITS,
            NONFINITE_POINT, MALFORMED, DUPLICATE, OUT_OF_ORDER, STALE_STAMP, STAMP_OUTLIER,
            CLOCK_RESET, POSE_GAP, NO_POSE, QUEUE_OVERFLOW, LATE, OUTSIDE_WORKSPACE,
            VOXEL_MERGED, STATISTICAL_OUTLIER, POSE_WRONG_FRAME, POSE_NONFINITE,
            POSE_INVALID_ORIENTATION, POSE_DUPLICATE, POSE_OUT_OF_ORDER, POSE_STAMP_OUTLIER,
-           POSE_JUMP, IMU_INVALID, PRESSURE_INVALID, *FIX_REASONS)
+           POSE_JUMP, VALUE_OUT_OF_LIMITS, IMU_INVALID, IMU_RATE_OUT_OF_LIMITS,
+           PRESSURE_INVALID, DEPTH_OUT_OF_LIMITS, *FIX_REASONS)
 
 
 class Drops:

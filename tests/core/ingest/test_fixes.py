@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 from poam_ros.geo.georeference import GeoReference
 from poam_ros.ingest import IngestConfig
@@ -58,7 +59,7 @@ def test_bad_fixes_are_dropped_before_they_wait():
     assert not position.add(6.0, math.nan, 10.0, now=0.0)
     assert not position.add(6.0, 95.0, 10.0, now=0.0)
     assert not position.add(*at(6.0, 0.0, 0.0), now=0.0, status=-1)
-    assert not position.add(*at(6.0, 0.0, 0.0), now=0.0, horizontal_std=1e6)
+    assert not position.add(*at(6.0, 0.0, 0.0), now=0.0, horizontal_std=100.0)
     assert not fixes(None)[0].add(*at(6.0, 0.0, 0.0), now=0.0)
     assert drops.counts == {ig.FIX_OUT_OF_ORDER: 1, ig.FIX_NONFINITE: 1, ig.FIX_OUT_OF_RANGE: 1,
                             ig.FIX_NO_FIX: 1, ig.FIX_IMPRECISE: 1}
@@ -82,3 +83,79 @@ def test_a_clock_reset_keeps_the_correction_and_the_fixes_of_the_new_clock():
     position.restart(low=990.0, high=1010.0)
     assert drops.counts == {ig.FIX_NO_POSE: 1}
     assert np.allclose(position.at(-1e9), [10.0, 0.0])  # in force from -inf now
+
+
+# ------------------------------------------------------------ the fix's judgement
+
+
+def judged(config=CONFIG):
+    drops = Drops()
+    return PositionFixes(config, drops, ANCHOR), drops
+
+
+@pytest.mark.parametrize("distance", [300e3, -5e6])
+def test_a_gross_outlier_fix_is_dropped_and_moves_nothing(distance):
+    """A fix hundreds of kilometres from the dead-reckoned position 5 s into the drive
+    (bound: 200 m + 1 m/s * 5 s) is refused and counted; the correction stays 0."""
+    position, drops = judged()
+    assert position.add(*at(5.0, 5.0 + distance, 0.0), now=0.0)
+    assert position.resolve(poses(6.0)) == []
+    assert drops.counts == {ig.FIX_OUTLIER: 1} and position.applied == 0
+    assert position.at(10.0) == (0.0, 0.0)
+
+
+def test_the_bound_grows_with_the_time_since_the_last_fix_and_the_fixs_std():
+    """fix_max_correction 10 m, fix_drift_rate 0.5 m/s: a fix 12 m off at t = 2 s (bound
+    11 m) is an outlier, one 12 m off at t = 5 s (12.5 m) corrects, and from then on the
+    bound restarts: 13 m off the corrected track at t = 7 s (11 m) is refused unless the fix
+    states a std of 1 m (11 + 3 m)."""
+    config = CONFIG.replace(fix_max_correction=10.0, fix_drift_rate=0.5)
+    position, drops = judged(config)
+    history = poses(20.0)
+    position.add(*at(2.0, 2.0 + 12.0, 0.0), now=0.0)
+    position.add(*at(5.0, 5.0 + 12.0, 0.0), now=0.0)
+    position.add(*at(7.0, 7.0 + 12.0 + 13.0, 0.0), now=0.0)
+    changes = position.resolve(history)
+    assert [t for t, _ in changes] == [5.0] and drops.counts == {ig.FIX_OUTLIER: 2}
+    position.add(*at(7.5, 7.5 + 12.0 + 13.0, 0.0), now=0.0, horizontal_std=1.0)
+    (t, shift), = position.resolve(history)
+    assert t == 7.5 and np.allclose(shift, [13.0, 0.0], atol=1e-6)
+
+
+def test_a_refused_large_correction_is_taken_once_the_drift_allows_it():
+    """A true 400 m offset: refused 10 s after the start (bound 210 m), taken at 250 s
+    (450 m): an outlier sets no new reference time, so the bound keeps growing."""
+    position, drops = judged()
+    history = poses(300.0)
+    position.add(*at(10.0, 10.0 + 400.0, 0.0), now=0.0)
+    position.add(*at(250.0, 250.0 + 400.0, 0.0), now=0.0)
+    (t, shift), = position.resolve(history)
+    assert t == 250.0 and np.allclose(shift, [400.0, 0.0], atol=1e-6)
+    assert drops.counts == {ig.FIX_OUTLIER: 1}
+
+
+def test_a_plan_never_reached_and_a_wild_fix_still_get_a_batch_on_time():
+    """The plan's waypoint lies 10 km away and a fix 500 km off comes in: the fix is
+    dropped, and the soundings go out once the oldest is batch_timeout (30 s) old on the
+    odometry's stamps, then, with the odometry stopped, on the wall clock."""
+    from poam_ros.ingest import Ingest
+
+    ingest = Ingest(CONFIG.replace(batch_timeout=30.0, max_batch_size=0), georeference=ANCHOR)
+    ingest.set_plan([[10e3, 0.0]], 0.0, 0.0)
+    for i in range(451):  # 45 s along x at 1 m/s, a sounding between poses
+        t = i / 10
+        ingest.add_pose(t, t, 0.0, 0.0, 0.0, now=0.0)
+        if i == 100:
+            ingest.add_fix(*at(5.0, 500e3, 0.0), now=0.0)
+        if i < 450:
+            ingest.add_range(t + 0.05, 10.0, 1.0, 100.0, now=0.0)
+    [batch] = ingest.take_batches()
+    # cut at the pose of 30.1 s, the oldest sounding 30.05 s old: those placed up to then
+    assert batch.reason == "timeout" and batch.stamp == pytest.approx(30.05)
+    assert len(batch) == 301 and ingest.batch_size == 149
+    assert ingest.dropped == {ig.FIX_OUTLIER: 1} and ingest.fixes == 0
+    ingest.poll(now=29.0)   # the rest began at wall time 0: not yet 30 s old
+    assert ingest.take_batches() == []
+    ingest.poll(now=31.0)
+    [rest] = ingest.take_batches()
+    assert rest.reason == "timeout" and len(rest) == 149
