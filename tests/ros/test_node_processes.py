@@ -77,3 +77,25 @@ def test_a_mapper_that_cannot_load_its_state_file_says_one_line(ros_domain_id, t
     assert process.returncode != 0
     assert "Traceback" not in process.stderr and len(lines) == 1, process.stderr
     assert str(path) in lines[0] and "cannot start" in lines[0]
+
+
+@pytest.mark.parametrize("node, vertices, message", [
+    ("mapper", "[]", "WorkspaceConfig.vertices needs at least 3"),
+    ("planner", "[0.0, 0.0, 10.0, 10.0, 10.0, 0.0, 0.0, 10.0]",
+     "WorkspaceConfig.vertices is degenerate"),
+    ("sensor_ingest", "[0.0, 0.0, 5.0, 0.0, 10.0, 0.0]", "WorkspaceConfig.vertices is degenerate"),
+], ids=["empty", "self-intersecting", "collinear"])
+def test_a_node_refuses_an_empty_or_degenerate_workspace_in_one_line(ros_domain_id, tmp_path,
+                                                                     node, vertices, message):
+    """rcl reads ``[]`` as no value: the node must not start on the default square."""
+    params = tmp_path / "params.yaml"
+    params.write_text(f"{node}:\n  ros__parameters:\n    workspace:\n"
+                      f"      vertices: {vertices}\n")
+    module = {"sensor_ingest": "ingest_node"}.get(node, f"{node}_node")
+    process = subprocess.run(
+        [sys.executable, "-m", f"poam_ros.ros.{module}", "--ros-args", "--params-file",
+         str(params)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    lines = process.stderr.strip().splitlines()
+    assert process.returncode != 0
+    assert "Traceback" not in process.stderr and len(lines) == 1, process.stderr
+    assert message in lines[0]

@@ -111,6 +111,20 @@ def test_a_workspace_off_the_terrain_is_refused_before_the_mission_starts(
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("vertices, message", [
+    ([], "WorkspaceConfig.vertices needs at least 3"),
+    ([0.0, 0.0, 10.0, 10.0, 10.0, 0.0, 0.0, 10.0], "WorkspaceConfig.vertices is degenerate"),
+    ([0.0, 0.0, 5.0, 0.0, 10.0, 0.0], "WorkspaceConfig.vertices is degenerate"),
+], ids=["empty", "self-intersecting", "collinear"])
+def test_an_empty_or_degenerate_workspace_is_one_line_never_the_default(
+        tmp_path, capsys, small_parameter_file, vertices, message):
+    params = small_parameter_file(planner={"workspace": {"vertices": vertices}})
+    assert mission(["--params", str(params), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and message in err
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_survey_area_off_the_georeferenced_raster_is_one_line(tmp_path, capsys):
     default = Path(__file__).resolve().parents[3] / "config" / "topobathy.yaml"
     text = default.read_text()
