@@ -70,6 +70,24 @@ class WorkspaceConfig(Params):
             raise ConfigError(f"WorkspaceConfig.no_go_vertices has {len(self.no_go_vertices)} "
                               f"numbers but no_go_vertex_counts {self.no_go_vertex_counts} "
                               f"asks for {expected}")
+        self._validate_geometry()
+
+    def _validate_geometry(self) -> None:
+        """The polygons themselves (zero area, self-intersecting, collinear, covered by the
+        no-go zones) are refused here, so that every reader of the parameters (a file, a node
+        at start, a parameter change) refuses them alike instead of meeting them later."""
+        zones = self.no_go_zones()
+        try:
+            _valid_polygon(_pairs(self.vertices, "vertices"), "WorkspaceConfig.vertices")
+            for i, zone in enumerate(zones):
+                _valid_polygon(_pairs(zone, "zone"),
+                               f"WorkspaceConfig.no_go_vertices (no-go zone {i})")
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+        try:
+            Workspace.from_vertices(self.vertices, zones)
+        except ValueError as error:  # the zones leave nothing
+            raise ConfigError(f"WorkspaceConfig.no_go_vertices: {error}") from None
 
     def no_go_zones(self) -> list[list[float]]:
         """The no-go zones as one flat [x0, y0, x1, y1, ...] list each."""

@@ -22,7 +22,8 @@ rows as stored instead; that reproduces the POAM reference code, which indexes t
 north-first image with row 0 at ``ymin`` (its world is ours mirrored north-south).
 
 Voids (SRTM -32768, NaN or inf in arrays) take the value of the nearest valid cell
-(Euclidean distance in cells) when ``fill_voids`` is on; otherwise they are an error. A
+(Euclidean distance in cells) when ``fill_voids`` is on, logged as a warning with their count
+(elevations made up: the user must hear of it); otherwise they are an error. A
 grid without any valid cell is always an error. Float grids are resized, after filling,
 with Pillow's bicubic filter in float32.
 """
@@ -189,7 +190,8 @@ def without_voids(grid: np.ndarray, path, fill_voids: bool) -> np.ndarray:
         raise TerrainError(f"{path}: {int(void.sum())} void or non-finite cell(s), the first "
                            f"at file row {row}, column {col}, and fill_voids is off")
     nearest = distance_transform_edt(void, return_distances=False, return_indices=True)
-    log.info("%s: filled %d void cell(s) from their nearest valid cell", path, void.sum())
+    log.warning("%s: filled %d of %d cell(s), void or non-finite, from their nearest valid "
+                "cell (terrain.fill_voids)", path, void.sum(), void.size)
     return grid[tuple(nearest)]
 
 

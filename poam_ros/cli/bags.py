@@ -271,6 +271,16 @@ def _remap_setup(args):
     return setup, config
 
 
+def print_remap_notes(result) -> None:
+    """What a remap (``poam-ros remap``, or ``export`` of a bag) must say besides its map: its
+    notes, and for a damaged bag a warning with the messages lost per topic."""
+    for note in result.notes:
+        print(f"note: {note}")
+    if result.read_report.damaged:
+        print(f"warning: damaged bag, everything readable was used: "
+              f"{result.read_report.summary()}", file=sys.stderr)
+
+
 def _print_remap(result, out: Path) -> None:
     from poam_ros.cli.mission import print_final, print_unmapped
 
@@ -289,11 +299,7 @@ def _print_remap(result, out: Path) -> None:
     print_unmapped(drops.pop("outside_workspace", 0), drops.pop("no_return", 0))
     if drops:
         print("ingest drops: " + ", ".join(f"{k} {v}" for k, v in sorted(drops.items())))
-    for note in result.notes:
-        print(f"note: {note}")
-    if result.read_report.damaged:
-        print(f"warning: damaged bag, everything readable was used: "
-              f"{result.read_report.summary()}", file=sys.stderr)
+    print_remap_notes(result)
     written = sorted(path.name for path in out.iterdir() if path.is_file())
     print(f"outputs: {out}/ ({', '.join(written)})")
 

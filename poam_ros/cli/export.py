@@ -5,7 +5,8 @@ file's grid (``grid.*`` over ``workspace.*``, or ``--resolution`` / ``--bounds``
 CRS of the map frame's anchor (``geo.*``). A map frame without an anchor has no place on the
 Earth, so its map is refused unless ``--crs`` says which CRS its metres already are. Input
 it cannot use is one line and exit status 2 before anything is read; a failure once started
-is exit status 1.
+is exit status 1. A bag is re-mapped as ``poam-ros remap`` does it, and says what that says
+besides the map: its notes, and a damaged bag's messages lost, as a warning.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ def export(argv) -> int:
     from poam_ros.bags import BagError
     from poam_ros.bags.remap import remap_bag
     from poam_ros.bags.remap_config import RemapConfig
+    from poam_ros.cli.bags import print_remap_notes
     from poam_ros.cli.mission import setup_errors
     from poam_ros.geo import GeoError
     from poam_ros.mapping.survey_product import export_map
@@ -45,7 +47,9 @@ def export(argv) -> int:
     try:
         if bag is not None:
             print(f"export: re-mapping {args.source} with {setup.mapping.method}", flush=True)
-            model = remap_bag(bag, setup, remap_config).model
+            result = remap_bag(bag, setup, remap_config)
+            print_remap_notes(result)  # a damaged bag is said, as the remap says it
+            model = result.model
         path = export_map(args.output, model, grid, georeference,
                           setup.mapper_node.std_includes_noise)
     except (BagError, GeoError, ModelNotReadyError, NumericalError) as error:

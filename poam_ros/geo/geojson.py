@@ -40,10 +40,9 @@ class SurveyArea:
     source: str
 
     def workspace_config(self, georeference: GeoReference) -> WorkspaceConfig:
-        """The area in map metres as :class:`WorkspaceConfig` flat lists (holes → no-go)."""
-        zones = [Polygon(ring) for ring in self.outline.interiors] + list(self.no_go)
-        boundary = self._map_vertices(self.outline.exterior, georeference)
-        no_go = [self._map_vertices(zone.exterior, georeference) for zone in zones]
+        """The area in map metres as :class:`WorkspaceConfig` flat lists (holes → no-go);
+        check it with :meth:`workspace` first, whose errors name the file."""
+        boundary, no_go = self._map_rings(georeference)
         return WorkspaceConfig(vertices=boundary.ravel().tolist(),
                                no_go_vertices=[v for zone in no_go for v in zone.ravel()],
                                no_go_vertex_counts=[len(zone) for zone in no_go])
@@ -51,10 +50,17 @@ class SurveyArea:
     def workspace(self, georeference: GeoReference) -> Workspace:
         """The area as a :class:`Workspace` in map metres; :class:`GeoError` naming the file
         for a polygon that is degenerate or self-intersecting there."""
+        boundary, no_go = self._map_rings(georeference)
         try:
-            return Workspace.from_config(self.workspace_config(georeference))
+            return Workspace(boundary, no_go)
         except ValueError as exc:
             raise GeoError(f"{self.source}: {exc}") from exc
+
+    def _map_rings(self, georeference: GeoReference) -> tuple[np.ndarray, list[np.ndarray]]:
+        """The outline's vertices (K, 2) and each no-go zone's (holes first), map metres."""
+        zones = [Polygon(ring) for ring in self.outline.interiors] + list(self.no_go)
+        return (self._map_vertices(self.outline.exterior, georeference),
+                [self._map_vertices(zone.exterior, georeference) for zone in zones])
 
     def _map_vertices(self, ring, georeference: GeoReference) -> np.ndarray:
         """(K, 2) map metres of a ring's vertices, without the closing repeat."""

@@ -13,8 +13,9 @@ axis-aligned map-frame rectangle that holds it; its cells (row 0 south, as
 their centres: each centre is projected into the raster's CRS (pyproj) and then to
 fractional pixel coordinates by the inverse geotransform. Without a chosen resolution the
 cells keep the raster's own spacing in metres along x and y at the area's centre, so
-nothing is invented or thrown away. Voids (nodata, NaN) are filled from the nearest valid
-sample or refused, as :func:`poam_ros.sim.terrain_io.load_terrain` does.
+nothing is invented or thrown away. Voids (nodata, NaN) among the samples the area reads
+are filled from the nearest valid sample (a warning with their count) or refused, as
+:func:`poam_ros.sim.terrain_io.load_terrain` does.
 """
 
 from __future__ import annotations

@@ -12,8 +12,12 @@ last good model, never by one older than a map already published, and a failed u
 the last good map published.
 
 Maps are stamped with the newest samples stamp they include (the clock's when there is none
-yet). An update that adds nothing republishes the current map with its stamp, so that a
-lockstep planner waiting for the leg's map goes on. ``~/reset`` (:meth:`~MapperWorker.reset`)
+yet). When the data clock goes back (a simulator restarted, a bag replayed again: the newest
+samples of an update stamped more than :data:`CLOCK_RESET` before the map), the maps follow
+the new clock from that update on, and the worker says so once at warning level; a smaller
+step back is reordering, and the stamp stays. Unstamped batches (0) leave it. An update
+that adds nothing republishes the current map with its stamp, so that a lockstep planner
+waiting for the leg's map goes on. ``~/reset`` (:meth:`~MapperWorker.reset`)
 bumps a generation: what an update of an older generation would publish is dropped. The
 worker publishes the mapper's /diagnostics (:class:`~poam_ros.mapping.mapper_status.MapperTally`)
 after each update and when the node's timer asks.
@@ -50,6 +54,9 @@ from poam_ros.workspace import Workspace
 
 SNAPSHOT_WAIT = 10.0  # s a query waits at most for the model of a map just published
 SHUTDOWN_WAIT = 10.0  # s stop() waits for an update in progress
+# ns a samples stamp may fall behind the map's before the data clock counts as reset (the
+# ingest's default stamp_jump_threshold: the ingest itself follows such a clock change).
+CLOCK_RESET = 10_000_000_000
 LEVELS = {mapper_status.OK: DiagnosticStatus.OK, mapper_status.WARN: DiagnosticStatus.WARN,
           mapper_status.ERROR: DiagnosticStatus.ERROR}
 
@@ -279,7 +286,7 @@ class MapperWorker:
             logger.error(f"model update failed (the last good map stays): {step.failure}")
             return False
         report = step.report
-        self._data_stamp = max(self._data_stamp, *(batch.stamp for batch in batches))
+        self._follow_data_clock(max(batch.stamp for batch in batches))
         if report.skipped:  # nothing new: empty batches, or every sample refused
             with self._lock:
                 self._tally.updated(loop.model, report)
@@ -307,6 +314,17 @@ class MapperWorker:
         self._publish_evaluation(loop, generation)
         self.publish_diagnostics()
         return True
+
+    def _follow_data_clock(self, newest: int) -> None:
+        """The maps' stamp after an update whose newest samples are stamped ``newest`` ns."""
+        if newest and newest < self._data_stamp - CLOCK_RESET:
+            self._node.get_logger().warning(
+                f"the samples' clock went back by {(self._data_stamp - newest) * 1e-9:.1f} s "
+                f"(a simulator restarted, a bag replayed again?): the maps follow the new "
+                f"clock from now on")
+            self._data_stamp = newest
+        else:
+            self._data_stamp = max(self._data_stamp, newest)
 
     def _rebase_journal(self, generation: int) -> None:
         """Samples were set aside: the journal's base moves past them, and the batches queued

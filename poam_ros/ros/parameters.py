@@ -92,10 +92,16 @@ def read_config(node: Node, config_cls: type[ConfigT], prefix: str = "") -> Conf
     """``config_cls`` built from the node's current values of its declared parameters."""
     values = {}
     for spec in config_cls.specs():
+        name = parameter_name(prefix, spec.name)
         try:
-            value = node.get_parameter(parameter_name(prefix, spec.name)).value
+            value = node.get_parameter(name).value
         except ParameterUninitializedException:
-            value = spec.default
+            # Declared by type and left unset: an empty-list default (declare_config), or a
+            # file's ``[]``, which rcl reads as no value at all: an empty list either way,
+            # never the default (``workspace.vertices: []`` is refused, not the default area).
+            if not isinstance(spec.default, list):
+                raise ConfigError(f"{name}: no value given") from None
+            value = []
         values[spec.name] = list(value) if isinstance(spec.default, list) else value
     return config_cls.from_dict(values)
 

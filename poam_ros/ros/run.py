@@ -12,10 +12,15 @@ The nodes spin on rclpy's ``SingleThreadedExecutor``. rclpy 9.1's experimental
 ``spin()`` busy-waits without running timers and ignores shutdown, and it cannot call a
 subscription callback that takes the ``MessageInfo`` (``SystemError: null argument to
 internal routine``), which the ingest needs to count messages lost in DDS.
+
+The ROS-free core says what a user must hear (a terrain's voids filled, say) through Python's
+``logging`` at warning level; :func:`run_node` passes those records, warnings and worse, into
+the node's ROS log at the same severity, where a node's user looks.
 """
 
 from __future__ import annotations
 
+import logging
 import signal
 import threading
 import time
@@ -135,6 +140,22 @@ def spin_node(node: Node, stop: threading.Event,
         logger.info("stopped: node destroyed, middleware shut down")
 
 
+class RosLogBridge(logging.Handler):
+    """Python ``logging`` records (warnings and worse) into the ROS logger ``name``."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(logging.WARNING)
+        self._logger = rclpy.logging.get_logger(name)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = f"{record.name}: {record.getMessage()}"
+        # One call site per severity: rclpy refuses a severity change at one call site.
+        if record.levelno >= logging.ERROR:
+            self._logger.error(text)
+        else:
+            self._logger.warning(text)
+
+
 def run_node(make_node: Callable[[], Node], name: str, args=None,
              make_executor: Callable[[], Executor] = SingleThreadedExecutor,
              start_errors: tuple[type[Exception], ...] = ()) -> None:
@@ -142,7 +163,9 @@ def run_node(make_node: Callable[[], Node], name: str, args=None,
     or SIGTERM, also one that came while it was being built. A :class:`ConfigError` while
     building (a bad parameter), or one of the node's ``start_errors`` (a file it needs that
     cannot be used, with a message that names it), is logged as one line and exits with
-    status 1, without a traceback."""
+    status 1, without a traceback. The package's ``logging`` warnings go to the node's
+    ROS log (:class:`RosLogBridge`)."""
+    logging.getLogger("poam_ros").addHandler(RosLogBridge(name))
     with StopSignals() as stop:
         init_rclpy(args)
         node = None

@@ -142,3 +142,21 @@ def test_default_config_is_a_valid_workspace():
 def test_invalid_config_raises(fields, message):
     with pytest.raises(ConfigError, match=message):
         WorkspaceConfig(**fields)
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"vertices": []}, "WorkspaceConfig.vertices needs at least 3"),
+    ({"vertices": [0.0, 0.0, 10.0, 10.0, 10.0, 0.0, 0.0, 10.0]},  # a bowtie
+     "WorkspaceConfig.vertices is degenerate"),
+    ({"vertices": [0.0, 0.0, 5.0, 0.0, 10.0, 0.0]}, "WorkspaceConfig.vertices is degenerate"),
+    ({"vertices": [0.0, 0.0, 1.0, 0.0, 1.0, 0.0]}, "WorkspaceConfig.vertices needs at least 3"),
+    ({"vertices": SQUARE, "no_go_vertices": [1.0, 1.0, 2.0, 2.0, 3.0, 3.0],
+      "no_go_vertex_counts": [3]}, r"WorkspaceConfig.no_go_vertices \(no-go zone 0\)"),
+    ({"vertices": SQUARE, "no_go_vertices": [-1.0, -1.0, 11.0, -1.0, 11.0, 11.0, -1.0, 11.0],
+      "no_go_vertex_counts": [4]}, "WorkspaceConfig.no_go_vertices: the no-go zones cover"),
+])
+def test_a_degenerate_workspace_is_refused_as_a_config(fields, message):
+    """Refused where the parameters are read (a file, a node's start, a change), not later
+    by whoever builds the polygon."""
+    with pytest.raises(ConfigError, match=message):
+        WorkspaceConfig(**fields)

@@ -15,6 +15,7 @@ import torch  # noqa: E402
 from affine import Affine  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticStatus  # noqa: E402
 from graph_helpers import Probe, call  # noqa: E402
+from rcl_interfaces.msg import Log  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from sensor_msgs.msg import PointCloud2  # noqa: E402
 from std_srvs.srv import SetBool, Trigger  # noqa: E402
@@ -498,6 +499,32 @@ def test_a_batch_that_adds_nothing_republishes_the_map_with_its_stamp(graph, spi
     assert spin_until(lambda: probe.last_status(STATUS)[2].map_stamp == 9_000_000_000,
                       mapper, probe.node)
     assert probe.last_status(STATUS)[2].inducing_points == probe.inducing[-1].width
+
+
+def test_maps_follow_a_samples_clock_that_goes_back(graph, make_node, spin_until):
+    """A simulator restarted or a bag replayed again: the samples' clock goes back, and the
+    maps follow it (not the old, larger stamp), with one warning."""
+    mapper, probe = graph
+    logs = []
+    probe.node.create_subscription(Log, "/rosout", logs.append, 100)
+    probe.send_samples(*batch(18), stamp_ns=500_000_000_000)
+    assert spin_until(lambda: len(probe.maps) == 1, mapper, probe.node, timeout=TIMEOUT)
+    probe.send_samples(*batch(19), stamp_ns=499_000_000_000)  # reordering: the stamp stays
+    assert spin_until(lambda: len(probe.maps) == 2, mapper, probe.node, timeout=TIMEOUT)
+    assert msg.time_to_nanoseconds(probe.maps[-1].header.stamp) == 500_000_000_000
+    probe.send_samples(*batch(20), stamp_ns=3_000_000_000)  # the clock went back 497 s
+    assert spin_until(lambda: len(probe.maps) == 3, mapper, probe.node, timeout=TIMEOUT)
+    assert msg.time_to_nanoseconds(probe.maps[-1].header.stamp) == 3_000_000_000
+    probe.send_samples(*batch(21), stamp_ns=4_000_000_000)
+    assert spin_until(lambda: len(probe.maps) == 4, mapper, probe.node, timeout=TIMEOUT)
+    assert msg.time_to_nanoseconds(probe.maps[-1].header.stamp) == 4_000_000_000
+
+    def resets():
+        return [log for log in logs if log.name == mapper.get_name()
+                and "clock went back" in log.msg]
+
+    assert spin_until(lambda: resets(), mapper, probe.node)
+    assert len(resets()) == 1 and resets()[0].level == Log.WARN
 
 
 def test_a_new_grid_republishes_the_map(graph, spin_until):

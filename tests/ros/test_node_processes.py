@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 rclpy = pytest.importorskip("rclpy", exc_type=ModuleNotFoundError)
@@ -77,3 +78,39 @@ def test_a_mapper_that_cannot_load_its_state_file_says_one_line(ros_domain_id, t
     assert process.returncode != 0
     assert "Traceback" not in process.stderr and len(lines) == 1, process.stderr
     assert str(path) in lines[0] and "cannot start" in lines[0]
+
+
+@pytest.mark.parametrize("node, vertices, message", [
+    ("mapper", "[]", "WorkspaceConfig.vertices needs at least 3"),
+    ("planner", "[0.0, 0.0, 10.0, 10.0, 10.0, 0.0, 0.0, 10.0]",
+     "WorkspaceConfig.vertices is degenerate"),
+    ("sensor_ingest", "[0.0, 0.0, 5.0, 0.0, 10.0, 0.0]", "WorkspaceConfig.vertices is degenerate"),
+], ids=["empty", "self-intersecting", "collinear"])
+def test_a_node_refuses_an_empty_or_degenerate_workspace_in_one_line(ros_domain_id, tmp_path,
+                                                                     node, vertices, message):
+    """rcl reads ``[]`` as no value: the node must not start on the default square."""
+    params = tmp_path / "params.yaml"
+    params.write_text(f"{node}:\n  ros__parameters:\n    workspace:\n"
+                      f"      vertices: {vertices}\n")
+    module = {"sensor_ingest": "ingest_node"}.get(node, f"{node}_node")
+    process = subprocess.run(
+        [sys.executable, "-m", f"poam_ros.ros.{module}", "--ros-args", "--params-file",
+         str(params)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    lines = process.stderr.strip().splitlines()
+    assert process.returncode != 0
+    assert "Traceback" not in process.stderr and len(lines) == 1, process.stderr
+    assert message in lines[0]
+
+
+def test_a_terrain_s_filled_voids_are_a_warning_in_the_node_s_log(ros_domain_id, tmp_path):
+    """The core says it through ``logging``; the node's ROS log carries it at WARN. The
+    start pose is off the terrain, so that the node stops right after reading it."""
+    grid = np.add.outer(np.linspace(0.0, 50.0, 30), np.linspace(0.0, 30.0, 30))
+    grid[10:13, 20:24] = np.nan
+    np.save(tmp_path / "voids.npy", grid)
+    process = subprocess.run(
+        [sys.executable, "-m", "poam_ros.ros.simulated_auv_node", "--ros-args",
+         "-p", f"terrain.path:={tmp_path / 'voids.npy'}", "-p", "start_pose:=[5000.0, 0.0, 0.0]"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120)
+    [warning] = [line for line in process.stderr.splitlines() if "[WARN]" in line]
+    assert "[simulated_auv]" in warning and "voids.npy: filled 12 of 900 cell(s)" in warning

@@ -1,5 +1,7 @@
 """Each loader, the row flip, void filling and one clear error per bad input."""
 
+import logging
+
 import numpy as np
 import pytest
 from PIL import Image
@@ -48,11 +50,16 @@ def test_hgt_tile(tmp_path, side):
     np.testing.assert_array_equal(terrain.grid, heights[::-1].astype(float))
 
 
-def test_hgt_voids_take_the_nearest_valid_value(tmp_path):
+def test_hgt_voids_take_the_nearest_valid_value(tmp_path, caplog):
     heights = synthetic_tile()
     voids = heights.copy()
     voids[600, 600] = voids[10:13, 0] = voids[20, 20:23] = -32768
-    terrain = load_terrain(write_hgt(tmp_path / "N00E000.hgt", voids), PAPER_EXTENT)
+    with caplog.at_level(logging.WARNING, logger="poam_ros"):
+        terrain = load_terrain(write_hgt(tmp_path / "N00E000.hgt", voids), PAPER_EXTENT)
+    # Elevations made up are said at warning level, with their count.
+    [record] = caplog.records
+    assert record.levelno == logging.WARNING and \
+        f"N00E000.hgt: filled 7 of {1201 * 1201} cell(s)" in record.getMessage()
     file_rows = terrain.grid[::-1]
     # A lone void has four nearest valid cells; the filler takes one of them.
     assert file_rows[600, 600] in {heights[599, 600], heights[601, 600],

@@ -77,17 +77,21 @@ def test_a_recording_killed_mid_write_replays_what_is_readable(tmp_path):
     assert any("truncated" in p and "killed mid-write" in p for p in report.problems)
 
 
-def test_a_corrupt_chunk_is_skipped_and_its_messages_counted(tmp_path):
-    bag = tmp_path / "bag"
-    sent = write_ranges(bag, count=400, chunk_size=1000)
-    file = bag / "bag_0.mcap"
+def corrupt_a_chunk(file) -> None:
+    """Overwrite 16 bytes inside the compressed records of the MCAP ``file``'s middle chunk."""
     with file.open("rb") as stream:
         chunks = make_reader(stream).get_summary().chunk_indexes
     chunk = sorted(chunks, key=lambda c: c.chunk_start_offset)[len(chunks) // 2]
     data = bytearray(file.read_bytes())
     middle = chunk.chunk_start_offset + chunk.chunk_length // 2
-    data[middle: middle + 16] = b"\xa5" * 16  # inside the chunk's compressed records
+    data[middle: middle + 16] = b"\xa5" * 16
     file.write_bytes(bytes(data))
+
+
+def test_a_corrupt_chunk_is_skipped_and_its_messages_counted(tmp_path):
+    bag = tmp_path / "bag"
+    sent = write_ranges(bag, count=400, chunk_size=1000)
+    corrupt_a_chunk(bag / "bag_0.mcap")
     reader = BagReader(bag)
     got = [m.data for m in reader.messages()]
     lost = reader.report.lost["/sonar/range"]

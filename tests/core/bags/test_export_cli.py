@@ -4,11 +4,15 @@ an anchor is refused in one line naming ``geo.anchor``, unless ``--crs`` names i
 
 from __future__ import annotations
 
+import re
+import shutil
+
 import numpy as np
 import pytest
 import rasterio
 import yaml
 from affine import Affine
+from test_bag_files import corrupt_a_chunk
 from test_remap_cli import small_params
 
 from poam_ros.bags.remap import remap_bag
@@ -114,6 +118,22 @@ def test_a_bag_is_remapped_and_exported(tmp_path, survey_bag):
     assert model.num_samples > 50
     anchor = GeoReference("EPSG:32610", (512_345.5, 5_234_567.25))
     assert_product(out, model, expected_grid(params), anchor)
+
+
+def test_a_damaged_bag_s_export_warns_with_the_messages_lost(tmp_path, survey_bag, capsys):
+    """As the remap of the same bag warns: never a map from part of a bag without a word."""
+    _, bag = survey_bag
+    damaged = tmp_path / "damaged"
+    shutil.copytree(bag, damaged)
+    [file] = damaged.glob("*.mcap")
+    corrupt_a_chunk(file)
+    out = tmp_path / "survey.tif"
+    assert main(["export", str(damaged), "-o", str(out), "--params",
+                 str(params_with(tmp_path, UTM))]) == 0
+    err = capsys.readouterr().err
+    assert re.search(r"warning: damaged bag, everything readable was used: \d+ message\(s\) "
+                     r"lost \(/", err), err
+    assert "corrupt" in err and out.is_file()
 
 
 def test_a_map_without_an_anchor_is_refused_unless_crs_is_given(tmp_path, saved_model,

@@ -129,6 +129,18 @@ def test_sim_refuses_a_workspace_off_the_terrain_before_a_node_starts(
     assert not graph.started
 
 
+@pytest.mark.parametrize("vertices", [[], [0.0, 0.0, 10.0, 10.0, 10.0, 0.0, 0.0, 10.0]],
+                         ids=["empty", "self-intersecting"])
+def test_sim_refuses_an_empty_or_degenerate_workspace_before_a_node_starts(
+        tmp_path, small_parameter_file, graph, capsys, vertices):
+    params = small_parameter_file(planner={"workspace": {"vertices": vertices}})
+    assert sim(["--params", str(params), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "poam-ros sim: " in err and \
+        "WorkspaceConfig.vertices" in err
+    assert not graph.started
+
+
 def test_sim_starts_the_graph_with_good_options(tmp_path, small_parameter_file, graph, capsys):
     assert sim(["--params", str(small_parameter_file()), "--mode", "realtime", "--time-scale",
                 "0", "--torch-threads", "1", "--out", str(tmp_path / "out")]) == 1

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -109,6 +110,36 @@ def test_a_workspace_off_the_terrain_is_refused_before_the_mission_starts(
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "reach outside the terrain extent" in err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("vertices, message", [
+    ([], "WorkspaceConfig.vertices needs at least 3"),
+    ([0.0, 0.0, 10.0, 10.0, 10.0, 0.0, 0.0, 10.0], "WorkspaceConfig.vertices is degenerate"),
+    ([0.0, 0.0, 5.0, 0.0, 10.0, 0.0], "WorkspaceConfig.vertices is degenerate"),
+], ids=["empty", "self-intersecting", "collinear"])
+def test_an_empty_or_degenerate_workspace_is_one_line_never_the_default(
+        tmp_path, capsys, small_parameter_file, vertices, message):
+    params = small_parameter_file(planner={"workspace": {"vertices": vertices}})
+    assert mission(["--params", str(params), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and message in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_terrain_s_filled_voids_are_a_warning_of_the_command(tmp_path,
+                                                               small_parameter_file):
+    """Elevations made up are said in the command's output at warning level, with a count,
+    and the mission runs."""
+    grid = np.add.outer(np.linspace(0.0, 50.0, 60), np.linspace(0.0, 30.0, 60))
+    grid[10:13, 20:24] = np.nan
+    np.save(tmp_path / "voids.npy", grid)
+    result = subprocess.run(
+        [sys.executable, "-m", "poam_ros", "mission", "--params", str(small_parameter_file()),
+         "--map", str(tmp_path / "voids.npy"), "--max-samples", "500",
+         "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert (f"WARNING poam_ros.sim.terrain_io: {tmp_path / 'voids.npy'}: filled 12 of 3600 "
+            f"cell(s)") in result.stderr
 
 
 def test_a_survey_area_off_the_georeferenced_raster_is_one_line(tmp_path, capsys):

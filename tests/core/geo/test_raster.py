@@ -1,6 +1,7 @@
 """Real-scale terrain: each format at its true place and size with its own values, and one
 clear error naming the file per bad raster."""
 
+import logging
 import math
 
 import numpy as np
@@ -83,7 +84,7 @@ def test_north_is_up(tmp_path):
     assert terrain.grid[0, -1] > terrain.grid[0, 0]  # and to the east
 
 
-def test_projected_raster_with_nodata_in_another_crs(tmp_path):
+def test_projected_raster_with_nodata_in_another_crs(tmp_path, caplog):
     # A UTM 10N raster of 100 m cells, depth linear in easting and northing, a nodata hole.
     anchor = GeoReference.at_lonlat("UTM 10N", 47.5, -123.5)
     east0, north0 = anchor.origin - 5000.0
@@ -91,8 +92,11 @@ def test_projected_raster_with_nodata_in_another_crs(tmp_path):
     depth[40:45, 40:45] = -9999.0
     path = write_geotiff(tmp_path / "utm.tif", depth, "EPSG:32610",
                          Affine(100.0, 0, east0, 0, -100.0, north0 + 10_000.0), nodata=-9999.0)
-    terrain = load_geo_terrain(path, ANCHOR, (-123.52, -123.48, 47.49, 47.51),
-                               resolution=50.0).terrain
+    with caplog.at_level(logging.WARNING, logger="poam_ros"):
+        terrain = load_geo_terrain(path, ANCHOR, (-123.52, -123.48, 47.49, 47.51),
+                                   resolution=50.0).terrain
+    assert [(r.levelno, r.getMessage().split(" of ")[0]) for r in caplog.records] == \
+        [(logging.WARNING, f"{path}: filled 25")]  # said, with the count of samples made up
     assert max(terrain.cell_size) <= 50.0
     assert -203.0 < terrain.min_elevation and terrain.max_elevation < -200.0  # no -9999
     with pytest.raises(GeoError, match=r"utm.tif: 25 nodata or non-finite sample\(s\) under "
