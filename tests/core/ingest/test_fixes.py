@@ -24,6 +24,12 @@ def fixes(georeference=ANCHOR):
     return PositionFixes(CONFIG, drops, georeference), drops
 
 
+def add(position, t, latitude, longitude, now, **fix):
+    """A fix checked, then queued (its stamp's clock and order are the Streams')."""
+    place = position.check(t, latitude, longitude, **fix)
+    return place is not None and position.queue(t, *place, now)
+
+
 def at(t, x, y):
     """(t, latitude, longitude) of map position (x, y)."""
     lon, lat = ANCHOR.to_lonlat(x, y)
@@ -40,7 +46,7 @@ def poses(stop):
 
 def test_a_fix_waits_for_the_poses_then_sets_the_correction_from_its_stamp_on():
     position, _ = fixes()
-    assert position.add(*at(5.0, 105.0, 10.0), now=0.0)
+    assert add(position, *at(5.0, 105.0, 10.0), now=0.0)
     assert position.resolve(poses(4.0)) == [] and position.applied == 0
     (t, shift), = position.resolve(poses(6.0))
     assert t == 5.0 and np.allclose(shift, [100.0, 10.0], atol=1e-6)
@@ -53,20 +59,19 @@ def test_a_fix_waits_for_the_poses_then_sets_the_correction_from_its_stamp_on():
 
 def test_bad_fixes_are_dropped_before_they_wait():
     position, drops = fixes()
-    assert position.add(*at(5.0, 0.0, 0.0), now=0.0)
-    assert not position.add(*at(5.0, 1.0, 0.0), now=0.0)         # not after the previous
-    assert not position.add(6.0, math.nan, 10.0, now=0.0)
-    assert not position.add(6.0, 95.0, 10.0, now=0.0)
-    assert not position.add(*at(6.0, 0.0, 0.0), now=0.0, status=-1)
-    assert not position.add(*at(6.0, 0.0, 0.0), now=0.0, horizontal_std=1e6)
-    assert not fixes(None)[0].add(*at(6.0, 0.0, 0.0), now=0.0)
-    assert drops.counts == {ig.FIX_OUT_OF_ORDER: 1, ig.FIX_NONFINITE: 1, ig.FIX_OUT_OF_RANGE: 1,
+    assert add(position, *at(5.0, 0.0, 0.0), now=0.0)
+    assert not add(position, 6.0, math.nan, 10.0, now=0.0)
+    assert not add(position, 6.0, 95.0, 10.0, now=0.0)
+    assert not add(position, *at(6.0, 0.0, 0.0), now=0.0, status=-1)
+    assert not add(position, *at(6.0, 0.0, 0.0), now=0.0, horizontal_std=1e6)
+    assert not add(fixes(None)[0], *at(6.0, 0.0, 0.0), now=0.0)
+    assert drops.counts == {ig.FIX_NONFINITE: 1, ig.FIX_OUT_OF_RANGE: 1,
                             ig.FIX_NO_FIX: 1, ig.FIX_IMPRECISE: 1}
 
 
 def test_a_waiting_fix_is_given_up_only_once_poses_stop():
     position, drops = fixes()
-    position.add(*at(50.0, 0.0, 0.0), now=0.0)
+    add(position, *at(50.0, 0.0, 0.0), now=0.0)
     position.expire(now=5.0, last_pose_wall=4.0)  # poses still coming
     assert not drops.counts
     position.expire(now=6.5, last_pose_wall=4.0)
@@ -75,10 +80,10 @@ def test_a_waiting_fix_is_given_up_only_once_poses_stop():
 
 def test_a_clock_reset_keeps_the_correction_and_the_fixes_of_the_new_clock():
     position, drops = fixes()
-    position.add(*at(5.0, 15.0, 0.0), now=0.0)
+    add(position, *at(5.0, 15.0, 0.0), now=0.0)
     position.resolve(poses(6.0))
-    position.add(*at(500.0, 0.0, 0.0), now=0.0)
-    position.add(*at(1000.0, 0.0, 0.0), now=0.0)
+    add(position, *at(500.0, 0.0, 0.0), now=0.0)
+    add(position, *at(1000.0, 0.0, 0.0), now=0.0)
     position.restart(low=990.0, high=1010.0)
     assert drops.counts == {ig.FIX_NO_POSE: 1}
     assert np.allclose(position.at(-1e9), [10.0, 0.0])  # in force from -inf now
