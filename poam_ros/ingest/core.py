@@ -157,7 +157,8 @@ class Ingest:
     flushes_on_grace = property(lambda self: self.batcher.flushes_on_grace,
                                 doc="Arrival batches cut without every stream complete.")
     pending = property(lambda self: self.placement.pending, doc="Readings waiting for a pose.")
-    held = property(lambda self: self.streams.held, doc="Messages held as suspect stamps.")
+    held = property(lambda self: self.streams.held,
+                    doc="Messages held as suspect stamps or until a reset is resolved.")
     clock_resets = property(lambda self: self.streams.clock_resets, doc="Resets per stream.")
     reset_details = property(lambda self: self.streams.reset_details,
                              doc="Per stream, its latest reset in words.")
@@ -168,7 +169,7 @@ class Ingest:
                               doc="Per channel, readings placed as samples.")
 
     def channel_waiting(self, channel: str) -> int:
-        """Readings of ``channel`` waiting for a pose or held as suspect stamps: neither placed
+        """Readings of ``channel`` waiting for a pose or held (:attr:`held`): neither placed
         nor dropped yet (the rest of :attr:`channel_received` are one or the other)."""
         kind = CHANNEL + channel
         return self.placement.waiting(kind) + self.streams.held_of(kind)

@@ -27,7 +27,10 @@ is the caller's (``on_reset``, the odometry's first: :class:`~poam_ros.ingest.co
 drops there what can no longer be placed, ``clock_reset``), and then the held messages are
 used in the order they came, on the new pose history. So a clock change loses no valid
 reading whichever stream leads, by up to ``stamp_jump_threshold`` seconds; held messages
-count in :attr:`Streams.held`.
+count in :attr:`Streams.held` and none is dropped for being held. A stream whose clock the
+odometry does not follow within the bound (its own clock changed) then has its readings
+placed as any: older than the pose history, ``stale_stamp``; newer, they wait for a pose
+(``no_pose``, ``queue_overflow``).
 
 Order. Past the clock rule, a message stamped within ``STAMP_TOLERANCE`` of its stream's
 newest is a ``duplicate``, one older ``out_of_order`` (a fix's both ``fix_out_of_order``; the
