@@ -20,9 +20,10 @@ depth series, so one clock change is resolved across every stream at once: the f
 to reset opens a round, and from then on the messages of each stream that has reset (its
 confirmed run, then everything it sends) are held, not used, while the streams that have not
 reset yet go on with the old clock (a sonar lagging the odometry still has the old pose
-history to place its old readings on). The round is resolved once every active stream (one
-with a clock that has sent within ``stamp_jump_threshold`` wall seconds) has reset, or at
-the latest ``stamp_jump_threshold`` wall seconds after it opened: what each reset restarts
+history to place its old readings on). The round is resolved once no active stream (one
+that has sent within ``stamp_jump_threshold`` wall seconds) is left on another clock (more
+than ``stamp_jump_threshold`` from the new one), or at the latest ``stamp_jump_threshold``
+wall seconds after it opened: what each reset restarts
 is the caller's (``on_reset``, the odometry's first: :class:`~poam_ros.ingest.core.Ingest`
 drops there what can no longer be placed, ``clock_reset``), and then the held messages are
 used in the order they came, on the new pose history. So a clock change loses no valid
@@ -108,6 +109,7 @@ class _Round:
     """A clock change being resolved across the streams (see the module docstring)."""
 
     opened: float                                   # wall time [s]
+    clock: float                                    # the new clock: its first run's newest
     resets: dict[str, tuple[float, list[float]]] = field(default_factory=dict)  # old, run
     held: list[tuple[str, Callable[[], bool]]] = field(default_factory=list)
 
@@ -253,19 +255,21 @@ class Streams:
             f"its clock at {old:.6f} s, from {stamps[0]:.6f} s on")
         log.warning(detail)
         if self._round is None:
-            self._round = _Round(now)
+            self._round = _Round(now, stamps[-1])
         self._round.resets[stream] = (old, stamps)
 
     def _settle(self, now: float) -> bool:
-        """Resolve the round once every active stream has reset, or once it has waited its
-        bound; what the last held message's use returned (False when none ran)."""
+        """Resolve the round once no active stream is left on another clock, or once it has
+        waited its bound; what the last held message's use returned (False when none ran)."""
         bound = self.config.stamp_jump_threshold
         round_ = self._round
         if round_ is None:
             return False
-        active = {name for name, stream in self._streams.items()
-                  if stream.clock.clock is not None and now - stream.seen <= bound}
-        if not active <= round_.resets.keys() and now - round_.opened <= bound:
+        behind = [name for name, stream in self._streams.items()
+                  if name not in round_.resets and stream.clock.clock is not None
+                  and now - stream.seen <= bound
+                  and abs(stream.clock.clock - round_.clock) > bound]
+        if behind and now - round_.opened <= bound:
             return False
         self._round = None
         for stream in sorted(round_.resets, key=lambda name: name != ODOM):

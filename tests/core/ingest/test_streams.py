@@ -93,6 +93,16 @@ def test_a_round_waits_no_longer_than_its_bound():
     assert [stream for stream, *_ in resets] == [RANGE] and judge.held == 0
 
 
+def test_a_clock_that_comes_to_agree_with_the_others_waits_for_none():
+    """A sonar whose clock was wrong from its start is corrected to the odometry's: the
+    odometry is on the new clock already, so the reset is resolved at once."""
+    judge, drops, resets, _ = streams()
+    assert kept(judge, ODOM, 100.0) and kept(judge, RANGE, 5000.0)
+    for k in range(K):
+        kept_ = kept(judge, RANGE, 100.0 + 0.1 * k)
+    assert kept_ and [stream for stream, *_ in resets] == [RANGE] and judge.held == 0
+
+
 def test_every_stream_passes_the_rules_and_an_unknown_one_is_refused():
     config = CONFIG.replace(imu_attitude=True, depth_from_pressure=True)
     judge, drops, *_ = streams(config)
