@@ -130,10 +130,11 @@ class AttitudeDepth:
         """The depth [m] below the surface at ``t`` s, newer than the last."""
         self.depth.append(t, 0.0, 0.0, -depth, 0.0)
 
-    def clear(self) -> None:
-        """Forget both series (their clock was reset with the odometry's)."""
-        self.attitude.clear()
-        self.depth.clear()
+    def clear(self, *names: str) -> None:
+        """Forget the series ``names`` (``imu``, ``depth``; both when none is named): their
+        clock was reset, or the odometry's."""
+        for name in names or (IMU, DEPTH):
+            (self.attitude if name == IMU else self.depth).clear()
 
     def place(self, t: float, pose: PlacedPose) -> tuple[Lookup, PlacedPose | None]:
         """``pose`` (the odometry's at ``t``) with the enabled series' values at ``t``, or why

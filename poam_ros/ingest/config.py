@@ -126,7 +126,9 @@ class IngestConfig(Params):
     stamp_jump_threshold: float = param(10.0, "a stamp further than this from its stream's "
                                               "clock (newest stamp accepted), either way, is "
                                               "held as suspect: a glitch (stamp_outlier) unless "
-                                              "stamp_reset_count suspects agree; at least "
+                                              "stamp_reset_count suspects agree; also the "
+                                              "longest a stream that reset first is held for "
+                                              "the others' resets (wall s); at least "
                                               "max_pose_gap", unit="s", low=1e-3)
     stamp_reset_count: int = param(5, "suspect stamps in a row, each within "
                                       "stamp_jump_threshold of the one before, that mean the "

@@ -26,18 +26,22 @@ than ``orientation_tolerance``) is refused rather than placed with the heading a
 up for it. With ``imu_attitude`` and ``depth_from_pressure`` the attitude and the depth come
 from an IMU and a pressure sensor (:mod:`~poam_ros.ingest.attitude_depth`); their messages
 are dropped, counted per message, in another frame (``wrong_frame``), with no orientation or
-one that is not a rotation (``imu_invalid``), a non-finite pressure (``pressure_invalid``),
-beyond the declared plausibility limits (``limits``: ``imu_rate_out_of_limits``,
-``depth_out_of_limits``), and out of order as the readings are. A channel's reading beyond
-its type's limits is ``value_out_of_limits`` (:mod:`~poam_ros.ingest.channels`).
+one that is not a rotation (``imu_invalid``), a non-finite pressure (``pressure_invalid``)
+or one beyond the declared plausibility limits (``limits``: ``imu_rate_out_of_limits``,
+``depth_out_of_limits``), and their stamps pass the clock and order rules of every stream
+(:mod:`~poam_ros.ingest.streams`), as the odometry's, the readings' and the fixes' do. A
+channel's reading beyond its type's limits is ``value_out_of_limits``
+(:mod:`~poam_ros.ingest.channels`).
 
-Clock resets. The odometry's reset restarts everything tied to the old clock: what was
-placed goes out as batches (a pending arrival's, then the rest with reason ``reset``), the
-pose history and the attitude and depth series are cleared, and readings and fixes waiting
-for a pose are dropped (``clock_reset``, ``fix_no_pose``) unless their stamps agree with the
-new clock (within the threshold of the run). The plan's progress is kept; its end is then
-judged on the new clock. A range, swath or channel stream's reset restarts that stream's
-order and drops its readings still waiting (all of the old clock).
+Clock resets, resolved across the streams (:class:`~poam_ros.ingest.streams.Streams`
+holds the new clock's messages until then). The odometry's reset restarts everything tied
+to the old clock: what was placed goes out as batches (a pending arrival's, then the rest
+with reason ``reset``), the pose history and the attitude and depth series are cleared, and
+readings and fixes still waiting for a pose of the old clock are dropped (``clock_reset``,
+``fix_no_pose``) unless their stamps agree with the new clock (within the threshold of the
+run). The plan's progress is kept; its end is then judged on the new clock. Any other
+stream's reset restarts that stream's order (and the IMU's or the depth's its series); its
+readings waiting for a pose stay, on the odometry's clock. Then the held messages are used.
 
 Bad input never reaches a batch. Each drop is counted under its reason
 (:mod:`~poam_ros.ingest.reasons`) in :attr:`Ingest.dropped`, the latest case's detail in
@@ -83,7 +87,7 @@ from poam_ros.ingest.reasons import (
     WRONG_FRAME,
     Drops,
 )
-from poam_ros.ingest.streams import CHANNEL, ODOM, RANGE, SWATH, Streams
+from poam_ros.ingest.streams import CHANNEL, FIX, ODOM, RANGE, SWATH, Streams
 from poam_ros.workspace import Workspace
 
 if TYPE_CHECKING:  # the anchor is handed in: the ingest itself needs no pyproj or rasterio
@@ -102,7 +106,8 @@ class Ingest:
         self._map_from_odom = _checked(config)
         self.config = config
         self.drops = Drops()
-        self.streams = Streams(config, self.drops, self._reset)
+        self.streams = Streams(config, self.drops, self._reset,
+                               lambda: self.batcher.published_until)
         self.position_fixes = PositionFixes(config, self.drops, georeference)
         self.batcher = Batcher(config, self.streams, self.drops, workspace)
         self.placement = Placement(config, self.drops, self.position_fixes, self.batcher)
@@ -155,7 +160,8 @@ class Ingest:
     flushes_on_grace = property(lambda self: self.batcher.flushes_on_grace,
                                 doc="Arrival batches cut without every stream complete.")
     pending = property(lambda self: self.placement.pending, doc="Readings waiting for a pose.")
-    held = property(lambda self: self.streams.held, doc="Messages held as suspect stamps.")
+    held = property(lambda self: self.streams.held,
+                    doc="Messages held as suspect stamps or until a reset is resolved.")
     clock_resets = property(lambda self: self.streams.clock_resets, doc="Resets per stream.")
     reset_details = property(lambda self: self.streams.reset_details,
                              doc="Per stream, its latest reset in words.")
@@ -166,7 +172,7 @@ class Ingest:
                               doc="Per channel, readings placed as samples.")
 
     def channel_waiting(self, channel: str) -> int:
-        """Readings of ``channel`` waiting for a pose or held as suspect stamps: neither placed
+        """Readings of ``channel`` waiting for a pose or held (:attr:`held`): neither placed
         nor dropped yet (the rest of :attr:`channel_received` are one or the other)."""
         kind = CHANNEL + channel
         return self.placement.waiting(kind) + self.streams.held_of(kind)
@@ -224,7 +230,7 @@ class Ingest:
             return drop(POSE_INVALID_ORIENTATION, 1, f"odometry at t={t:.6f} s with {problem}")
         roll, pitch = (0.0, 0.0) if orientation is None else \
             roll_pitch_from_quaternion(orientation)
-        return self.streams.judge(ODOM, t, 1,
+        return self.streams.judge(ODOM, t, 1, now,
                                   lambda: self._add_pose(t, x, y, z, yaw, now, roll, pitch))
 
     def _add_pose(self, t: float, x: float, y: float, z: float, yaw: float, now: float,
@@ -244,14 +250,12 @@ class Ingest:
         or waiting for a pose (False also while its stamp is held as a suspect)."""
         if not self.streams.admit(RANGE, t, frame_id, 1):
             return False
-        return self.streams.judge(RANGE, t, 1, lambda: self._add_range(t, distance, min_range,
-                                                                       max_range, now))
+        return self.streams.judge(RANGE, t, 1, now, lambda: self._add_range(
+            t, distance, min_range, max_range, now))
 
     def _add_range(self, t: float, distance: float, min_range: float, max_range: float,
                    now: float) -> bool:
         drop = self.drops.drop
-        if not self._in_order(RANGE, t, 1):
-            return False
         if distance == math.inf:
             return drop(NO_RETURN, 1, f"no return at t={t:.6f} s")
         if not math.isfinite(distance):
@@ -270,12 +274,10 @@ class Ingest:
             return self.drops.drop(MALFORMED, 1, f"swath points of shape {points.shape}")
         if not self.streams.admit(SWATH, t, frame_id, len(points)):
             return False
-        return self.streams.judge(SWATH, t, len(points),
+        return self.streams.judge(SWATH, t, len(points), now,
                                   lambda: self._add_swath(t, points, now))
 
     def _add_swath(self, t: float, points: np.ndarray, now: float) -> bool:
-        if not self._in_order(SWATH, t, len(points)):
-            return False
         finite = np.isfinite(points).all(axis=1)
         if not finite.all():
             self.drops.drop(NONFINITE_POINT, int((~finite).sum()),
@@ -307,11 +309,10 @@ class Ingest:
         self.channel_received[channel] += 1
         if not self.streams.admit(kind, t, frame_id, 1, self._channels[kind].frame):
             return False
-        return self.streams.judge(kind, t, 1, lambda: self._add_reading(t, kind, value, now))
+        return self.streams.judge(kind, t, 1, now,
+                                  lambda: self._add_reading(t, kind, value, now))
 
     def _add_reading(self, t: float, kind: str, value: float, now: float) -> bool:
-        if not self._in_order(kind, t, 1):
-            return False
         if not math.isfinite(value):
             return self.drops.drop(NONFINITE_POINT, 1, f"{kind} value {value} at t={t:.6f} s")
         channel_type = self._channels[kind].kind
@@ -339,11 +340,15 @@ class Ingest:
         yaw = yaw_from_quaternion(orientation)
         if problem is not None or not math.isfinite(yaw):
             return drop(IMU_INVALID, 1, f"imu at t={t:.6f} s with {problem}")
-        if not self._in_order(IMU, t, 1) or not self.placement.attitude_depth.add_attitude(
-                t, *roll_pitch_from_quaternion(orientation), yaw):
-            return False
-        self._resolved(now)
-        return True
+        roll, pitch = roll_pitch_from_quaternion(orientation)
+        return self.streams.judge(IMU, t, 1, now,
+                                  lambda: self._add_attitude(t, roll, pitch, yaw, now))
+
+    def _add_attitude(self, t: float, roll: float, pitch: float, yaw: float,
+                      now: float) -> bool:
+        if not self.placement.attitude_depth.add_attitude(t, roll, pitch, yaw):
+            return False  # a turn beyond limits.attitude_rate_max, counted there
+        return self._resolved(now)
 
     def add_pressure(self, t: float, pressure: float, now: float,
                      frame_id: str | None = None) -> bool:
@@ -356,18 +361,28 @@ class Ingest:
         if not self.streams.admit(DEPTH, t, frame_id, 1, config.depth_frame or config.base_frame):
             return False
         depth = self.placement.attitude_depth.depth_of(t, pressure)
-        if depth is None or not self._in_order(DEPTH, t, 1):
-            return False
+        if depth is None:
+            return False  # non-finite, or beyond the depth limits: counted there
+        return self.streams.judge(DEPTH, t, 1, now, lambda: self._add_depth(t, depth, now))
+
+    def _add_depth(self, t: float, depth: float, now: float) -> bool:
         self.placement.attitude_depth.add_depth(t, depth)
-        self._resolved(now)
-        return True
+        return self._resolved(now)
 
     def add_fix(self, t: float, latitude: float, longitude: float, now: float,
                 status: int = 0, horizontal_std: float | None = None) -> bool:
-        """A horizontal position fix at ``t`` s (:meth:`PositionFixes.add
-        <poam_ros.ingest.fixes.PositionFixes.add>`). True when applied or waiting for a pose."""
-        if not self.position_fixes.add(t, latitude, longitude, now, status, horizontal_std):
+        """A horizontal position fix at ``t`` s (:meth:`PositionFixes.check
+        <poam_ros.ingest.fixes.PositionFixes.check>`). True when applied or waiting for a
+        pose."""
+        place = self.position_fixes.check(t, latitude, longitude, status, horizontal_std)
+        if place is None:
             return False
+        return self.streams.judge(FIX, t, 1, now,
+                                  lambda: self._add_fix(t, *place, now, horizontal_std))
+
+    def _add_fix(self, t: float, x: float, y: float, now: float,
+                 horizontal_std: float | None) -> bool:
+        self.position_fixes.queue(t, x, y, now, horizontal_std)
         self._resolve_fixes()
         return True
 
@@ -400,20 +415,20 @@ class Ingest:
 
     def poll(self, now: float) -> None:
         """Expire pending readings and fixes and arrival grace periods at wall time ``now``
-        [s]; call a few times a second."""
+        [s], and resolve a clock reset that has waited its bound; call a few times a second."""
+        self.streams.expire(now)
         self.placement.expire(now)
         self.position_fixes.expire(now, self.placement.last_pose_wall)
         self.batcher.try_flush(now)
 
     # ---------------------------------------------------------------------- internals
 
-    def _in_order(self, kind: str, t: float, samples: int) -> bool:
-        return self.streams.in_order(kind, t, samples, self.batcher.published_until)
-
-    def _resolved(self, now: float) -> None:
-        """An attitude or a depth came: place what waited for it, check the arrival."""
+    def _resolved(self, now: float) -> bool:
+        """An attitude or a depth was added: place what waited for it, check the arrival;
+        True (kept)."""
         self.placement.resolve_pending()
         self.batcher.try_flush(now)
+        return True
 
     def _resolve_fixes(self) -> None:
         """Apply the fixes the poses now reach; the samples placed since move with them."""
@@ -425,26 +440,28 @@ class Ingest:
         dx, dy = self.position_fixes.at(t)
         self.batcher.progress(t, x + dx, y + dy)
 
-    def _reset(self, stream: str, old: float, stamps: list[float]) -> None:
+    def _reset(self, stream: str, old: float, stamps: list[float]) -> str:
         """``stream``'s clock moved from ``old`` to ``stamps`` (the confirmed run, in order
-        [s]): restart what belongs to the old clock (see the module docstring)."""
-        if stream == ODOM:
-            self.batcher.restart()
-            self.placement.clear()
-            for name in self.placement.attitude_depth.streams:
-                self.streams.restart(name)
-            low = stamps[0] - self.config.stamp_jump_threshold
-            high = stamps[-1] + self.config.stamp_jump_threshold
-            self.position_fixes.restart(low, high)
-            abandoned = self.placement.abandon(lambda t, _: low <= t <= high)
-        else:
+        [s]): restart what belongs to the old clock (see the module docstring); what, in
+        words."""
+        if stream != ODOM:
             self.streams.restart(stream)
-            abandoned = self.placement.abandon(lambda _, kind: kind != stream)
+            if stream in (IMU, DEPTH):
+                self.placement.attitude_depth.clear(stream)
+            return "its order restarted"
+        self.batcher.restart()
+        self.placement.clear()
+        for name in self.placement.attitude_depth.streams:
+            self.streams.restart(name)
+        low = stamps[0] - self.config.stamp_jump_threshold
+        high = stamps[-1] + self.config.stamp_jump_threshold
+        self.position_fixes.restart(low, high)
+        abandoned = self.placement.abandon(lambda t, _: low <= t <= high)
         if abandoned:
             self.drops.drop(CLOCK_RESET, abandoned, f"{abandoned} samples waiting for a pose "
-                            f"of the {stream} clock before its reset at {stamps[0]:.6f} s")
-        self.streams.count_reset(stream, old, stamps, abandoned, "pose history and batch"
-                                 if stream == ODOM else "order")
+                            f"of the odom clock before its reset at {stamps[0]:.6f} s")
+        return (f"pose history and batch restarted, {abandoned} waiting samples of the old "
+                f"clock dropped")
 
 
 def _checked(config: IngestConfig) -> StaticTransform:

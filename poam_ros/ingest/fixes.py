@@ -30,7 +30,8 @@ coordinates' definition) or where the anchor's projection has no place for it
 (``fix_out_of_range``), a reported east or north variance that is negative, not finite or
 above ``limits.fix_max_covariance`` (``fix_implausible_covariance``), a reported horizontal
 std above ``fix_max_std`` (``fix_imprecise``; 0: off; a fix reporting no covariance passes),
-a stamp not after the previous fix's (``fix_out_of_order``), no pose to reset at its stamp
+a stamp not after the previous fix's (``fix_out_of_order``: the clock and order rules of
+every stream, :mod:`~poam_ros.ingest.streams`), no pose to reset at its stamp
 (``fix_no_pose``, also for a fix waiting on an odometry clock that a reset abandoned) or as
 an outlier (``fix_outlier``).
 
@@ -51,7 +52,7 @@ import numpy as np
 
 from poam_ros.ingest.config import IngestConfig
 from poam_ros.ingest.navigation import HorizontalResets
-from poam_ros.ingest.pose_history import STAMP_TOLERANCE, Lookup, PoseHistory
+from poam_ros.ingest.pose_history import Lookup, PoseHistory
 from poam_ros.ingest.reasons import (
     FIX_IMPLAUSIBLE_COVARIANCE,
     FIX_IMPRECISE,
@@ -59,7 +60,6 @@ from poam_ros.ingest.reasons import (
     FIX_NO_FIX,
     FIX_NO_POSE,
     FIX_NONFINITE,
-    FIX_OUT_OF_ORDER,
     FIX_OUT_OF_RANGE,
     FIX_OUTLIER,
     Drops,
@@ -100,42 +100,52 @@ class PositionFixes:
         """Corrections older than ``t`` [s] (the pose history's oldest) are of no more use."""
         self._resets.forget_before(t)
 
-    def add(self, t: float, latitude: float, longitude: float, now: float, status: int = 0,
-            horizontal_std: float | None = None) -> bool:
-        """Queue a fix at ``t`` s, WGS 84 ``latitude``, ``longitude`` [deg], received at wall
-        time ``now`` [s], unless it is dropped (see the module docstring); ``status`` as
-        ``sensor_msgs/NavSatStatus`` (below 0: NO_FIX, or -2: never set, is no fix);
-        ``horizontal_std`` [m], None when unknown. :meth:`resolve` applies it."""
-        where = f"fix at t={t:.6f} s ({latitude!r}, {longitude!r})"
-        drop = self._drops.drop
+    def check(self, t: float, latitude: float, longitude: float, status: int = 0,
+              horizontal_std: float | None = None) -> tuple[float, float] | None:
+        """The map position (x, y) [m] of a fix at ``t`` s, WGS 84 ``latitude``,
+        ``longitude`` [deg], or None where it is dropped (see the module docstring);
+        ``status`` as ``sensor_msgs/NavSatStatus`` (below 0: NO_FIX, or -2: never set, is
+        no fix); ``horizontal_std`` [m], None when unknown. Its stamp's clock and order are
+        :class:`~poam_ros.ingest.streams.Streams`' to judge; then :meth:`queue`."""
+        refused = self._refused(t, latitude, longitude, status, horizontal_std)
+        if refused is None:
+            try:  # GeoError (a ValueError): a place the anchor's CRS cannot project
+                x, y = self.georeference.to_map(longitude, latitude)
+                return float(x), float(y)
+            except ValueError as error:
+                refused = FIX_OUT_OF_RANGE, str(error)
+        reason, why = refused
+        self._drops.drop(reason, 1, f"fix at t={t:.6f} s ({latitude!r}, {longitude!r}): {why}")
+        return None
+
+    def _refused(self, t: float, latitude: float, longitude: float, status: int,
+                 horizontal_std: float | None) -> tuple[str, str] | None:
+        """(reason, why) a fix is dropped before its position is projected, or None."""
         if self.georeference is None:
-            return drop(FIX_NO_ANCHOR, 1, f"{where}: no geodetic anchor for the map frame "
-                        f"(set geo.anchor), so a latitude/longitude has no place")
+            return FIX_NO_ANCHOR, ("no geodetic anchor for the map frame (set geo.anchor), so "
+                                   "a latitude/longitude has no place")
         if status < 0:
-            return drop(FIX_NO_FIX, 1, f"{where}: status {status} (NO_FIX is -1, -2 never "
-                        f"set)")
+            return FIX_NO_FIX, f"status {status} (NO_FIX is -1, -2 never set)"
         if not all(math.isfinite(v) for v in (t, latitude, longitude)):
-            return drop(FIX_NONFINITE, 1, f"{where}: non-finite stamp or position")
+            return FIX_NONFINITE, "non-finite stamp or position"
         if abs(latitude) > 90.0 or abs(longitude) > 180.0:
-            return drop(FIX_OUT_OF_RANGE, 1, f"{where}: latitude beyond ±90° or longitude "
-                        f"beyond ±180°")
+            return FIX_OUT_OF_RANGE, "latitude beyond ±90° or longitude beyond ±180°"
         plausible = self.config.limits.fix_max_covariance
         if horizontal_std is not None and not 0.0 <= horizontal_std ** 2 <= plausible:
-            return drop(FIX_IMPLAUSIBLE_COVARIANCE, 1, f"{where}: horizontal variance "
-                        f"{horizontal_std ** 2:.3g} m² negative, not finite or above "
-                        f"limits.fix_max_covariance {plausible:g} m²")
+            return FIX_IMPLAUSIBLE_COVARIANCE, (
+                f"horizontal variance {horizontal_std ** 2:.3g} m² negative, not finite or "
+                f"above limits.fix_max_covariance {plausible:g} m²")
         limit = self.config.fix_max_std
         if limit and horizontal_std is not None and not horizontal_std <= limit:
-            return drop(FIX_IMPRECISE, 1, f"{where}: horizontal std {horizontal_std:.3g} m "
-                        f"above fix_max_std {limit:g} m")
-        newest = max((f[0] for f in self._pending), default=self._resets.latest_stamp)
-        if t <= newest + STAMP_TOLERANCE:
-            return drop(FIX_OUT_OF_ORDER, 1, f"{where}: not after the previous fix stamped "
-                        f"{newest:.6f} s")
-        try:  # GeoError (a ValueError): a place the anchor's CRS cannot project
-            x, y = (float(v) for v in self.georeference.to_map(longitude, latitude))
-        except ValueError as error:
-            return drop(FIX_OUT_OF_RANGE, 1, f"{where}: {error}")
+            return FIX_IMPRECISE, (f"horizontal std {horizontal_std:.3g} m above fix_max_std "
+                                   f"{limit:g} m")
+        return None
+
+    def queue(self, t: float, x: float, y: float, now: float,
+              horizontal_std: float | None = None) -> bool:
+        """A checked fix at ``t`` s, map position (x, y) [m], received at wall time ``now``
+        [s], with its reported ``horizontal_std`` [m] (None: unknown), waits for
+        :meth:`resolve`; True."""
         self._pending.append((t, x, y, now, horizontal_std or 0.0))
         return True
 

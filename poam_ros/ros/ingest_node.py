@@ -40,8 +40,9 @@ Topics (names relative, remappable):
   every reason of :mod:`poam_ros.ingest.reasons`, plus ``dropped.lost_in_transport``: sensor
   messages that never reached the callbacks (a subscription queue that overflowed, or
   best-effort transport), seen as gaps in each publisher's DDS sequence numbers; and
-  ``clock_resets.<stream>`` (odom, range, swath) with ``stamps_held``, the messages whose
-  stamps are suspect until the next ones tell a glitch from a clock change; ``fixes_applied``
+  ``clock_resets.<stream>`` (every stream, :mod:`poam_ros.ingest.streams`) with
+  ``stamps_held``, the messages whose stamps are suspect until the next ones tell a glitch
+  from a clock change, or held until a reset is resolved across the streams; ``fixes_applied``
   and ``last_fix_correction`` (m); per channel ``channel.<name>.received``, ``.placed`` and
   ``.dropped`` (readings). A drop or a reset in the last period makes the status WARN.
 """
@@ -66,7 +67,6 @@ from poam_ros.ingest import Ingest, IngestConfig, SequenceGaps
 from poam_ros.ingest import feeders as fd
 from poam_ros.ingest.channels import CHANNEL_TYPES
 from poam_ros.ingest.reasons import NO_RETURN, OUTSIDE_WORKSPACE, REASONS
-from poam_ros.ingest.streams import CLOCKED
 from poam_ros.params import ConfigError
 from poam_ros.ros import conversions as cv
 from poam_ros.ros import qos
@@ -249,7 +249,7 @@ class IngestNode(StartingNode):
             dropped={LOST_IN_TRANSPORT: self.lost_in_transport,
                      **{reason: core.dropped.get(reason, 0) for reason in REASONS}},
             clock_resets={stream: core.clock_resets.get(stream, 0)
-                          for stream in CLOCKED},
+                          for stream in core.streams.names},
             channel_received={name: core.channel_received[name] for name in channels},
             channel_placed={name: core.channel_placed[name] for name in channels},
             channel_dropped={name: core.channel_received[name] - core.channel_placed[name]

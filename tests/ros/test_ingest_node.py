@@ -237,6 +237,41 @@ def test_a_single_future_stamped_pose_does_not_stop_the_samples(start_node, make
     assert ingest.core.dropped == {ig.POSE_STAMP_OUTLIER: 1}
 
 
+@pytest.mark.parametrize("sonar_lead", [2.0, -2.0])
+def test_odometry_and_sonar_clocks_resetting_apart_lose_no_sounding(start_node, make_node,
+                                                                     spin_until, sonar_lead):
+    """Time restarts for both sensors at once, but the sonar's messages come 2 s ahead of
+    the odometry's (or behind): every sounding of either clock is published, placed at its
+    own stamp's pose, and each stream's reset is counted once."""
+    ingest = start_node(IngestNode, flush_grace=0.2)
+    tester = Tester(make_node)
+    assert spin_until(lambda: tester.odom.get_subscription_count() and
+                      tester.range.get_subscription_count(), ingest, tester.node)
+    tester.send_plan([[5.5, 0.0]])  # reached at the last pose, on the new clock
+    events = []  # (arrival order, kind, stamp, τ); the vehicle at x = τ - 5 m
+    for k in range(22):
+        tau = 0.5 * k
+        clock = (lambda t: 100.0 + t) if tau <= 5.0 else (lambda t: t - 5.5)
+        events.append((tau + max(0.0, sonar_lead), "pose", clock(tau), tau))
+        if k < 21 and k != 10:  # none between the last pose of the old clock and the first
+            events.append((tau + 0.25 + max(0.0, -sonar_lead), "range", clock(tau + 0.25),
+                           tau + 0.25))
+    for _, kind, t, tau in sorted(events):
+        if kind == "pose":
+            tester.send_pose(t, tau - 5.0)
+        else:
+            tester.send_range(t, 310.0)
+    expected = sorted(tau - 5.0 for _, kind, _, tau in events if kind == "range")
+    assert spin_until(lambda: sum(batch.width for batch in tester.batches) >= len(expected),
+                      ingest, tester.node, timeout=10.0), ingest.core.dropped
+    points = np.concatenate([msg.cloud_to_points(batch) for batch in tester.batches])
+    np.testing.assert_allclose(sorted(points[:, 0]), expected, atol=1e-5)
+    assert spin_until(lambda: tester.count("clock_resets", "odom") == 1 and
+                      tester.count("clock_resets", "range") == 1, ingest, tester.node,
+                      timeout=5.0), tester.counts
+    assert not ingest.core.dropped
+
+
 def test_soundings_outside_the_workspace_are_information_not_a_warning(start_node, make_node,
                                                                       spin_until):
     """Legs that cross the workspace boundary drop soundings by design: counted, but the

@@ -24,8 +24,10 @@ def batcher(config=None, workspace=None):
     """A batcher on its own, the streams it waits on and the tally; resets never come."""
     config = config or IngestConfig()
     drops = Drops()
-    streams = Streams(config, drops, lambda *_: pytest.fail("no clock reset expected"))
-    return Batcher(config, streams, drops, workspace), streams, drops
+    streams = Streams(config, drops, lambda *_: pytest.fail("no clock reset expected"),
+                      lambda: cut.published_until)
+    cut = Batcher(config, streams, drops, workspace)
+    return cut, streams, drops
 
 
 def sample(x, y=0.0, z=-10.0):
@@ -43,7 +45,7 @@ def test_an_arrival_waits_for_the_streams_then_cuts_what_is_stamped_up_to_it():
     assert not cut.following and cut.plan_progress == (0, 0)
     cut.try_flush(now=0.0)  # the ranges stream has delivered nothing up to 2 s
     assert cut.take_raw_batches() == []
-    assert streams.in_order(RANGE, 2.05, 1, cut.published_until)
+    assert streams.judge(RANGE, 2.05, 1, 0.0, lambda: True)
     cut.try_flush(now=0.1)  # its next reading is due after the arrival: complete
     raw, = cut.take_raw_batches()
     assert (raw.stamp, raw.reason, raw.sequence) == (2.0, "arrival", 1)

@@ -1,7 +1,8 @@
 """Ingest core under stamp glitches and clock changes: a glitched pose or range stamp costs
 only its own message, a clock that jumps and stays (forwards or backwards) is a reset after
-``stamp_reset_count`` agreeing stamps and samples flow again, and ordinary reordering is
-dropped as before."""
+``stamp_reset_count`` agreeing stamps and samples flow again, the odometry's and the
+sonar's resets resolved together whichever comes first, and ordinary reordering is dropped
+as before."""
 
 from __future__ import annotations
 
@@ -163,3 +164,39 @@ def test_a_reset_keeps_the_waypoints_reached():
     ingest.poll(now=100.0)
     old, new = ingest.take_batches()
     assert (old.reason, new.reason, new.stamp) == ("reset", "arrival", 20.0 + GLITCH)
+
+
+def survey_across_a_reset(lead, new_clock, restart=6.0, seconds=12.0):
+    """Poses every 0.1 s and a range every 0.5 s (a quarter-tick off) of a vehicle at
+    x = τ - 5 m; the clock changes at τ = ``restart`` s to ``new_clock(τ)``. Each event is
+    (arrival [s], kind, stamp [s], x [m]); the sonar's arrive ``lead`` s before the
+    odometry's (negative: after)."""
+    events = []
+    for kind, tau, *x in leg(0.0, seconds=round(seconds)):
+        stamp = 100.0 + tau if tau < restart - 1e-9 else new_clock(tau)
+        lag = max(0.0, lead) if kind == "pose" else max(0.0, -lead)
+        events.append((tau + lag, kind, stamp, x[0] if x else tau - 5.0))
+    return sorted(events, key=lambda event: event[0])
+
+
+@pytest.mark.parametrize("lead", [-3.0, -1.0, -0.2, 0.2, 1.0, 3.0])
+@pytest.mark.parametrize("new_clock", [lambda tau: tau - 6.0, lambda tau: tau + GLITCH],
+                         ids=["time restarts", "jumps forwards"])
+def test_odometry_and_sonar_resetting_in_either_order_lose_no_reading(lead, new_clock):
+    """The two clocks change at the same moment, but either stream's messages come up to
+    3 s ahead of the other's: the one that resets first is held until the other has, and
+    every range is placed at the vehicle's position at its own stamp."""
+    ingest = Ingest(CONFIG)
+    events = survey_across_a_reset(lead, new_clock)
+    for now, kind, t, x in events:
+        if kind == "pose":
+            ingest.add_pose(t, x, 0.0, PLANE_Z, 0.0, now)
+        else:
+            ingest.add_range(t, DEPTH, *LIMITS, now)
+    ingest.poll(events[-1][0])
+    ingest.flush_tail()
+    points = np.concatenate([batch.points for batch in ingest.take_batches()])
+    expected = sorted(x for _, kind, _, x in events if kind == "range")
+    assert not ingest.dropped and ingest.clock_resets == {ODOM: 1, RANGE: 1}
+    np.testing.assert_allclose(sorted(points[:, 0]), expected, atol=1e-9)
+    assert ingest.pending == 0 and ingest.held == 0

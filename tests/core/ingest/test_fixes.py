@@ -25,6 +25,12 @@ def fixes(georeference=ANCHOR):
     return PositionFixes(CONFIG, drops, georeference), drops
 
 
+def add(position, t, latitude, longitude, now, **fix):
+    """A fix checked, then queued (its stamp's clock and order are the Streams')."""
+    place = position.check(t, latitude, longitude, **fix)
+    return place is not None and position.queue(t, *place, now, fix.get("horizontal_std"))
+
+
 def at(t, x, y):
     """(t, latitude, longitude) of map position (x, y)."""
     lon, lat = ANCHOR.to_lonlat(x, y)
@@ -41,7 +47,7 @@ def poses(stop):
 
 def test_a_fix_waits_for_the_poses_then_sets_the_correction_from_its_stamp_on():
     position, _ = fixes()
-    assert position.add(*at(5.0, 105.0, 10.0), now=0.0)
+    assert add(position, *at(5.0, 105.0, 10.0), now=0.0)
     assert position.resolve(poses(4.0)) == [] and position.applied == 0
     (t, shift), = position.resolve(poses(6.0))
     assert t == 5.0 and np.allclose(shift, [100.0, 10.0], atol=1e-6)
@@ -54,20 +60,19 @@ def test_a_fix_waits_for_the_poses_then_sets_the_correction_from_its_stamp_on():
 
 def test_bad_fixes_are_dropped_before_they_wait():
     position, drops = fixes()
-    assert position.add(*at(5.0, 0.0, 0.0), now=0.0)
-    assert not position.add(*at(5.0, 1.0, 0.0), now=0.0)         # not after the previous
-    assert not position.add(6.0, math.nan, 10.0, now=0.0)
-    assert not position.add(6.0, 95.0, 10.0, now=0.0)
-    assert not position.add(*at(6.0, 0.0, 0.0), now=0.0, status=-1)
-    assert not position.add(*at(6.0, 0.0, 0.0), now=0.0, horizontal_std=100.0)
-    assert not fixes(None)[0].add(*at(6.0, 0.0, 0.0), now=0.0)
-    assert drops.counts == {ig.FIX_OUT_OF_ORDER: 1, ig.FIX_NONFINITE: 1, ig.FIX_OUT_OF_RANGE: 1,
+    assert add(position, *at(5.0, 0.0, 0.0), now=0.0)
+    assert not add(position, 6.0, math.nan, 10.0, now=0.0)
+    assert not add(position, 6.0, 95.0, 10.0, now=0.0)
+    assert not add(position, *at(6.0, 0.0, 0.0), now=0.0, status=-1)
+    assert not add(position, *at(6.0, 0.0, 0.0), now=0.0, horizontal_std=100.0)
+    assert not add(fixes(None)[0], *at(6.0, 0.0, 0.0), now=0.0)
+    assert drops.counts == {ig.FIX_NONFINITE: 1, ig.FIX_OUT_OF_RANGE: 1,
                             ig.FIX_NO_FIX: 1, ig.FIX_IMPRECISE: 1}
 
 
 def test_a_waiting_fix_is_given_up_only_once_poses_stop():
     position, drops = fixes()
-    position.add(*at(50.0, 0.0, 0.0), now=0.0)
+    add(position, *at(50.0, 0.0, 0.0), now=0.0)
     position.expire(now=5.0, last_pose_wall=4.0)  # poses still coming
     assert not drops.counts
     position.expire(now=6.5, last_pose_wall=4.0)
@@ -76,10 +81,10 @@ def test_a_waiting_fix_is_given_up_only_once_poses_stop():
 
 def test_a_clock_reset_keeps_the_correction_and_the_fixes_of_the_new_clock():
     position, drops = fixes()
-    position.add(*at(5.0, 15.0, 0.0), now=0.0)
+    add(position, *at(5.0, 15.0, 0.0), now=0.0)
     position.resolve(poses(6.0))
-    position.add(*at(500.0, 0.0, 0.0), now=0.0)
-    position.add(*at(1000.0, 0.0, 0.0), now=0.0)
+    add(position, *at(500.0, 0.0, 0.0), now=0.0)
+    add(position, *at(1000.0, 0.0, 0.0), now=0.0)
     position.restart(low=990.0, high=1010.0)
     assert drops.counts == {ig.FIX_NO_POSE: 1}
     assert np.allclose(position.at(-1e9), [10.0, 0.0])  # in force from -inf now
@@ -98,7 +103,7 @@ def test_a_gross_outlier_fix_is_dropped_and_moves_nothing(distance):
     """A fix hundreds of kilometres from the dead-reckoned position 5 s into the drive
     (bound: 200 m + 1 m/s * 5 s) is refused and counted; the correction stays 0."""
     position, drops = judged()
-    assert position.add(*at(5.0, 5.0 + distance, 0.0), now=0.0)
+    assert add(position, *at(5.0, 5.0 + distance, 0.0), now=0.0)
     assert position.resolve(poses(6.0)) == []
     assert drops.counts == {ig.FIX_OUTLIER: 1} and position.applied == 0
     assert position.at(10.0) == (0.0, 0.0)
@@ -112,12 +117,12 @@ def test_the_bound_grows_with_the_time_since_the_last_fix_and_the_fixs_std():
     config = CONFIG.replace(fix_max_correction=10.0, fix_drift_rate=0.5)
     position, drops = judged(config)
     history = poses(20.0)
-    position.add(*at(2.0, 2.0 + 12.0, 0.0), now=0.0)
-    position.add(*at(5.0, 5.0 + 12.0, 0.0), now=0.0)
-    position.add(*at(7.0, 7.0 + 12.0 + 13.0, 0.0), now=0.0)
+    add(position, *at(2.0, 2.0 + 12.0, 0.0), now=0.0)
+    add(position, *at(5.0, 5.0 + 12.0, 0.0), now=0.0)
+    add(position, *at(7.0, 7.0 + 12.0 + 13.0, 0.0), now=0.0)
     changes = position.resolve(history)
     assert [t for t, _ in changes] == [5.0] and drops.counts == {ig.FIX_OUTLIER: 2}
-    position.add(*at(7.5, 7.5 + 12.0 + 13.0, 0.0), now=0.0, horizontal_std=1.0)
+    add(position, *at(7.5, 7.5 + 12.0 + 13.0, 0.0), now=0.0, horizontal_std=1.0)
     (t, shift), = position.resolve(history)
     assert t == 7.5 and np.allclose(shift, [13.0, 0.0], atol=1e-6)
 
@@ -127,8 +132,8 @@ def test_a_refused_large_correction_is_taken_once_the_drift_allows_it():
     (450 m): an outlier sets no new reference time, so the bound keeps growing."""
     position, drops = judged()
     history = poses(300.0)
-    position.add(*at(10.0, 10.0 + 400.0, 0.0), now=0.0)
-    position.add(*at(250.0, 250.0 + 400.0, 0.0), now=0.0)
+    add(position, *at(10.0, 10.0 + 400.0, 0.0), now=0.0)
+    add(position, *at(250.0, 250.0 + 400.0, 0.0), now=0.0)
     (t, shift), = position.resolve(history)
     assert t == 250.0 and np.allclose(shift, [400.0, 0.0], atol=1e-6)
     assert drops.counts == {ig.FIX_OUTLIER: 1}
