@@ -87,8 +87,9 @@ def real_scale_setup(tile, samples: int, num_inducing: int, train_steps: int,
         max_yaw_rate=0.2, turning_radius=20.0, goal_radius=5.0, speed_gain=0.5,
         heading_gain=1.0)
     setup.sonar = setup.sonar.replace(rate=sonar_rate, noise_std=0.5)
+    # The pilot survey is one batch (its legs fly hours): no batch is cut on time in lockstep.
     setup.ingest = setup.ingest.replace(goal_radius=5.0, sonar_rate=sonar_rate,
-                                        max_pose_gap=2.0)
+                                        max_pose_gap=2.0, batch_timeout=43200.0)
     # Over ROS the planner judges the plan's end too: at least the vehicle's radius.
     setup.planner_node = setup.planner_node.replace(goal_radius=5.0)
     setup.max_entropy = setup.max_entropy.replace(turning_radius=setup.vehicle.turn_radius)

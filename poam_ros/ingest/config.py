@@ -160,8 +160,10 @@ class IngestConfig(Params):
                                          "odometry stamp) or the wall clock (since it was "
                                          "placed), whichever first: whatever the plan does "
                                          "(a waypoint never reached), no sample waits longer; "
-                                         "always on, unlike max_batch_age, and longer than a "
-                                         "survey's legs", unit="s", low=1.0)
+                                         "always on, unlike max_batch_age; a lockstep "
+                                         "simulation replays the ROS-free mission only "
+                                         "while it exceeds every leg (the pilot survey's "
+                                         "included)", unit="s", low=1.0)
     swath_min_range: float = param(0.0, "swath points closer than this are dropped",
                                    unit="m", low=0.0)
     swath_max_range: float = param(10000.0, "swath points further than this are dropped",
