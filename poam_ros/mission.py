@@ -133,12 +133,12 @@ class Mission:
     @property
     def outside_workspace(self) -> int:
         """Soundings the ingest dropped outside the workspace (legs that cross its boundary)."""
-        return self.ingest.dropped[OUTSIDE_WORKSPACE]
+        return self.ingest.drops.counts[OUTSIDE_WORKSPACE]
 
     @property
     def no_return(self) -> int:
         """Soundings without a return (the vehicle swung beyond the terrain)."""
-        return self.ingest.dropped[NO_RETURN]
+        return self.ingest.drops.counts[NO_RETURN]
 
     def _check_workspace(self) -> None:
         xmin, xmax, ymin, ymax = self.workspace.bounds

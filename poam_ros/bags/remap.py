@@ -189,7 +189,7 @@ def remap_bag(bag, setup: MissionSetup, config: RemapConfig | None = None,
         notes.append(f"none of the {len(live_maps)} live map(s) has the data stamp of a "
                      f"remap update: no comparison (another update grouping?)")
     return RemapResult(loop.model, grid, updates.layers, updates.records, batches, path,
-                       Counter(ingest.dropped), read_report, notes, updates.comparison,
+                       Counter(ingest.drops.counts), read_report, notes, updates.comparison,
                        eval_points, truth, terrain, workspace, time.perf_counter() - start,
                        counts)
 
@@ -250,9 +250,9 @@ def _ingest(reader: BagReader, types: MessageTypes, ingest: Ingest, config: Rema
     for topic, count in recording.behind.items():
         notes.append(f"{count} {topic} message(s) stamped earlier than the one before them "
                      f"(timestamps going backwards): the ingest drops them, as live")
-    for stream, count in sorted(ingest.clock_resets.items()):
+    for stream, count in sorted(ingest.streams.clock_resets.items()):
         notes.append(f"{count} {stream} clock reset(s), the latest: "
-                     f"{ingest.reset_details[stream]}")
+                     f"{ingest.streams.reset_details[stream]}")
     if from_samples:
         if not recording.recorded:
             raise BagError(f"{reader.path} has no {config.samples_topic} batches to map "
@@ -319,7 +319,7 @@ def _finish(recording: Recording, ingest: Ingest, config: RemapConfig,
                      + ", ".join(f"{key} {count}" for key, count in issues.items())
                      + "): the remap, which has every recorded message, may cut other "
                        "batches (source samples maps exactly what the live mapper got)")
-    tail = ingest.batch_size
+    tail = ingest.batcher.size
     if tail and (config.tail == "map" or (config.tail == "auto" and not recording.plans)):
         ingest.flush_tail()
         batches += ingest.take_batches()

@@ -1,14 +1,15 @@
 """Sensor ingest without ROS: odometry and sonar readings in, georeferenced sample batches out.
 
-:mod:`.core` checks each input and coordinates the parts (:class:`Ingest`, configured by
-:mod:`.config`): :mod:`.streams` (frames, the clock rule of :mod:`.clock_jumps`, order,
-completeness), :mod:`.placement` (readings at the poses of :mod:`.pose_history`, with
-:mod:`.attitude_depth`: an IMU's attitude and a depth sensor's depth), :mod:`.fixes`
-(position fixes; :mod:`.navigation`: the ``map`` ← ``odom`` transform and the corrections)
-and :mod:`.batcher` (decision-point batches, checked with :mod:`.cloud_filters`); drops are
-counted by the reasons of :mod:`.reasons`. :mod:`.feeders` hands each message type to it
-(:mod:`.channels`: where the scalar channels come from); :mod:`.sequence_gaps` counts
-messages lost before they reached a node.
+:mod:`.core` coordinates the parts (:class:`Ingest`, configured by :mod:`.config`), each of
+which checks its input: :mod:`.poses` (the odometry and its :mod:`.pose_history`; the
+``map`` ← ``odom`` transform of :mod:`.navigation`), :mod:`.sonar` (ranges and swaths),
+:mod:`.channels` (the scalar channels and where they come from), :mod:`.attitude_depth` (an
+IMU's attitude and a depth sensor's depth), :mod:`.fixes` (position fixes and the
+corrections of :mod:`.navigation`), :mod:`.streams` (frames, the clock rule of
+:mod:`.clock_jumps`, order, completeness), :mod:`.placement` (readings at the poses) and
+:mod:`.batcher` (decision-point batches, checked with :mod:`.cloud_filters`); drops are
+counted by the reasons of :mod:`.reasons`. :mod:`.feeders` hands each message type to it;
+:mod:`.sequence_gaps` counts messages lost before they reached a node.
 """
 
 from poam_ros.ingest.batcher import RawBatch, SampleBatch

@@ -18,6 +18,14 @@ sensors') gives the ingest:
   the water column (its change with depth, temperature and salinity, ≈ 0.5 % over the
   first kilometre, is neglected, as is the local variation of g, ≈ 0.3 %).
 
+Checks, per message, in this order: a message of a series not enabled is ``wrong_frame``
+(not this ingest's), as is one in another frame than ``imu_frame`` / ``depth_frame`` (the
+``base_frame`` when empty; :meth:`Streams.admit <poam_ros.ingest.streams.Streams.admit>`);
+an IMU message with no orientation (``orientation_covariance[0]`` = -1) or one that is not a
+rotation (its norm off 1 by more than ``orientation_tolerance``, or not finite) is
+``imu_invalid``; then the plausibility limits below, and the clock and order rules of every
+stream (:mod:`~poam_ros.ingest.streams`).
+
 Plausibility (:class:`~poam_ros.ingest.config.LimitsConfig`), per message. A pressure is
 judged by the depth it gives, so that a gauge sensor (``atmospheric_pressure`` 0) and an
 absolute one share the limits: a non-finite pressure is ``pressure_invalid``, a depth outside
@@ -42,12 +50,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from poam_ros.attitude import rotation_matrix
-from poam_ros.ingest.pose_history import Lookup, PlacedPose, PoseHistory
+from poam_ros.attitude import roll_pitch_from_quaternion, rotation_matrix, yaw_from_quaternion
+from poam_ros.ingest.pose_history import Lookup, PlacedPose, PoseHistory, not_a_rotation
 from poam_ros.ingest.reasons import (
     DEPTH_OUT_OF_LIMITS,
+    IMU_INVALID,
     IMU_RATE_OUT_OF_LIMITS,
     PRESSURE_INVALID,
+    WRONG_FRAME,
     Drops,
 )
 
@@ -92,6 +102,35 @@ class AttitudeDepth:
         """The enabled series, by stream name."""
         return enabled_streams(self.config)
 
+    def expects(self, stream: str) -> bool:
+        """Whether ``stream`` (``imu``, ``depth``) is enabled; a message of one that is not
+        is counted (``wrong_frame``)."""
+        if stream in self.streams:
+            return True
+        switch = "imu_attitude" if stream == IMU else "depth_from_pressure"
+        message = "imu" if stream == IMU else "pressure"
+        return self._drops.drop(WRONG_FRAME, 1, f"{message} message, but {switch} is off")
+
+    def frame(self, stream: str) -> str:
+        """The frame ``stream``'s messages come in."""
+        config = self.config
+        return (config.imu_frame if stream == IMU else config.depth_frame) or config.base_frame
+
+    def attitude_of(self, t: float, orientation: tuple[float, float, float, float],
+                    known: bool) -> tuple[float, float, float] | None:
+        """(roll, pitch, yaw) [rad] of the IMU's orientation quaternion (x, y, z, w) at ``t``
+        s, or None when it gives none (``known`` False) or one that is no rotation."""
+        if not known:
+            self._drops.drop(IMU_INVALID, 1, f"imu at t={t:.6f} s gives no orientation "
+                             f"(orientation_covariance[0] = -1)")
+            return None
+        problem = not_a_rotation(orientation, self.config.orientation_tolerance)
+        yaw = yaw_from_quaternion(orientation)
+        if problem is not None or not math.isfinite(yaw):
+            self._drops.drop(IMU_INVALID, 1, f"imu at t={t:.6f} s with {problem}")
+            return None
+        return (*roll_pitch_from_quaternion(orientation), yaw)
+
     def add_attitude(self, t: float, roll: float, pitch: float, yaw: float) -> bool:
         """The IMU's attitude [rad] at ``t`` s, newer than the last (checked by the caller),
         unless it turned too fast from the last kept (see the module docstring)."""
@@ -126,9 +165,10 @@ class AttitudeDepth:
             return None
         return depth
 
-    def add_depth(self, t: float, depth: float) -> None:
-        """The depth [m] below the surface at ``t`` s, newer than the last."""
+    def add_depth(self, t: float, depth: float) -> bool:
+        """The depth [m] below the surface at ``t`` s, newer than the last; True (kept)."""
         self.depth.append(t, 0.0, 0.0, -depth, 0.0)
+        return True
 
     def clear(self, *names: str) -> None:
         """Forget the series ``names`` (``imu``, ``depth``; both when none is named): their

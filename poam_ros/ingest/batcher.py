@@ -42,7 +42,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from poam_ros.ingest.cloud_filters import statistical_inliers, voxel_downsample
+from poam_ros.ingest.cloud_filters import resolve_backend, statistical_inliers, voxel_downsample
 from poam_ros.ingest.config import IngestConfig
 from poam_ros.ingest.pose_history import STAMP_TOLERANCE
 from poam_ros.ingest.reasons import OUTSIDE_WORKSPACE, STATISTICAL_OUTLIER, VOXEL_MERGED, Drops
@@ -99,6 +99,7 @@ class Batcher:
 
     def __init__(self, config: IngestConfig, streams: Streams, drops: Drops,
                  workspace: Workspace | None = None) -> None:
+        self.check(config)
         self.config = config
         self.workspace = workspace
         self._streams = streams
@@ -119,8 +120,15 @@ class Batcher:
         self._clock = -math.inf  # newest odometry stamp [s]: the batch timeout's stamp clock
         self._began: float | None = None  # wall time [s] the batch began (first seen placed)
 
+    @staticmethod
+    def check(config: IngestConfig) -> None:
+        """``ValueError`` where ``filter_backend`` open3d is missing (now, not at the first
+        swath)."""
+        if config.filter_backend == "open3d":
+            resolve_backend("open3d")
+
     def configure(self, config: IngestConfig) -> None:
-        """New limits and filters; what is placed, planned and cut stays."""
+        """New limits and filters (:meth:`check` ed); what is placed, planned and cut stays."""
         self.config = config
 
     @property
@@ -167,10 +175,20 @@ class Batcher:
 
     # ------------------------------------------------------------------------ plans
 
-    def set_plan(self, waypoints: np.ndarray, stamp: float) -> float:
-        """A new plan (K, 2) m (K = 0 clears it); the stamp [s] from which poses may count
-        as progress on it: the later of ``stamp`` (the plan's header time, when > 0) and the
-        previous arrival (where a lockstep vehicle waited for this plan)."""
+    def set_plan(self, waypoints, stamp: float, frame_id: str | None = None) -> float | None:
+        """A new plan (K, 2) m (K = 0 clears it) in ``frame_id`` (checked when given); the
+        stamp [s] from which poses may count as progress on it: the later of ``stamp`` (the
+        plan's header time, when > 0) and the previous arrival (where a lockstep vehicle
+        waited for this plan). None, logged, for a plan in another frame than
+        ``world_frame`` or with non-finite waypoints: it is ignored."""
+        if frame_id is not None and frame_id != self.config.world_frame:
+            log.warning("plan in frame %r ignored: expected %r", frame_id,
+                        self.config.world_frame)
+            return None
+        waypoints = np.asarray(waypoints, dtype=float).reshape(-1, 2)
+        if not np.isfinite(waypoints).all():
+            log.warning("plan with non-finite waypoints ignored")
+            return None
         self._plan = waypoints.tolist() if len(waypoints) else None
         self._plan_index = 0
         return max(stamp if stamp > 0 else -math.inf, self._last_arrival)

@@ -9,11 +9,14 @@ off one topic of one of three standard message types:
 * ``cloud``: a stamped ``sensor_msgs/PointCloud2`` of one point (any other sensor) whose
   field named like the channel holds the value.
 
-Each type has declared plausibility limits (:func:`value_limits`, from
-:class:`~poam_ros.ingest.config.LimitsConfig`): ``temperature_min/max`` [°C],
-``pressure_min/max`` [Pa] (FluidPressure is absolute) and ``cloud_min/max`` (the sensor's
-own unit); a reading outside is dropped (``value_out_of_limits``), a non-finite one
-(``nonfinite_point``) whatever its type.
+A reading (:class:`Channels`) of a channel not configured is ``wrong_frame`` (not this
+ingest's), as is one in another frame than its channel's (:meth:`Streams.admit
+<poam_ros.ingest.streams.Streams.admit>`); its stamp then follows the clock and order rules
+of the ranges, per channel (:mod:`~poam_ros.ingest.streams`). Each type has declared
+plausibility limits (:func:`value_limits`, from :class:`~poam_ros.ingest.config.LimitsConfig`):
+``temperature_min/max`` [°C], ``pressure_min/max`` [Pa] (FluidPressure is absolute) and
+``cloud_min/max`` (the sensor's own unit); a reading outside is dropped
+(``value_out_of_limits``), a non-finite one (``nonfinite_point``) whatever its type.
 
 :func:`~poam_ros.ingest.feeders.feed_channel` hands one such message to
 :meth:`Ingest.add_reading <poam_ros.ingest.core.Ingest.add_reading>`: the ingest node calls it
@@ -22,12 +25,17 @@ on a live message, the remap on a recorded one, so both place the same readings.
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from typing import TYPE_CHECKING, NamedTuple
 
+from poam_ros.ingest.reasons import NONFINITE_POINT, VALUE_OUT_OF_LIMITS, WRONG_FRAME, Drops
 from poam_ros.params import ConfigError
 
 if TYPE_CHECKING:
     from poam_ros.ingest.config import IngestConfig
+
+CHANNEL = "channel:"  # + a channel's name: its stream (clock, order) and reading kind
 
 #: channel type -> the ROS message type it reads
 CHANNEL_TYPES = {"temperature": "sensor_msgs/msg/Temperature",
@@ -87,3 +95,48 @@ def check_channel_sources(config: IngestConfig) -> None:
     if len(set(topics)) != len(topics):
         raise ConfigError(f"IngestConfig.channel_topics must be distinct, got {topics!r}")
 
+
+class Channels:
+    """The configured channels' sources by stream (``channel:<name>``), the readings handed
+    in per channel (:attr:`received`) and their checks; drops are counted in ``drops``."""
+
+    def __init__(self, config: IngestConfig, drops: Drops) -> None:
+        self.config = config
+        self._drops = drops
+        self.sources = {CHANNEL + source.name: source for source in channel_sources(config)}
+        self.received: Counter = Counter()  # per channel, readings handed in
+
+    def check(self, config: IngestConfig) -> None:
+        """``ValueError`` for other channels than the first configuration's: they fix the
+        samples' columns."""
+        if config.channels != self.config.channels:
+            raise ValueError(f"the ingest's channels {self.config.channels!r} cannot change to "
+                             f"{config.channels!r}: they fix the samples' columns")
+
+    def configure(self, config: IngestConfig) -> None:
+        """New limits (the channels :meth:`check` ed)."""
+        self.config = config
+
+    def stream_of(self, channel: str) -> str | None:
+        """The stream of a reading of ``channel`` (counted as received), or None when the
+        channel is not configured (dropped)."""
+        kind = CHANNEL + channel
+        if kind not in self.sources:
+            self._drops.drop(WRONG_FRAME, 1, f"reading of channel {channel!r}, not one "
+                             f"of {self.config.channels!r}")
+            return None
+        self.received[channel] += 1
+        return kind
+
+    def plausible(self, t: float, kind: str, value: float) -> bool:
+        """Whether ``value``, of the channel of stream ``kind`` at ``t`` s, is finite and
+        within its type's limits (else it is counted)."""
+        if not math.isfinite(value):
+            return self._drops.drop(NONFINITE_POINT, 1, f"{kind} value {value} at t={t:.6f} s")
+        channel_type = self.sources[kind].kind
+        low, high = value_limits(channel_type, self.config)
+        if not low <= value <= high:
+            return self._drops.drop(VALUE_OUT_OF_LIMITS, 1, f"{kind} value {value:g} at t="
+                                    f"{t:.6f} s outside its plausible [{low:g}, {high:g}] "
+                                    f"(limits of a {channel_type} channel)")
+        return True

@@ -20,8 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from poam_ros import messages as msg
 from poam_ros.ingest.attitude_depth import DEPTH, IMU
-from poam_ros.ingest.channels import CHANNEL_TYPES, ChannelSource, channel_sources
-from poam_ros.ingest.streams import CHANNEL
+from poam_ros.ingest.channels import CHANNEL, CHANNEL_TYPES, ChannelSource, channel_sources
 
 if TYPE_CHECKING:
     from poam_ros.ingest.config import IngestConfig

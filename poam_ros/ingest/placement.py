@@ -1,7 +1,7 @@
 """Readings placed at the vehicle's pose, or waiting for it (no ROS).
 
 Each reading is placed at the vehicle pose interpolated at its timestamp
-(:class:`~poam_ros.ingest.pose_history.PoseHistory`; attitude and depth from the IMU and
+(the odometry's history, :mod:`~poam_ros.ingest.poses`; attitude and depth from the IMU and
 the pressure sensor where they are enabled, :mod:`~poam_ros.ingest.attitude_depth`), plus
 the position fixes' correction in force then (:mod:`~poam_ros.ingest.fixes`), and its
 samples go to the :class:`~poam_ros.ingest.batcher.Batcher`. A reading stamped ahead of
@@ -23,7 +23,6 @@ bending) correction is out of scope: beams are straight.
 
 from __future__ import annotations
 
-import math
 from collections import Counter, deque
 from typing import Callable
 
@@ -32,44 +31,41 @@ import numpy as np
 from poam_ros.attitude import rotation_matrix
 from poam_ros.ingest.attitude_depth import AttitudeDepth
 from poam_ros.ingest.batcher import Batcher
+from poam_ros.ingest.channels import CHANNEL
 from poam_ros.ingest.config import IngestConfig
 from poam_ros.ingest.fixes import PositionFixes
-from poam_ros.ingest.pose_history import STAMP_TOLERANCE, Lookup, PlacedPose, PoseHistory
+from poam_ros.ingest.pose_history import Lookup, PlacedPose
+from poam_ros.ingest.poses import Odometry
 from poam_ros.ingest.reasons import (
     NO_POSE,
-    POSE_DUPLICATE,
     POSE_GAP,
-    POSE_JUMP,
-    POSE_OUT_OF_ORDER,
     QUEUE_OVERFLOW,
     STALE_STAMP,
     Drops,
 )
-from poam_ros.ingest.streams import CHANNEL, RANGE, SWATH
+from poam_ros.ingest.streams import RANGE, SWATH
 
 
 class Placement:
-    """The pose history, the attitude and depth series, and the readings waiting for a
-    pose; placed samples go to ``batcher``, corrected by ``fixes``."""
+    """The readings waiting for a pose, placed at the ``odometry``'s poses (the attitude and
+    depth from ``attitude_depth`` where enabled) corrected by ``fixes``; their samples go to
+    ``batcher``."""
 
-    def __init__(self, config: IngestConfig, drops: Drops, fixes: PositionFixes,
-                 batcher: Batcher) -> None:
+    def __init__(self, config: IngestConfig, drops: Drops, odometry: Odometry,
+                 attitude_depth: AttitudeDepth, fixes: PositionFixes, batcher: Batcher) -> None:
+        self.config = config
         self._drops = drops
+        self._odometry = odometry
+        self._attitude_depth = attitude_depth
         self._fixes = fixes
         self._batcher = batcher
-        self.poses = PoseHistory(config.pose_history, config.max_pose_gap)
-        self.attitude_depth = AttitudeDepth(config, drops)
         self.channel_placed: Counter = Counter()  # per channel, readings placed as samples
-        self.last_pose_wall = -math.inf  # wall time of the newest pose kept
         self._pending: deque = deque()   # (t, kind, payload, received)
         self._columns = {CHANNEL + name: 3 + index for index, name in enumerate(config.channels)}
-        self.configure(config)
 
     def configure(self, config: IngestConfig) -> None:
-        """A new configuration; the series keep what they hold (the channels do not change)."""
+        """A new configuration; the waiting readings stay (the channels do not change)."""
         self.config = config
-        self.poses.horizon, self.poses.max_gap = config.pose_history, config.max_pose_gap
-        self.attitude_depth.configure(config)
 
     @property
     def pending(self) -> int:
@@ -79,28 +75,6 @@ class Placement:
     def waiting(self, kind: str) -> int:
         """Readings of ``kind`` waiting for a pose."""
         return sum(entry[1] == kind for entry in self._pending)
-
-    def add_pose(self, t: float, x: float, y: float, z: float, yaw: float, roll: float,
-                 pitch: float, now: float) -> bool:
-        """Order, duplicates and jumps of an odometry pose (world frame, m and rad) against
-        the history; then it is kept (True), received at wall time ``now`` [s]."""
-        config = self.config
-        latest = self.poses.latest
-        drop = self._drops.drop
-        if latest is not None:
-            t_last, x_last, y_last = latest[:3]
-            if abs(t - t_last) <= STAMP_TOLERANCE:
-                return drop(POSE_DUPLICATE, 1, f"second odometry stamped {t:.9f} s")
-            if t < t_last:
-                return drop(POSE_OUT_OF_ORDER, 1, f"odometry stamped {t:.6f} s after one "
-                            f"stamped {t_last:.6f} s")
-            distance = math.hypot(x - x_last, y - y_last)
-            if distance > config.max_speed * (t - t_last) + config.jump_tolerance:
-                return drop(POSE_JUMP, 1, f"odometry jumped {distance:.3g} m in "
-                            f"{t - t_last:.3g} s (max_speed {config.max_speed:g} m/s)")
-        self.poses.append(t, x, y, z, yaw, roll, pitch)
-        self.last_pose_wall = now
-        return True
 
     def place(self, t: float, kind: str, payload, now: float) -> bool:
         """A reading of ``kind`` (a range [m], a swath's (N, 3) points [m], a channel's
@@ -145,17 +119,12 @@ class Placement:
         for entry in self._pending:
             # Waiting is fine while poses keep coming (the odometry queue may lag the
             # sonar's); a reading is given up once they have stopped for the timeout.
-            if now - max(entry[3], self.last_pose_wall) > timeout:
+            if now - max(entry[3], self._odometry.last_pose_wall) > timeout:
                 self._drops.drop(NO_POSE, _samples(entry), f"no pose came after t="
                                  f"{entry[0]:.6f} s for {timeout:g} s")
             else:
                 keep.append(entry)
         self._pending = keep
-
-    def clear(self) -> None:
-        """Forget the poses and the attitude and depth series (their clock was reset)."""
-        self.poses.clear()
-        self.attitude_depth.clear()
 
     def abandon(self, keep: Callable[[float, str], bool]) -> int:
         """Drop the waiting readings for which ``keep(t, kind)`` is false; their samples."""
@@ -167,17 +136,18 @@ class Placement:
     def _lookup(self, t: float) -> tuple[Lookup, PlacedPose | None]:
         """The vehicle's pose at ``t``: the odometry's, its attitude and depth replaced by
         the enabled sensors'."""
-        status, pose = self.poses.lookup(t)
-        if status is Lookup.PLACED and self.attitude_depth.streams:
-            return self.attitude_depth.place(t, pose)
+        status, pose = self._odometry.poses.lookup(t)
+        if status is Lookup.PLACED and self._attitude_depth.streams:
+            return self._attitude_depth.place(t, pose)
         return status, pose
 
     def _unplaceable(self, status: Lookup, t: float, kind: str, samples: int) -> bool:
         if status is Lookup.GAP:
             return self._drops.drop(POSE_GAP, samples, f"{kind} at t={t:.6f} s lies between "
                                     f"poses more than {self.config.max_pose_gap:g} s apart")
+        oldest = self._odometry.poses.oldest_time
         return self._drops.drop(STALE_STAMP, samples, f"{kind} at t={t:.6f} s is older than "
-                                f"the pose history (from t={self.poses.oldest_time:.6f} s)")
+                                f"the pose history (from t={oldest:.6f} s)")
 
     def _add(self, t: float, kind: str, payload, pose: PlacedPose) -> None:
         """The reading's samples (see the module docstring's geometry) to the batcher."""

@@ -54,6 +54,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from poam_ros.ingest.attitude_depth import enabled_streams
+from poam_ros.ingest.channels import CHANNEL
 from poam_ros.ingest.clock_jumps import ClockJumps, Verdict
 from poam_ros.ingest.config import IngestConfig
 from poam_ros.ingest.pose_history import STAMP_TOLERANCE
@@ -72,7 +73,6 @@ from poam_ros.ingest.reasons import (
 log = logging.getLogger(__name__)
 
 ODOM, RANGE, SWATH, FIX = "odom", "range", "swath", "fix"  # RANGE, SWATH: reading kinds too
-CHANNEL = "channel:"  # + a channel's name: its stream and reading kind
 
 
 @dataclass

@@ -128,8 +128,8 @@ class IngestNode(StartingNode):
 
         self.lost_in_transport = 0  # messages, not samples
         self._gaps = SequenceGaps()
-        self._seen_drops = dict(self.core.dropped)
-        self._seen_resets = dict(self.core.clock_resets)
+        self._seen_drops = dict(self.core.drops.counts)
+        self._seen_resets = dict(self.core.streams.clock_resets)
         self._drops_at_last_report = 0
         self._resets_at_last_report = 0
         steady = Clock(clock_type=ClockType.STEADY_TIME)
@@ -178,14 +178,14 @@ class IngestNode(StartingNode):
         and about clock resets."""
         with self._lock:
             raw_batches = self.core.take_raw_batches()
-            dropped = self.core.dropped
+            dropped = self.core.drops.counts
             grown = {reason: count for reason, count in dropped.items()
                      if count > self._seen_drops.get(reason, 0)}
             if grown:
                 self._seen_drops = dict(dropped)
-            details = {reason: self.core.details.get(reason, "") for reason in grown}
-            resets = self.core.clock_resets
-            reset = {stream: (count, self.core.reset_details[stream])
+            details = {reason: self.core.drops.details.get(reason, "") for reason in grown}
+            resets = self.core.streams.clock_resets
+            reset = {stream: (count, self.core.streams.reset_details[stream])
                      for stream, count in resets.items()
                      if count > self._seen_resets.get(stream, 0)}
             if reset:
@@ -223,9 +223,9 @@ class IngestNode(StartingNode):
 
     def _publish_diagnostics_locked(self) -> None:
         core = self.core
-        total = self.lost_in_transport + sum(count for reason, count in core.dropped.items()
+        total = self.lost_in_transport + sum(count for reason, count in core.drops.counts.items()
                                              if reason not in EXPECTED_DROPS)
-        resets = sum(core.clock_resets.values())
+        resets = sum(core.streams.clock_resets.values())
         news = []
         if total > self._drops_at_last_report:  # the expected drops are no cause for a warning
             news.append(f"{total - self._drops_at_last_report} input(s) dropped")
@@ -235,24 +235,26 @@ class IngestNode(StartingNode):
         message = f"{' and '.join(news)} in the last period" if news else "ok"
         self._drops_at_last_report = total
         self._resets_at_last_report = resets
-        reached, waypoints = core.plan_progress
+        batcher, streams, fixes = core.batcher, core.streams, core.position_fixes
+        received, placed = core.channels.received, core.placement.channel_placed
+        reached, waypoints = batcher.plan_progress
         channels = core.config.channels
-        latest = core.poses.latest
+        latest = core.odometry.poses.latest
         record = IngestStatus(
-            samples_accepted=core.accepted, samples_published=core.published,
-            batches_published=core.batches, batch_size=core.batch_size,
-            pending_readings=core.pending, poses_kept=len(core.poses),
+            samples_accepted=batcher.accepted, samples_published=batcher.published,
+            batches_published=batcher.batches, batch_size=batcher.size,
+            pending_readings=core.placement.pending, poses_kept=len(core.odometry.poses),
             latest_pose_time=latest[0] if latest else None,
             plan_waypoints_reached=reached, plan_waypoints=waypoints,
-            flushes_on_grace=core.flushes_on_grace, stamps_held=core.held,
-            fixes_applied=core.fixes, last_fix_correction=core.last_fix_correction,
+            flushes_on_grace=batcher.flushes_on_grace, stamps_held=streams.held,
+            fixes_applied=fixes.applied, last_fix_correction=fixes.last_correction,
             dropped={LOST_IN_TRANSPORT: self.lost_in_transport,
-                     **{reason: core.dropped.get(reason, 0) for reason in REASONS}},
-            clock_resets={stream: core.clock_resets.get(stream, 0)
-                          for stream in core.streams.names},
-            channel_received={name: core.channel_received[name] for name in channels},
-            channel_placed={name: core.channel_placed[name] for name in channels},
-            channel_dropped={name: core.channel_received[name] - core.channel_placed[name]
+                     **{reason: core.drops.counts.get(reason, 0) for reason in REASONS}},
+            clock_resets={stream: streams.clock_resets.get(stream, 0)
+                          for stream in streams.names},
+            channel_received={name: received[name] for name in channels},
+            channel_placed={name: placed[name] for name in channels},
+            channel_dropped={name: received[name] - placed[name]
                              - core.channel_waiting(name) for name in channels})
         status = cv.diagnostic_status(self.get_name(), level, message, record)
         self._diagnostics_pub.publish(cv.diagnostic_array(latest[0] if latest else 0.0,

@@ -132,8 +132,8 @@ def recorded(ros_context, tmp_path_factory):
         facts = {"odom_published": auv.auv.simulator.steps + 1,
                  "lost": dict(recorder.lost), "refused": dict(recorder.refused),
                  "ingest_lost": ingest.lost_in_transport,
-                 "ingest_grace": ingest.core.flushes_on_grace,
-                 "ingest_dropped": dict(ingest.core.dropped)}
+                 "ingest_grace": ingest.core.batcher.flushes_on_grace,
+                 "ingest_dropped": dict(ingest.core.drops.counts)}
         for node in (recorder, auv, ingest, mapper, probe_node):
             executor.remove_node(node)
         recorder.destroy_node()  # closes the bag

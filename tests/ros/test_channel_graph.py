@@ -98,4 +98,4 @@ def test_the_temperature_channel_goes_through_the_graph_as_without_ros(start_nod
         np.testing.assert_array_equal(points[:, 3], batch.points[:, 3])
     assert sum(np.isfinite(msg.cloud_to_points(c, ["temperature"])[:, 3]).sum()
                for c in samples) == len(readings) > 0
-    assert not ingest.core.dropped
+    assert not ingest.core.drops.counts

@@ -128,7 +128,7 @@ def test_lockstep_batches_over_dds_are_what_follow_makes(start_node, make_node, 
         np.testing.assert_allclose(points[:, 2], log.elevations, rtol=0, atol=2e-4)
     spin_until(lambda: False, vehicle, ingest, tester.node, timeout=0.3)
     assert len(tester.batches) == len(plans)
-    assert not ingest.core.dropped and ingest.core.flushes_on_grace == 0
+    assert not ingest.core.drops.counts and ingest.core.batcher.flushes_on_grace == 0
 
 
 def test_bad_input_is_counted_and_never_published(start_node, make_node, spin_until):
@@ -172,7 +172,7 @@ def test_bad_input_is_counted_and_never_published(start_node, make_node, spin_un
                                   for reason, count in expected.items()),
                       ingest, tester.node, timeout=5.0), tester.counts
     assert tester.count("samples_published") == 2 and tester.count("batches_published") == 1
-    assert ingest.core.dropped == expected
+    assert ingest.core.drops.counts == expected
 
 
 def test_odometry_in_odom_and_a_usbl_fix_place_the_samples_in_map(start_node, make_node,
@@ -196,7 +196,8 @@ def test_odometry_in_odom_and_a_usbl_fix_place_the_samples_in_map(start_node, ma
     lon, lat = anchor.to_lonlat(200.0, 50.0)  # at t = 5 s the odometry says (100, 50)
     tester.send_fix(4.0, 0.0, 0.0, status=NavSatStatus.STATUS_NO_FIX)
     tester.send_fix(5.0, float(lat), float(lon))
-    assert spin_until(lambda: ingest.core.fixes == 1, ingest, tester.node, timeout=10.0)
+    assert spin_until(lambda: ingest.core.position_fixes.applied == 1, ingest, tester.node,
+                      timeout=10.0)
     for i in range(12, 21):
         tester.send_pose(0.5 * i, -5.0 + 0.5 * i, frame_id="odom")
     tester.send_range(1.0, 310.0)
@@ -210,7 +211,7 @@ def test_odometry_in_odom_and_a_usbl_fix_place_the_samples_in_map(start_node, ma
                       tester.count("dropped", ig.FIX_NO_FIX) == 1, ingest, tester.node,
                       timeout=5.0), tester.counts
     assert tester.counts.last_fix_correction == pytest.approx(100.0, abs=1e-3)
-    assert ingest.core.dropped == {ig.FIX_NO_FIX: 1}
+    assert ingest.core.drops.counts == {ig.FIX_NO_FIX: 1}
 
 
 def test_a_single_future_stamped_pose_does_not_stop_the_samples(start_node, make_node,
@@ -234,7 +235,7 @@ def test_a_single_future_stamped_pose_does_not_stop_the_samples(start_node, make
     assert spin_until(lambda: tester.count("dropped", ig.POSE_STAMP_OUTLIER) == 1,
                       ingest, tester.node, timeout=5.0), tester.counts
     assert tester.count("clock_resets", "odom") == 0 and tester.count("stamps_held") == 0
-    assert ingest.core.dropped == {ig.POSE_STAMP_OUTLIER: 1}
+    assert ingest.core.drops.counts == {ig.POSE_STAMP_OUTLIER: 1}
 
 
 @pytest.mark.parametrize("sonar_lead", [2.0, -2.0])
@@ -263,13 +264,13 @@ def test_odometry_and_sonar_clocks_resetting_apart_lose_no_sounding(start_node, 
             tester.send_range(t, 310.0)
     expected = sorted(tau - 5.0 for _, kind, _, tau in events if kind == "range")
     assert spin_until(lambda: sum(batch.width for batch in tester.batches) >= len(expected),
-                      ingest, tester.node, timeout=10.0), ingest.core.dropped
+                      ingest, tester.node, timeout=10.0), ingest.core.drops.counts
     points = np.concatenate([msg.cloud_to_points(batch) for batch in tester.batches])
     np.testing.assert_allclose(sorted(points[:, 0]), expected, atol=1e-5)
     assert spin_until(lambda: tester.count("clock_resets", "odom") == 1 and
                       tester.count("clock_resets", "range") == 1, ingest, tester.node,
                       timeout=5.0), tester.counts
-    assert not ingest.core.dropped
+    assert not ingest.core.drops.counts
 
 
 def test_soundings_outside_the_workspace_are_information_not_a_warning(start_node, make_node,
@@ -337,7 +338,7 @@ def test_channel_topics_are_read_and_bad_channel_messages_counted(start_node, ma
                       and all(tester.count("dropped", reason) == count
                               for reason, count in expected.items()),
                       ingest, tester.node, timeout=5.0), tester.counts
-    assert ingest.core.dropped == expected
+    assert ingest.core.drops.counts == expected
 
 
 def test_attitude_from_imu_and_depth_from_pressure(start_node, make_node, spin_until):
@@ -363,7 +364,7 @@ def test_attitude_from_imu_and_depth_from_pressure(start_node, make_node, spin_u
     assert spin_until(lambda: tester.batches, ingest, tester.node, timeout=10.0)
     np.testing.assert_allclose(msg.cloud_to_points(tester.batches[0]), [[1.5, 0.0, -50.0]],
                                atol=1e-4)
-    assert spin_until(lambda: ingest.core.dropped == {ig.IMU_INVALID: 1}, ingest, tester.node)
+    assert spin_until(lambda: ingest.core.drops.counts == {ig.IMU_INVALID: 1}, ingest, tester.node)
 
 
 def test_best_effort_sensors_through_qos_overrides(start_node, make_node, spin_until):
@@ -378,7 +379,7 @@ def test_best_effort_sensors_through_qos_overrides(start_node, make_node, spin_u
         tester.send_pose(t, 0.0)
         tester.send_range(t, 310.0)
         sent[0] += 1
-        return ingest.core.accepted >= 5
+        return ingest.core.batcher.accepted >= 5
 
     assert spin_until(stream, ingest, tester.node, timeout=10.0)
     assert ingest.get_parameter("qos_overrides./odom.subscription.reliability").value \
@@ -395,17 +396,17 @@ def test_a_flood_is_bounded_counted_and_survived(start_node, make_node, spin_unt
             spin_until(lambda: False, ingest, tester.node, timeout=0.02)
     # Every reading is accounted for: waiting, overflowed from the ingest's own queue, or
     # lost from the subscription's (DDS) queue before the callback took it.
-    done = spin_until(lambda: ingest.core.dropped[ig.QUEUE_OVERFLOW]
-                      + ingest.lost_in_transport + ingest.core.pending == 300
+    done = spin_until(lambda: ingest.core.drops.counts[ig.QUEUE_OVERFLOW]
+                      + ingest.lost_in_transport + ingest.core.placement.pending == 300
                       and tester.count("dropped", ig.QUEUE_OVERFLOW) > 0,
                       ingest, tester.node, timeout=10.0)
-    assert done, (ingest.core.dropped, ingest.lost_in_transport, ingest.core.pending)
-    assert ingest.core.pending == 50
+    assert done, (ingest.core.drops.counts, ingest.lost_in_transport, ingest.core.placement.pending)
+    assert ingest.core.placement.pending == 50
     tester.send_pose(0.0, 0.0)
     tester.send_pose(3.0, 0.0)
-    assert spin_until(lambda: ingest.core.pending == 0, ingest, tester.node)
-    assert ingest.core.accepted == 0  # the poses are 3 s apart: pose_gap, not placed
-    assert ingest.core.dropped[ig.POSE_GAP] == 50
+    assert spin_until(lambda: ingest.core.placement.pending == 0, ingest, tester.node)
+    assert ingest.core.batcher.accepted == 0  # the poses are 3 s apart: pose_gap, not placed
+    assert ingest.core.drops.counts[ig.POSE_GAP] == 50
 
 
 @pytest.mark.parametrize("node_cls, name", [(SimulatedAuvNode, "simulated_auv"),
@@ -448,10 +449,10 @@ def test_a_geojson_workspace_is_placed_with_the_anchor_or_refused_without(start_
     ingest = start_node(IngestNode, **{"workspace.geojson": str(area), "geo.anchor": "latlon",
                                        "geo.origin_latitude": 59.0,
                                        "geo.origin_longitude": 10.0})
-    xmin, xmax, ymin, ymax = ingest.core.workspace.bounds
+    xmin, xmax, ymin, ymax = ingest.core.batcher.workspace.bounds
     assert (xmin, ymin) == pytest.approx((0.0, 0.0), abs=1e-6)
     assert (xmax, ymax) == pytest.approx((573.0, 1112.0), abs=2.0)  # 0.01° at 59° N
-    assert ingest.core.georeference is not None
+    assert ingest.core.position_fixes.georeference is not None
     with pytest.raises(ConfigError, match="area.geojson' is in latitude/longitude: set"):
         IngestNode(context=ros_context, parameter_overrides=[
             Parameter("workspace.geojson", value=str(area))])

@@ -166,8 +166,8 @@ def accounted(status, core):
     """Messages the ingest kept or dropped (a range or a reading is one sample)."""
     kept = (status.poses_kept + status.fixes_applied + status.samples_published
             + status.batch_size + status.pending_readings + status.stamps_held
-            + len(core.placement.attitude_depth.attitude)
-            + len(core.placement.attitude_depth.depth))
+            + len(core.attitude_depth.attitude)
+            + len(core.attitude_depth.depth))
     return kept + sum(status.dropped.values())
 
 
@@ -201,4 +201,4 @@ def test_a_seeded_mix_of_valid_and_faulty_messages_is_all_accounted_for(
     assert faults[ig.FIX_OUTLIER] and faults[ig.DEPTH_OUT_OF_LIMITS] and \
         faults[ig.VALUE_OUT_OF_LIMITS] and faults[ig.IMU_RATE_OUT_OF_LIMITS]
     assert feeder.status.fixes_applied > 0 and feeder.status.poses_kept > 100
-    assert core.last_fix_correction < 10.0  # the wild fixes moved nothing
+    assert core.position_fixes.last_correction < 10.0  # the wild fixes moved nothing

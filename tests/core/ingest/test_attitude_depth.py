@@ -63,7 +63,7 @@ def test_a_rolling_vehicles_swath_with_the_imu_attitude_is_the_odometrys():
     ingest = Ingest(PLAIN)
     level = swaths(ingest, imu=True, heading=0.8)  # imu_attitude off: the IMU is not read
     assert np.abs(level - from_odometry).max() > 1.0
-    assert ingest.dropped == {ig.WRONG_FRAME: 5}
+    assert ingest.drops.counts == {ig.WRONG_FRAME: 5}
 
 
 def test_a_pressure_of_rho_g_d_plus_p_atm_is_z_minus_d():
@@ -77,10 +77,10 @@ def test_a_pressure_of_rho_g_d_plus_p_atm_is_z_minus_d():
         ingest.add_pose(float(t), float(t), 0.0, 300.0, 0.0, 0.0)  # its z is not used
     ingest.add_range(0.5, 10.0, *LIMITS, 0.0)
     ingest.add_range(1.5, 10.0, *LIMITS, 0.0)
-    assert ingest.pending == 2  # waiting for the depth at their stamps
+    assert ingest.placement.pending == 2  # waiting for the depth at their stamps
     for t, depth in ((0.0, 40.0), (1.0, 42.0), (2.0, 44.0)):
         ingest.add_pressure(t, 1027.0 * GRAVITY * depth + 101000.0, 0.0)
-    assert ingest.pending == 0
+    assert ingest.placement.pending == 0
     ingest.poll(math.inf)
     [batch] = ingest.take_batches()
     np.testing.assert_allclose(batch.points[:, 2], [-41.0 - 10.0, -43.0 - 10.0], rtol=0,
@@ -121,6 +121,7 @@ def test_bad_imu_and_pressure_messages_are_counted_drops():
     for message in (pressure(1.0, math.nan), pressure(1.0, 2e5, frame="sonar_link"),
                     pressure(2.0, 2e5)):
         feed_depth(ingest, message, 0.0)
-    assert ingest.dropped == {ig.WRONG_FRAME: 2, ig.IMU_INVALID: 2, ig.OUT_OF_ORDER: 1,
+    assert ingest.drops.counts == {ig.WRONG_FRAME: 2, ig.IMU_INVALID: 2, ig.OUT_OF_ORDER: 1,
                               ig.PRESSURE_INVALID: 1}
-    assert ingest.details[ig.WRONG_FRAME] == "depth in frame 'sonar_link', expected 'base_link'"
+    assert (ingest.drops.details[ig.WRONG_FRAME]
+            == "depth in frame 'sonar_link', expected 'base_link'")

@@ -96,10 +96,10 @@ def test_each_message_type_is_placed_and_bad_ones_are_counted_drops():
                                                  [1.0, 0.0, nan, nan, 2.0e5, nan],
                                                  [2.5, 0.0, nan, nan, nan, 0.25],
                                                  [3.0, 0.0, nan, nan, nan, 0.5]])
-    assert ingest.dropped == {ig.NONFINITE_POINT: 1, ig.WRONG_FRAME: 1, ig.MALFORMED: 1}
-    assert "sonar_link" in ingest.details[ig.WRONG_FRAME]
-    assert ingest.channel_received == {"temperature": 3, "pressure": 1, "methane": 2}
-    assert ingest.channel_placed == {"temperature": 1, "pressure": 1, "methane": 2}
+    assert ingest.drops.counts == {ig.NONFINITE_POINT: 1, ig.WRONG_FRAME: 1, ig.MALFORMED: 1}
+    assert "sonar_link" in ingest.drops.details[ig.WRONG_FRAME]
+    assert ingest.channels.received == {"temperature": 3, "pressure": 1, "methane": 2}
+    assert ingest.placement.channel_placed == {"temperature": 1, "pressure": 1, "methane": 2}
     assert ingest.channel_waiting("temperature") == 0
 
 
@@ -108,5 +108,5 @@ def test_a_reading_ahead_of_the_poses_is_waiting_not_dropped():
     source = channel_sources(CONFIG)[0]
     ingest.add_pose(0.0, 0.0, 0.0, -10.0, 0.0, 0.0)
     feed_channel(source, ingest, temperature(0.5, 7.5), 0.0)
-    assert ingest.channel_received["temperature"] == 1
-    assert ingest.channel_waiting("temperature") == 1 and not ingest.channel_placed
+    assert ingest.channels.received["temperature"] == 1
+    assert ingest.channel_waiting("temperature") == 1 and not ingest.placement.channel_placed

@@ -56,7 +56,7 @@ def test_bad_readings_are_dropped_under_their_reasons():
     [batch] = survey(ingest, [(1.2, "salinity", 35.0), (1.3, "temperature", math.nan),
                               (1.4, "temperature", 8.0), (1.4, "temperature", 8.1),
                               (1.35, "temperature", 8.2)])
-    assert ingest.dropped == {ig.WRONG_FRAME: 1, ig.NONFINITE_POINT: 1, ig.DUPLICATE: 1,
+    assert ingest.drops.counts == {ig.WRONG_FRAME: 1, ig.NONFINITE_POINT: 1, ig.DUPLICATE: 1,
                               ig.OUT_OF_ORDER: 1}
     assert len(batch) == 2 and batch.points[1, 3] == 8.0
 

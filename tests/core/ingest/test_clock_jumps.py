@@ -63,7 +63,7 @@ def test_a_single_future_pose_stamp_costs_only_itself():
     batch, = ingest.take_batches()
     assert batch.reason == "arrival" and batch.stamp == 10.0
     assert len(batch) == ranges(events) == 20
-    assert ingest.dropped == {ig.POSE_STAMP_OUTLIER: 1} and not ingest.clock_resets
+    assert ingest.drops.counts == {ig.POSE_STAMP_OUTLIER: 1} and not ingest.streams.clock_resets
 
 
 def test_a_single_future_range_stamp_costs_only_itself():
@@ -77,7 +77,7 @@ def test_a_single_future_range_stamp_costs_only_itself():
     batch, = ingest.take_batches()
     assert len(batch) == ranges(events) - 1 == 20
     np.testing.assert_allclose(batch.points[:, 2], -10.0)
-    assert ingest.dropped == {ig.STAMP_OUTLIER: 1} and not ingest.clock_resets
+    assert ingest.drops.counts == {ig.STAMP_OUTLIER: 1} and not ingest.streams.clock_resets
 
 
 def test_a_persistent_forward_jump_is_a_reset_after_k_stamps_and_samples_flow_again(caplog):
@@ -88,10 +88,10 @@ def test_a_persistent_forward_jump_is_a_reset_after_k_stamps_and_samples_flow_ag
     feed(ingest, before)
     kth = [i for i, event in enumerate(jumped) if event[0] == "pose"][K - 1]
     feed(ingest, jumped[:kth])                  # K - 1 poses of the new clock: held
-    assert not ingest.clock_resets and ingest.held >= K - 1
+    assert not ingest.streams.clock_resets and ingest.streams.held >= K - 1
     with caplog.at_level(logging.WARNING, logger="poam_ros.ingest.streams"):
         feed(ingest, jumped[kth:kth + 1])       # the K-th: the clock changed
-    assert ingest.clock_resets == {ODOM: 1} and "odom clock reset" in caplog.text
+    assert ingest.streams.clock_resets == {ODOM: 1} and "odom clock reset" in caplog.text
     feed(ingest, jumped[kth + 1:])
     ingest.poll(now=100.0)
     old, new = ingest.take_batches()
@@ -101,8 +101,8 @@ def test_a_persistent_forward_jump_is_a_reset_after_k_stamps_and_samples_flow_ag
     assert (new.reason, new.stamp, len(new)) == ("arrival", 20.0 + GLITCH, ranges(jumped))
     np.testing.assert_allclose(new.points[:, 0], [t - GLITCH - 5.0 for kind, t, *_ in jumped
                                                   if kind == "range"], atol=1e-9)
-    assert ingest.clock_resets == {ODOM: 1, RANGE: 1}
-    assert not ingest.dropped and ingest.pending == 0 and ingest.held == 0
+    assert ingest.streams.clock_resets == {ODOM: 1, RANGE: 1}
+    assert not ingest.drops.counts and ingest.placement.pending == 0 and ingest.streams.held == 0
 
 
 def test_time_restarting_is_a_reset_and_samples_flow_again(caplog):
@@ -121,9 +121,9 @@ def test_time_restarting_is_a_reset_and_samples_flow_again(caplog):
     ingest.poll(now=100.0)
     batch, = ingest.take_batches()
     assert (batch.reason, batch.stamp, len(batch)) == ("arrival", 10.0, ranges(again))
-    assert ingest.clock_resets == {ODOM: 1, RANGE: 1}
+    assert ingest.streams.clock_resets == {ODOM: 1, RANGE: 1}
     assert "odom clock reset" in caplog.text and "range clock reset" in caplog.text
-    assert not ingest.dropped
+    assert not ingest.drops.counts
 
 
 def test_ordinary_out_of_order_messages_are_dropped_as_before():
@@ -137,8 +137,8 @@ def test_ordinary_out_of_order_messages_are_dropped_as_before():
     feed(ingest, events)
     batch, = ingest.take_batches()
     assert len(batch) == 20
-    assert ingest.dropped == {ig.POSE_OUT_OF_ORDER: K + 1, ig.OUT_OF_ORDER: K + 1}
-    assert not ingest.clock_resets and ingest.held == 0
+    assert ingest.drops.counts == {ig.POSE_OUT_OF_ORDER: K + 1, ig.OUT_OF_ORDER: K + 1}
+    assert not ingest.streams.clock_resets and ingest.streams.held == 0
 
 
 @pytest.mark.parametrize("changes, match", [
@@ -157,10 +157,10 @@ def test_a_reset_keeps_the_waypoints_reached():
     ingest = Ingest(CONFIG)
     ingest.set_plan([[2.0, 0.0], [15.0, 0.0]], 0.0, now=0.0)
     feed(ingest, leg(0.0)[:-1])                      # passes x = 2 on the old clock
-    assert ingest.plan_progress == (1, 2)
+    assert ingest.batcher.plan_progress == (1, 2)
     jumped = leg(10.0 + GLITCH, x0=5.0)
     feed(ingest, jumped)
-    assert ingest.clock_resets[ODOM] == 1
+    assert ingest.streams.clock_resets[ODOM] == 1
     ingest.poll(now=100.0)
     old, new = ingest.take_batches()
     assert (old.reason, new.reason, new.stamp) == ("reset", "arrival", 20.0 + GLITCH)
@@ -197,6 +197,6 @@ def test_odometry_and_sonar_resetting_in_either_order_lose_no_reading(lead, new_
     ingest.flush_tail()
     points = np.concatenate([batch.points for batch in ingest.take_batches()])
     expected = sorted(x for _, kind, _, x in events if kind == "range")
-    assert not ingest.dropped and ingest.clock_resets == {ODOM: 1, RANGE: 1}
+    assert not ingest.drops.counts and ingest.streams.clock_resets == {ODOM: 1, RANGE: 1}
     np.testing.assert_allclose(sorted(points[:, 0]), expected, atol=1e-9)
-    assert ingest.pending == 0 and ingest.held == 0
+    assert ingest.placement.pending == 0 and ingest.streams.held == 0

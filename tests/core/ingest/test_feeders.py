@@ -70,7 +70,7 @@ def test_an_unreadable_swath_is_malformed():
                                              point_step=0, row_step=0,
                                              data=np.zeros(0, np.uint8), is_dense=True)
     fd.feed_swath(ingest, cloud, 0.0)
-    assert ingest.dropped == {ig.MALFORMED: 1}
+    assert ingest.drops.counts == {ig.MALFORMED: 1}
 
 
 @pytest.mark.parametrize("config, names", [

@@ -157,8 +157,8 @@ def test_a_plan_never_reached_and_a_wild_fix_still_get_a_batch_on_time():
     [batch] = ingest.take_batches()
     # cut at the pose of 30.1 s, the oldest sounding 30.05 s old: those placed up to then
     assert batch.reason == "timeout" and batch.stamp == pytest.approx(30.05)
-    assert len(batch) == 301 and ingest.batch_size == 149
-    assert ingest.dropped == {ig.FIX_OUTLIER: 1} and ingest.fixes == 0
+    assert len(batch) == 301 and ingest.batcher.size == 149
+    assert ingest.drops.counts == {ig.FIX_OUTLIER: 1} and ingest.position_fixes.applied == 0
     ingest.poll(now=29.0)   # the rest began at wall time 0: not yet 30 s old
     assert ingest.take_batches() == []
     ingest.poll(now=31.0)

@@ -21,7 +21,8 @@ from poam_ros.ingest import Ingest, IngestConfig
 from poam_ros.ingest import feeders as fd
 from poam_ros.ingest import reasons as ig
 from poam_ros.ingest.attitude_depth import DEPTH, GRAVITY, IMU
-from poam_ros.ingest.streams import CHANNEL, FIX, ODOM, RANGE, SWATH
+from poam_ros.ingest.channels import CHANNEL
+from poam_ros.ingest.streams import FIX, ODOM, RANGE, SWATH
 
 ANCHOR = GeoReference.local(59.0, 10.0)
 CONFIG = IngestConfig(channels=["temperature", "pressure", "methane"],
@@ -226,8 +227,9 @@ def test_the_gauntlet_covers_every_stream_the_ingest_has():
 def test_the_clean_world_places_every_reading():
     events = world(41)
     ingest = run(events)
-    assert not ingest.dropped and ingest.pending == 0 and ingest.held == 0
-    assert ingest.accepted == expected_samples(events) and ingest.fixes == 5
+    assert not ingest.drops.counts and ingest.placement.pending == 0 and ingest.streams.held == 0
+    assert ingest.batcher.accepted == expected_samples(events)
+    assert ingest.position_fixes.applied == 5
 
 
 @pytest.mark.parametrize("stream", list(MESSAGES))
@@ -238,9 +240,10 @@ def test_a_fault_is_dropped_by_reason_and_costs_nothing_else(fault, stream):
         pytest.skip(f"{stream} declares no frame")
     events, reason, count = case
     ingest = run(events)
-    assert ingest.dropped == {reason: count} and reason in ig.REASONS
-    assert ingest.accepted == expected_samples(world(41)), "valid readings were lost"
-    assert ingest.pending == 0 and ingest.held == 0 and ingest.fixes == 5
+    assert ingest.drops.counts == {reason: count} and reason in ig.REASONS
+    assert ingest.batcher.accepted == expected_samples(world(41)), "valid readings were lost"
+    assert ingest.placement.pending == 0 and ingest.streams.held == 0
+    assert ingest.position_fixes.applied == 5
 
 
 @pytest.mark.parametrize("leader", list(MESSAGES))
@@ -251,8 +254,8 @@ def test_a_clock_reset_of_every_stream_loses_nothing_whichever_leads(leader):
     events = world(101, clock=lambda tau: 100.0 + tau if tau < 3.0 - 1e-9 else tau - 3.0,
                    lags=lags)
     ingest = run(events)
-    assert not ingest.dropped
-    assert ingest.accepted == expected_samples(events)
-    assert ingest.clock_resets == {stream: 1 for stream in MESSAGES}
-    assert ingest.pending == 0 and ingest.held == 0
-    assert ingest.fixes == sum(stream == FIX for _, stream, _ in events)
+    assert not ingest.drops.counts
+    assert ingest.batcher.accepted == expected_samples(events)
+    assert ingest.streams.clock_resets == {stream: 1 for stream in MESSAGES}
+    assert ingest.placement.pending == 0 and ingest.streams.held == 0
+    assert ingest.position_fixes.applied == sum(stream == FIX for _, stream, _ in events)

@@ -91,7 +91,7 @@ def test_decision_point_batches_are_follow_whatever_the_order(order):
         batches = ingest.take_batches()
         assert len(batches) == 1
         assert_batch_is_log(batches[0], log)
-    assert not ingest.dropped and ingest.flushes_on_grace == 0
+    assert not ingest.drops.counts and ingest.batcher.flushes_on_grace == 0
 
 
 def test_the_arrival_batch_waits_for_soundings_in_flight():
@@ -115,9 +115,9 @@ def test_a_lost_sounding_ends_the_wait_after_the_grace_and_is_late_if_it_comes()
     assert ingest.take_batches() == []
     ingest.poll(now=10.6)
     batch, = ingest.take_batches()
-    assert len(batch) == len(log) - 1 and ingest.flushes_on_grace == 1
+    assert len(batch) == len(log) - 1 and ingest.batcher.flushes_on_grace == 1
     feed(ingest, ordered[-1:], now=11.0)
-    assert ingest.dropped == {ig.LATE: 1}
+    assert ingest.drops.counts == {ig.LATE: 1}
 
 
 def test_the_plan_may_come_after_the_first_poses_of_its_leg():
@@ -157,7 +157,7 @@ def test_continuous_surveys_cut_batches_on_size_and_age():
     batches = ingest.take_batches()
     assert {b.reason for b in batches} == {"age"} and len(batches) >= 2
     assert all(len(b) == 61 for b in batches)  # 20 s at 3 Hz, both ends
-    assert sum(map(len, batches)) + ingest.batch_size == len(log)
+    assert sum(map(len, batches)) + ingest.batcher.size == len(log)
 
 
 # ------------------------------------------------------------------- bad input
@@ -185,37 +185,37 @@ def flush(ingest):
 def test_bad_ranges_are_dropped(placed, distance, reason):
     assert not placed.add_range(5.0, distance, *LIMITS, now=0.0)
     assert placed.add_range(5.1, 310.0, *LIMITS, now=0.0)
-    assert placed.dropped == {reason: 1}
+    assert placed.drops.counts == {reason: 1}
     batch = flush(placed)
     np.testing.assert_allclose(batch.points, [[0.1, 0.0, -10.0]], atol=1e-12)
 
 
 def test_stamps_without_a_pose_within_tolerance(placed):
     placed.add_range(-3.0, 300.0, *LIMITS, now=0.0)           # before the history
-    placed.poses.max_gap = 0.05                                 # poses 0.1 s apart: too far
+    placed.odometry.poses.max_gap = 0.05                        # poses 0.1 s apart: too far
     placed.add_range(2.05, 300.0, *LIMITS, now=0.0)
-    placed.poses.max_gap = 1.0
+    placed.odometry.poses.max_gap = 1.0
     placed.add_range(11.0, 300.0, *LIMITS, now=0.0)            # future: waits for a pose ...
-    assert placed.pending == 1
+    assert placed.placement.pending == 1
     placed.poll(now=1.0)
-    assert placed.pending == 1
+    assert placed.placement.pending == 1
     placed.poll(now=2.5)                                        # ... which never comes
-    assert placed.dropped == {ig.STALE_STAMP: 1, ig.POSE_GAP: 1, ig.NO_POSE: 1}
-    assert placed.pending == 0 and len(flush(placed)) == 0
+    assert placed.drops.counts == {ig.STALE_STAMP: 1, ig.POSE_GAP: 1, ig.NO_POSE: 1}
+    assert placed.placement.pending == 0 and len(flush(placed)) == 0
 
 
 def test_a_reading_ahead_of_the_poses_is_placed_when_they_catch_up(placed):
     placed.add_range(10.05, 300.0, *LIMITS, now=0.0)
-    assert placed.pending == 1 and placed.batch_size == 0
+    assert placed.placement.pending == 1 and placed.batcher.size == 0
     placed.add_pose(10.1, 5.1, 0.0, PLANE_Z, 0.0, now=0.5)
-    assert placed.pending == 0 and placed.batch_size == 1
+    assert placed.placement.pending == 0 and placed.batcher.size == 1
 
 
 def test_out_of_order_and_duplicated_readings(placed):
     assert placed.add_range(5.0, 300.0, *LIMITS, now=0.0)
     assert not placed.add_range(5.0, 300.0, *LIMITS, now=0.0)
     assert not placed.add_range(4.0, 300.0, *LIMITS, now=0.0)
-    assert placed.dropped == {ig.DUPLICATE: 1, ig.OUT_OF_ORDER: 1}
+    assert placed.drops.counts == {ig.DUPLICATE: 1, ig.OUT_OF_ORDER: 1}
     assert len(flush(placed)) == 1
 
 
@@ -227,7 +227,7 @@ def test_bad_poses_are_dropped(placed):
     assert not placed.add_pose(10.1, 5.1, 0.0, PLANE_Z, 0.0, 0.0, "odom", "base_link")
     assert not placed.add_pose(10.1, 5.1, 0.0, PLANE_Z, 0.0, 0.0, "map", "imu")
     assert placed.add_pose(10.1, 5.1, 0.0, PLANE_Z, 0.0, 0.0, "map", "base_link")
-    assert placed.dropped == {ig.POSE_DUPLICATE: 1, ig.POSE_OUT_OF_ORDER: 1, ig.POSE_JUMP: 1,
+    assert placed.drops.counts == {ig.POSE_DUPLICATE: 1, ig.POSE_OUT_OF_ORDER: 1, ig.POSE_JUMP: 1,
                               ig.POSE_NONFINITE: 1, ig.POSE_WRONG_FRAME: 2}
     # The jump did not enter the history: a reading there is placed on the true path.
     placed.add_range(10.05, 300.0, *LIMITS, now=0.0)
@@ -247,7 +247,7 @@ def test_a_pose_whose_orientation_is_not_a_rotation_is_refused(orientation):
     assert not ingest.add_pose(0.5, 10.0, 5.5, PLANE_Z, 0.0, 0.0, orientation=orientation)
     ingest.add_pose(1.0, 10.0, 6.0, PLANE_Z, math.pi / 2, 0.0, orientation=NORTH)
     ingest.add_swath(0.5, [[1.0, 2.0, -290.0]], now=0.0)
-    assert ingest.dropped == {ig.POSE_INVALID_ORIENTATION: 1}
+    assert ingest.drops.counts == {ig.POSE_INVALID_ORIENTATION: 1}
     ingest.flush_tail()
     batch, = ingest.take_batches()  # placed between the two rotations, facing north
     np.testing.assert_allclose(batch.points, [[8.0, 6.5, 10.0]], atol=1e-12)
@@ -258,7 +258,7 @@ def test_wrong_frames_are_dropped(placed):
     assert not placed.add_swath(5.0, np.zeros((4, 3)) + [0, 0, -300], now=0.0,
                                 frame_id="camera")
     assert placed.add_range(5.0, 300.0, *LIMITS, now=0.0, frame_id="sonar_link")
-    assert placed.dropped == {ig.WRONG_FRAME: 5}
+    assert placed.drops.counts == {ig.WRONG_FRAME: 5}
 
 
 def test_samples_outside_the_workspace_are_dropped():
@@ -269,26 +269,26 @@ def test_samples_outside_the_workspace_are_dropped():
         ingest.add_range(t, 310.0, *LIMITS, now=0.0)
     batch = flush(ingest)
     np.testing.assert_allclose(batch.points[:, 0], [3.0])
-    assert ingest.dropped == {ig.OUTSIDE_WORKSPACE: 1} and batch.dropped == ingest.dropped
+    assert ingest.drops.counts == {ig.OUTSIDE_WORKSPACE: 1} and batch.dropped == ingest.drops.counts
 
 
 def test_a_flood_overflows_the_pending_queue_not_the_memory():
     ingest = Ingest(IngestConfig(max_pending=50))
     for i in range(5000):  # no pose at all: everything waits
         ingest.add_range(i * 0.001, 300.0, *LIMITS, now=0.0)
-    assert ingest.pending == 50 and ingest.dropped == {ig.QUEUE_OVERFLOW: 4950}
+    assert ingest.placement.pending == 50 and ingest.drops.counts == {ig.QUEUE_OVERFLOW: 4950}
     ingest.add_pose(0.0, 0.0, 0.0, PLANE_Z, 0.0, 0.0)
     ingest.add_pose(5.0, 0.0, 0.0, PLANE_Z, 0.0, 0.0)  # 0 m in 5 s, but a 5 s gap
-    assert ingest.pending == 0 and ingest.dropped[ig.POSE_GAP] == 50
+    assert ingest.placement.pending == 0 and ingest.drops.counts[ig.POSE_GAP] == 50
 
 
 def test_malformed_swaths_and_nonfinite_points(placed):
     assert not placed.add_swath(5.0, np.zeros((4, 2)), now=0.0)
     points = np.array([[0.0, 1.0, -300.0], [np.nan, 0.0, -300.0], [0.0, 0.0, -20000.0]])
     assert placed.add_swath(5.0, points, now=0.0)
-    assert placed.dropped == {ig.MALFORMED: 1, ig.NONFINITE_POINT: 1,
+    assert placed.drops.counts == {ig.MALFORMED: 1, ig.NONFINITE_POINT: 1,
                               ig.RANGE_OUT_OF_LIMITS: 1}
-    assert placed.batch_size == 1
+    assert placed.batcher.size == 1
 
 
 # ---------------------------------------------------------------------- swaths
@@ -337,19 +337,19 @@ def test_a_reading_waits_while_poses_keep_coming(placed):
     for i, now in enumerate((1.5, 3.0, 4.5)):        # a lagging odometry queue catches up
         placed.add_pose(10.5 + 0.5 * i, 5.5 + 0.5 * i, 0.0, PLANE_Z, 0.0, now)
         placed.poll(now=now + 1.0)
-    assert placed.pending == 1 and not placed.dropped
+    assert placed.placement.pending == 1 and not placed.drops.counts
     placed.add_pose(12.5, 7.5, 0.0, PLANE_Z, 0.0, now=5.0)
-    assert placed.pending == 0 and placed.batch_size == 1
+    assert placed.placement.pending == 0 and placed.batcher.size == 1
 
 
 def test_a_reconfiguration_reaches_every_part_and_keeps_what_they_hold(placed):
     placed.add_range(5.0, 300.0, *LIMITS, now=0.0)
     placed.configure(IngestConfig(max_batch_size=2, pending_timeout=1.0, fix_max_std=5.0))
-    assert len(placed.poses) == 101 and placed.batch_size == 1
+    assert len(placed.odometry.poses) == 101 and placed.batcher.size == 1
     placed.add_range(6.0, 300.0, *LIMITS, now=0.0)
     raw, = placed.take_raw_batches()
     assert raw.reason == "size" and len(raw.ranges) == 2
     placed.add_range(12.0, 300.0, *LIMITS, now=0.0)  # ahead of the poses: waits
     placed.poll(now=1.5)
-    assert placed.dropped == {ig.NO_POSE: 1}
+    assert placed.drops.counts == {ig.NO_POSE: 1}
     assert placed.position_fixes.config.fix_max_std == 5.0

@@ -52,8 +52,8 @@ def test_a_pressure_whose_depth_is_no_sea_is_dropped(pressure):
     thousands of kilometres down: each is counted, and the depth series stays empty."""
     ingest = depth_sensor()
     assert not ingest.add_pressure(1.0, pressure, 0.0)
-    assert ingest.dropped == {ig.DEPTH_OUT_OF_LIMITS: 1}
-    assert not len(ingest.placement.attitude_depth.depth)
+    assert ingest.drops.counts == {ig.DEPTH_OUT_OF_LIMITS: 1}
+    assert not len(ingest.attitude_depth.depth)
 
 
 @pytest.mark.parametrize("depth", [-2.0, 0.0, 100.0, 10935.0])
@@ -62,7 +62,7 @@ def test_a_pressure_of_a_real_depth_is_kept_absolute_or_gauge(depth):
                                                                 atmospheric_pressure=0.0))
     assert absolute.add_pressure(1.0, SEA * depth + 101325.0, 0.0)
     assert gauge.add_pressure(1.0, SEA * depth, 0.0)
-    assert not absolute.dropped and not gauge.dropped
+    assert not absolute.drops.counts and not gauge.drops.counts
 
 
 def test_the_depth_limits_are_the_users_to_narrow():
@@ -70,7 +70,7 @@ def test_the_depth_limits_are_the_users_to_narrow():
         **{"limits.depth_max": 200.0}))
     assert ingest.add_pressure(1.0, SEA * 150.0 + 101325.0, 0.0)
     assert not ingest.add_pressure(2.0, SEA * 250.0 + 101325.0, 0.0)
-    assert ingest.dropped == {ig.DEPTH_OUT_OF_LIMITS: 1}
+    assert ingest.drops.counts == {ig.DEPTH_OUT_OF_LIMITS: 1}
 
 
 CHANNELS = IngestConfig(channels=["temperature", "pressure", "turbidity"],
@@ -86,7 +86,7 @@ def test_a_channel_reading_outside_its_types_limits_is_dropped(channel, good, ba
     ingest = Ingest(CHANNELS)
     for t, value in enumerate(good + bad):
         ingest.add_reading(float(t), channel, value, 0.0)
-    assert ingest.dropped == {ig.VALUE_OUT_OF_LIMITS: len(bad)}
+    assert ingest.drops.counts == {ig.VALUE_OUT_OF_LIMITS: len(bad)}
     assert ingest.channel_waiting(channel) == len(good)  # waiting for a pose
 
 
@@ -102,14 +102,14 @@ def test_an_orientation_turning_faster_than_the_rate_limit_is_dropped():
         assert ingest.add_attitude(i / 10, quaternion_from_rpy(0.0, 0.0, 0.15 * i), 0.0)
     assert not ingest.add_attitude(0.5, quaternion_from_rpy(math.pi, 0.0, 0.6), 0.0)
     assert ingest.add_attitude(0.6, quaternion_from_rpy(0.0, 0.0, 0.75), 0.0)
-    assert ingest.dropped == {ig.IMU_RATE_OUT_OF_LIMITS: 1}
+    assert ingest.drops.counts == {ig.IMU_RATE_OUT_OF_LIMITS: 1}
 
 
 def test_after_a_gap_a_large_turn_is_taken_again():
     ingest = imu_ingest()
     assert ingest.add_attitude(0.0, quaternion_from_rpy(0.0, 0.0, 0.0), 0.0)
     assert ingest.add_attitude(2.0, quaternion_from_rpy(0.0, 0.0, 3.0), 0.0)  # 1.5 rad/s
-    assert not ingest.dropped
+    assert not ingest.drops.counts
 
 
 def navsatfix(t, latitude, longitude, east=1.0, north=1.0, kind=2):
@@ -132,7 +132,7 @@ def test_a_fix_with_an_implausible_covariance_is_dropped(east, north):
         navsatfix(5.0, float(lat), float(lon), east, north))
     ingest = Ingest(IngestConfig(), georeference=ANCHOR)
     assert not ingest.add_fix(t, latitude, longitude, 0.0, status, std)
-    assert ingest.dropped == {ig.FIX_IMPLAUSIBLE_COVARIANCE: 1}
+    assert ingest.drops.counts == {ig.FIX_IMPLAUSIBLE_COVARIANCE: 1}
 
 
 def test_a_fix_with_a_plausible_or_unknown_covariance_waits_for_its_pose():
@@ -142,7 +142,7 @@ def test_a_fix_with_a_plausible_or_unknown_covariance_waits_for_its_pose():
         t, latitude, longitude, status, std = msg.navsatfix_to_fix(
             navsatfix(t, float(lat), float(lon), 25.0, 900.0, kind))
         assert ingest.add_fix(t, latitude, longitude, 0.0, status, std)
-    assert not ingest.dropped
+    assert not ingest.drops.counts
 
 
 @pytest.mark.parametrize("latitude, longitude", [(90.5, 10.0), (-91.0, 10.0), (59.0, 180.5),
@@ -150,4 +150,4 @@ def test_a_fix_with_a_plausible_or_unknown_covariance_waits_for_its_pose():
 def test_latitude_and_longitude_beyond_their_definition_are_dropped(latitude, longitude):
     ingest = Ingest(IngestConfig(), georeference=ANCHOR)
     assert not ingest.add_fix(5.0, latitude, longitude, 0.0)
-    assert ingest.dropped == {ig.FIX_OUT_OF_RANGE: 1}
+    assert ingest.drops.counts == {ig.FIX_OUT_OF_RANGE: 1}

@@ -82,18 +82,18 @@ def test_odometry_in_odom_is_placed_in_map_before_the_pose_checks():
     assert ingest.add_pose(-0.1, 100.0, 45.0 - 0.1, Z - 20.0, math.pi / 2, 0.0, "map",
                            "base_link")
     drive(ingest, 0.0, 2.0, frame_id="odom")
-    assert not ingest.dropped
+    assert not ingest.drops.counts
     points = all_samples(ingest)
     t = np.arange(20) / 10 + 0.025
     expected = np.column_stack([np.full(20, 100.0), 50.0 + x_at(t), np.full(20, -30.0)])
     np.testing.assert_allclose(points, expected, atol=1e-9)
-    assert ingest.poses.latest[4] == pytest.approx(math.pi / 2)
+    assert ingest.odometry.poses.latest[4] == pytest.approx(math.pi / 2)
 
 
 def test_odometry_in_odom_without_an_odom_frame_is_the_wrong_frame():
     ingest = Ingest(IngestConfig())
     assert not ingest.add_pose(0.0, 0.0, 0.0, Z, 0.0, 0.0, "odom", "base_link")
-    assert ingest.dropped == {ig.POSE_WRONG_FRAME: 1}
+    assert ingest.drops.counts == {ig.POSE_WRONG_FRAME: 1}
 
 
 # ------------------------------------------------------------------------ fixes
@@ -108,8 +108,9 @@ def test_a_100_m_fix_resets_the_position_from_its_stamp_on_and_drops_no_pose(lat
     drive(ingest, 0.0, 10.0 + latency)
     assert ingest.add_fix(*fix_at(10.0, x_at(10.0), 100.0), now=0.0)
     drive(ingest, 10.1 + latency, 30.0)
-    assert not ingest.dropped and len(ingest.poses) == 301
-    assert ingest.fixes == 1 and ingest.last_fix_correction == pytest.approx(100.0, abs=1e-6)
+    assert not ingest.drops.counts and len(ingest.odometry.poses) == 301
+    fixes = ingest.position_fixes
+    assert fixes.applied == 1 and fixes.last_correction == pytest.approx(100.0, abs=1e-6)
     points = all_samples(ingest)
     t = np.arange(300) / 10 + 0.025
     expected = np.column_stack([x_at(t), np.where(t >= 10.0, 100.0, 0.0), np.full(300, -10.0)])
@@ -128,8 +129,8 @@ def test_the_same_correction_as_an_odometry_jump_costs_20_s_of_poses():
         ingest.add_pose(t, x_at(t), 100.0, Z, 0.0, 0.0)
     d = (-10.0 + math.sqrt(100.0 + 4 * 24 * 9999)) / 48
     assert d == pytest.approx(20.2, abs=0.01)
-    assert ingest.dropped == {ig.POSE_JUMP: math.floor(10 * d)}  # poses at 10.1 ... 30.2 s
-    assert len(ingest.poses) == 101 + 300 - math.floor(10 * d)
+    assert ingest.drops.counts == {ig.POSE_JUMP: math.floor(10 * d)}  # poses at 10.1 ... 30.2 s
+    assert len(ingest.odometry.poses) == 101 + 300 - math.floor(10 * d)
 
 
 def test_later_fixes_replace_the_correction_and_the_plan_is_judged_corrected():
@@ -137,12 +138,13 @@ def test_later_fixes_replace_the_correction_and_the_plan_is_judged_corrected():
     drive(ingest, 0.0, 5.0)
     ingest.add_fix(*fix_at(5.0, x_at(5.0) + 3.0, -4.0), now=0.0)     # 3 m east, 4 m south
     ingest.add_fix(*fix_at(8.0, x_at(8.0) - 1.0, 2.0), now=0.0)      # waits for a pose
-    assert ingest.fixes == 1
+    assert ingest.position_fixes.applied == 1
     # The plan's goal is where the corrected track is at t = 12 s.
     ingest.set_plan([[x_at(12.0) - 1.0, 2.0]], 0.0, now=0.0)
     drive(ingest, 5.1, 14.0)
-    assert ingest.fixes == 2 and ingest.last_fix_correction == pytest.approx(
-        math.hypot(4.0, 6.0), abs=1e-6)
+    fixes = ingest.position_fixes
+    assert fixes.applied == 2 and fixes.last_correction == pytest.approx(math.hypot(4.0, 6.0),
+                                                                         abs=1e-6)
     batch = ingest.take_batches()[0]
     assert batch.reason == "arrival" and batch.stamp == pytest.approx(12.0)
     t = np.arange(120) / 10 + 0.025
@@ -157,9 +159,9 @@ def test_a_fix_ahead_of_every_pose_waits_then_is_given_up():
     drive(ingest, 0.0, 1.0)
     assert ingest.add_fix(*fix_at(5.0, 0.0, 0.0), now=10.0)
     ingest.poll(now=11.9)
-    assert not ingest.dropped
+    assert not ingest.drops.counts
     ingest.poll(now=12.1)
-    assert ingest.dropped == {ig.FIX_NO_POSE: 1} and ingest.fixes == 0
+    assert ingest.drops.counts == {ig.FIX_NO_POSE: 1} and ingest.position_fixes.applied == 0
 
 
 @pytest.mark.parametrize("fix, reason", [
@@ -186,8 +188,8 @@ def test_bad_fixes_are_dropped_by_reason_and_move_nothing(fix, reason):
     arguments = dict(zip(("t", "latitude", "longitude"), fix_at(6.0, 0.0, 50.0)),
                      now=0.0, horizontal_std=5.0)
     assert not ingest.add_fix(**{**arguments, **fix})
-    assert ingest.dropped == {reason: 1} and reason in ig.REASONS
-    assert ingest.details[reason]
+    assert ingest.drops.counts == {reason: 1} and reason in ig.REASONS
+    assert ingest.drops.details[reason]
     np.testing.assert_allclose(all_samples(ingest)[:, 1], 0.0, atol=1e-6)
 
 
@@ -198,7 +200,7 @@ def test_a_fix_with_no_odometry_at_its_stamp_is_dropped(stamp):
     for t in (0.0, 4.9, 5.0):  # 4.9 s, then 0.1 s apart: both over the gap
         ingest.add_pose(t, x_at(t), 0.0, Z, 0.0, 0.0)
     assert ingest.add_fix(*fix_at(stamp, 0.0, 50.0), now=0.0)
-    assert ingest.dropped == {ig.FIX_NO_POSE: 1} and ingest.fixes == 0
+    assert ingest.drops.counts == {ig.FIX_NO_POSE: 1} and ingest.position_fixes.applied == 0
 
 
 def test_corrections_are_looked_up_by_stamp_and_old_ones_forgotten():

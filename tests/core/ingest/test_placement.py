@@ -1,5 +1,5 @@
-"""Placement on its own: poses judged against the history, readings placed at the pose
-(plus the fixes' correction) or waiting for it, given up, overflowing or abandoned."""
+"""Placement on its own: readings placed at the odometry's pose (plus the fixes' correction)
+or waiting for it, given up, overflowing or abandoned."""
 
 from __future__ import annotations
 
@@ -8,11 +8,14 @@ import pytest
 
 from poam_ros.ingest import IngestConfig
 from poam_ros.ingest import reasons as ig
+from poam_ros.ingest.attitude_depth import AttitudeDepth
 from poam_ros.ingest.batcher import Batcher
+from poam_ros.ingest.channels import CHANNEL
 from poam_ros.ingest.fixes import PositionFixes
 from poam_ros.ingest.placement import Placement
+from poam_ros.ingest.poses import Odometry, Pose
 from poam_ros.ingest.reasons import Drops
-from poam_ros.ingest.streams import CHANNEL, RANGE, Streams
+from poam_ros.ingest.streams import RANGE, Streams
 
 CONFIG = IngestConfig(max_pending=3, pending_timeout=2.0, channels=["temperature"])
 
@@ -21,27 +24,23 @@ def placement(config=CONFIG):
     drops = Drops()
     streams = Streams(config, drops, lambda *_: pytest.fail("no clock reset expected"))
     batcher = Batcher(config, streams, drops)
-    return Placement(config, drops, PositionFixes(config, drops), batcher), batcher, drops
+    odometry = Odometry(config, drops)
+    place = Placement(config, drops, odometry, AttitudeDepth(config, drops),
+                      PositionFixes(config, drops), batcher)
+    return place, odometry, batcher, drops
 
 
-def test_poses_are_judged_against_the_history():
-    place, _, drops = placement()
-    assert place.add_pose(0.0, 0.0, 0.0, -5.0, 0.0, 0.0, 0.0, now=1.0)
-    assert not place.add_pose(0.0, 0.1, 0.0, -5.0, 0.0, 0.0, 0.0, now=1.0)
-    assert not place.add_pose(-1.0, 0.0, 0.0, -5.0, 0.0, 0.0, 0.0, now=1.0)
-    assert not place.add_pose(1.0, 500.0, 0.0, -5.0, 0.0, 0.0, 0.0, now=1.0)
-    assert place.add_pose(1.0, 1.0, 0.0, -5.0, 0.0, 0.0, 0.0, now=2.0)
-    assert drops.counts == {ig.POSE_DUPLICATE: 1, ig.POSE_OUT_OF_ORDER: 1, ig.POSE_JUMP: 1}
-    assert len(place.poses) == 2 and place.last_pose_wall == 2.0
+def pose(x: float) -> Pose:
+    return Pose(x, 0.0, -5.0, 0.0, 0.0, 0.0)
 
 
 def test_readings_are_placed_at_the_pose_or_wait_for_it():
-    place, batcher, _ = placement()
-    place.add_pose(0.0, 0.0, 0.0, -5.0, 0.0, 0.0, 0.0, now=0.0)
+    place, odometry, batcher, _ = placement()
+    odometry.add(0.0, pose(0.0), now=0.0)
     assert place.place(0.5, RANGE, 10.0, now=0.0)  # ahead of the poses
     assert place.place(0.5, CHANNEL + "temperature", 7.5, now=0.0)
     assert place.pending == 2 and place.waiting(RANGE) == 1 and batcher.size == 0
-    place.add_pose(1.0, 1.0, 0.0, -5.0, 0.0, 0.0, 0.0, now=0.0)
+    odometry.add(1.0, pose(1.0), now=0.0)
     place.resolve_pending()
     assert place.pending == 0 and place.channel_placed == {"temperature": 1}
     (_, _, sounding), (_, _, reading) = batcher.chunks
@@ -51,7 +50,7 @@ def test_readings_are_placed_at_the_pose_or_wait_for_it():
 
 
 def test_waiting_readings_overflow_expire_and_are_abandoned():
-    place, _, drops = placement()
+    place, _, _, drops = placement()
     for t in range(5):
         place.place(float(t), RANGE, 10.0, now=0.0)
     assert place.pending == 3 and drops.counts == {ig.QUEUE_OVERFLOW: 2}

@@ -11,8 +11,9 @@ import pytest
 from poam_ros.ingest import IngestConfig
 from poam_ros.ingest import reasons as ig
 from poam_ros.ingest.attitude_depth import DEPTH, IMU
+from poam_ros.ingest.channels import CHANNEL
 from poam_ros.ingest.reasons import Drops
-from poam_ros.ingest.streams import CHANNEL, FIX, ODOM, RANGE, SWATH, Streams
+from poam_ros.ingest.streams import FIX, ODOM, RANGE, SWATH, Streams
 
 CONFIG = IngestConfig(channels=["temperature"], sonar_rate=0.0)
 K = CONFIG.stamp_reset_count
