@@ -46,13 +46,13 @@ from poam_ros.models.batch_terms import CrossCovariance, KernelCross
 from poam_ros.models.dual_gp import Conditioned, DualGP, DualObjective, marginals, site_terms
 from poam_ros.models.objectives import TrainingObjective
 from poam_ros.models.posterior import (
+    TERMS_DTYPE,
     PredictionCache,
     VariationalPosterior,
     optimal_posterior,
     prediction_cache,
 )
 from poam_ros.models.samples import MALFORMED_BATCH, BatchReport, InvalidBatchError
-from poam_ros.models.sparse_gp import TERMS_DTYPE
 
 GAUSS_HERMITE_POINTS = 20
 
@@ -150,9 +150,9 @@ class BernoulliDualGP(DualGP):
     @torch.no_grad()
     def predict(self, x) -> tuple[np.ndarray, np.ndarray]:
         """Mean and standard deviation of the latent f at x (N × D, world units), (N,) each."""
-        self._require_ready()
-        cross = KernelCross(self.covariance, self.inducing, self._to_scaled_inputs(x))
-        mean, var = marginals(cross, self._factors, self.amplitude.to(TERMS_DTYPE))
+        self.prediction.require_ready()
+        cross = KernelCross(self.covariance, self.inducing, self.prediction.scaled_inputs(x))
+        mean, var = marginals(cross, self.prediction.factors, self.amplitude.to(TERMS_DTYPE))
         return mean.cpu().numpy(), var.sqrt().cpu().numpy()
 
     def predict_proba(self, x) -> np.ndarray:

@@ -41,6 +41,7 @@ import torch
 from torch import Tensor
 
 from poam_ros.kernels import make_kernel
+from poam_ros.models import state as model_state
 from poam_ros.models.buffer import SampleBuffer
 from poam_ros.models.intake import Intake
 from poam_ros.models.linalg import NumericalError, robust_cholesky
@@ -299,20 +300,20 @@ class MultiTaskSparseGP(OnlineSparseGP):
         the model yet. ``include_noise`` adds each channel's noise variance (a new measurement
         rather than the field); ``kernel_dtype`` evaluates K(x, Z) in that precision (see
         :meth:`OnlineSparseGP.predict`). Variances are floored at 1e-9 of the prior's."""
-        self._require_ready()
-        x = self._to_scaled_inputs(x)
+        self.prediction.require_ready()
+        x = self.prediction.scaled_inputs(x)
         kernel = self.kernel
         if kernel_dtype not in (None, self.dtype):
             kernel = copy.deepcopy(self.kernel).to(kernel_dtype)
         z = self.inducing.to(kernel.mixing.dtype)
         scales, mixing = self.kernel.scales, self.mixing
         means, covs = [], []
+        factors = self.prediction.factors
         for block in x.split(block_rows):
             block = block.to(z.dtype)
             k_fu = torch.cat([kernel.latent_covariance(q, block, z)
                               for q in range(kernel.num_latents)], 1).to(self.dtype)
-            mean, cov = predictive_covariance(k_fu, self._factors.alpha, self._factors.q, scales,
-                                              mixing)
+            mean, cov = predictive_covariance(k_fu, factors.alpha, factors.q, scales, mixing)
             means.append(mean)
             covs.append(cov)
         channels = self.output_dim
@@ -344,4 +345,4 @@ class MultiTaskSparseGP(OnlineSparseGP):
     def from_state(cls, state: dict, path, device: str | None = None) -> "MultiTaskSparseGP":
         """:meth:`OnlineSparseGP.from_state` with the saved number of channels."""
         build = functools.partial(cls, output_dim=int(state.get("output_dim", 1)))
-        return OnlineSparseGP.from_state.__func__(build, state, path, device)
+        return model_state.rebuild(build, state, path, device)
