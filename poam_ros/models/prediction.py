@@ -2,8 +2,9 @@
 
 :class:`Prediction` owns the :class:`~.posterior.PredictionCache` [α, Q] of its model's current
 inducing inputs Z, q(u) and hyper-parameters. The model refreshes it after every M-step
-(successful or restored) and after loading a state; a method whose factors are not those of
-a sparse q(u) (the exact GP) subclasses it and names the subclass in its ``prediction_type``.
+(successful or restored) and after loading a state. A method whose factors are not those of
+a sparse q(u) (the exact GP) or whose queries differ (the multi-channel models, the Bernoulli
+dual GP) subclasses it and names the subclass in its ``prediction_type``.
 
 Queries take inputs in world units and answer in target units: :meth:`Prediction.predict`,
 μ = K_fu α and v = a − rowsum((K_fu Q) ⊙ K_fu) in blocks of rows, and
