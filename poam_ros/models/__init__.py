@@ -14,9 +14,10 @@ from poam_ros.models.config import MappingConfig
 from poam_ros.models.device import resolve_device
 from poam_ros.models.exact import ExactGPSizeError
 from poam_ros.models.linalg import BatchTooLargeError, NumericalError
+from poam_ros.models.prediction import ModelNotReadyError
 from poam_ros.models.registry import METHODS
 from poam_ros.models.report import UpdateReport
-from poam_ros.models.sparse_gp import ModelNotReadyError, OnlineSparseGP
+from poam_ros.models.sparse_gp import OnlineSparseGP
 from poam_ros.models.state_io import StateFileError
 
 __all__ = ["BatchTooLargeError", "ExactGPSizeError", "METHODS", "MappingConfig",

@@ -21,10 +21,10 @@ from torch import Tensor
 from poam_ros.models.batch_terms import KernelCross
 from poam_ros.models.linalg import robust_cholesky
 from poam_ros.models.objectives import TrainingObjective, WhitenedElbo
-from poam_ros.models.posterior import optimal_posterior, posterior_from_whitened
+from poam_ros.models.posterior import TERMS_DTYPE, optimal_posterior, posterior_from_whitened
 from poam_ros.models.report import UpdateReport
 from poam_ros.models.selection import InducingUpdate
-from poam_ros.models.sparse_gp import TERMS_DTYPE, OnlineSparseGP
+from poam_ros.models.sparse_gp import OnlineSparseGP
 
 
 class Full(OnlineSparseGP):

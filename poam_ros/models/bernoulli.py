@@ -46,13 +46,14 @@ from poam_ros.models.batch_terms import CrossCovariance, KernelCross
 from poam_ros.models.dual_gp import Conditioned, DualGP, DualObjective, marginals, site_terms
 from poam_ros.models.objectives import TrainingObjective
 from poam_ros.models.posterior import (
+    TERMS_DTYPE,
     PredictionCache,
     VariationalPosterior,
     optimal_posterior,
     prediction_cache,
 )
+from poam_ros.models.prediction import Prediction
 from poam_ros.models.samples import MALFORMED_BATCH, BatchReport, InvalidBatchError
-from poam_ros.models.sparse_gp import TERMS_DTYPE
 
 GAUSS_HERMITE_POINTS = 20
 
@@ -74,10 +75,24 @@ def probit_expectations(y: Tensor, mean: Tensor, var: Tensor,
     return expected, alpha, beta
 
 
+class BernoulliPrediction(Prediction):
+    """The shared prediction factors, queried for the latent f (no target scaler, no noise)."""
+
+    @torch.no_grad()
+    def predict(self, x) -> tuple[np.ndarray, np.ndarray]:
+        """Mean and standard deviation of the latent f at x (N × D, world units), (N,) each."""
+        self.require_ready()
+        model = self.model
+        cross = KernelCross(model.covariance, model.inducing, self.scaled_inputs(x))
+        mean, var = marginals(cross, self.factors, model.amplitude.to(TERMS_DTYPE))
+        return mean.cpu().numpy(), var.sqrt().cpu().numpy()
+
+
 class BernoulliDualGP(DualGP):
     """The dual GP of binary labels (0/1) with a probit link (see the module docstring)."""
 
     method = "dual-gp-bernoulli"
+    prediction_type = BernoulliPrediction
 
     def __init__(self, config=None, input_dim: int = 2, blr_rate: float = 0.8,
                  blr_steps: int = 10):
@@ -147,13 +162,10 @@ class BernoulliDualGP(DualGP):
     def _expected_log_lik(self, mean: Tensor, var: Tensor, y: Tensor) -> Tensor:
         return probit_expectations(y, mean, var)[0]
 
-    @torch.no_grad()
     def predict(self, x) -> tuple[np.ndarray, np.ndarray]:
-        """Mean and standard deviation of the latent f at x (N × D, world units), (N,) each."""
-        self._require_ready()
-        cross = KernelCross(self.covariance, self.inducing, self._to_scaled_inputs(x))
-        mean, var = marginals(cross, self._factors, self.amplitude.to(TERMS_DTYPE))
-        return mean.cpu().numpy(), var.sqrt().cpu().numpy()
+        """Mean and standard deviation of the latent f at x (N × D, world units), (N,) each:
+        :meth:`BernoulliPrediction.predict`."""
+        return self.prediction.predict(x)
 
     def predict_proba(self, x) -> np.ndarray:
         """P(y = 1) at x (N × D, world units): ∫ Φ(f) q(f) df = Φ(μ/√(1 + v)), (N,)."""

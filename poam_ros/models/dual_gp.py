@@ -80,6 +80,7 @@ from poam_ros.models.linalg import robust_cholesky, solve_lower
 from poam_ros.models.objectives import TrainingObjective
 from poam_ros.models.ovc import OVCPlusPlus
 from poam_ros.models.posterior import (
+    TERMS_DTYPE,
     PredictionCache,
     VariationalPosterior,
     optimal_posterior,
@@ -89,7 +90,6 @@ from poam_ros.models.posterior import (
 )
 from poam_ros.models.report import UpdateReport
 from poam_ros.models.selection import InducingUpdate
-from poam_ros.models.sparse_gp import TERMS_DTYPE
 
 
 def site_terms(cross: CrossCovariance, precision: Tensor, shift: Tensor) -> tuple[Tensor, Tensor]:

@@ -24,6 +24,7 @@ from torch import Tensor
 from poam_ros.models.linalg import robust_cholesky, solve_lower
 from poam_ros.models.objectives import TrainingObjective
 from poam_ros.models.posterior import PredictionCache
+from poam_ros.models.prediction import Prediction
 from poam_ros.models.report import UpdateReport
 from poam_ros.models.samples import BatchReport, InvalidBatchError, as_batch, filter_samples
 from poam_ros.models.sparse_gp import OnlineSparseGP
@@ -33,8 +34,32 @@ class ExactGPSizeError(ValueError):
     """A batch would take the exact GP beyond ``MappingConfig.exact.max_samples``."""
 
 
+class ExactPrediction(Prediction):
+    """The shared prediction with the fitted samples in the place of Z: [α, Q] =
+    [(K + σ²I)⁻¹y, (K + σ²I)⁻¹]."""
+
+    def exact_factors(self, x: Tensor, y: Tensor) -> PredictionCache:
+        """μ = k (K + σ²I)⁻¹ y and v = a − k (K + σ²I)⁻¹ kᵀ in the shared prediction form."""
+        model = self.model
+        k = model.covariance(x, x)
+        eye = torch.eye(len(x), dtype=x.dtype, device=x.device)
+        # The noise term bounds the conditioning: no jitter unless round-off makes it fail.
+        chol = robust_cholesky(k + model.noise * eye, 0.0, model.config.max_jitter_tries,
+                               "K + σ²I of the exact GP")
+        return PredictionCache(torch.cholesky_solve(y.unsqueeze(-1), chol).squeeze(-1),
+                               torch.cholesky_inverse(chol))
+
+    @torch.no_grad()
+    def refresh(self, cache: Tensor | None = None) -> None:
+        """The factors of the fitted samples under the current hyper-parameters (``cache``,
+        of inducing inputs, does not apply)."""
+        x, y = self.model._scaled(np.arange(len(self.model.inducing)))
+        self.factors = self.exact_factors(x, y)
+
+
 class ExactGP(OnlineSparseGP):
     method = "exact"
+    prediction_type = ExactPrediction
 
     def add_data(self, x, y) -> BatchReport:
         """As :meth:`OnlineSparseGP.add_data`, but a batch that would take the data beyond
@@ -57,23 +82,8 @@ class ExactGP(OnlineSparseGP):
 
     def _update_posterior(self, x_new: Tensor, y_new: Tensor, report: UpdateReport) -> None:
         x_all, y_all = self._scaled(self._data_so_far(x_new))
-        factors = self._exact_factors(x_all, y_all)
-        self.inducing, self._factors = x_all, factors
-
-    def _exact_factors(self, x: Tensor, y: Tensor) -> PredictionCache:
-        """μ = k (K + σ²I)⁻¹ y and v = a − k (K + σ²I)⁻¹ kᵀ in the shared prediction form."""
-        k = self.covariance(x, x)
-        eye = torch.eye(len(x), dtype=x.dtype, device=x.device)
-        # The noise term bounds the conditioning: no jitter unless round-off makes it fail.
-        chol = robust_cholesky(k + self.noise * eye, 0.0, self.config.max_jitter_tries,
-                               "K + σ²I of the exact GP")
-        return PredictionCache(torch.cholesky_solve(y.unsqueeze(-1), chol).squeeze(-1),
-                               torch.cholesky_inverse(chol))
-
-    @torch.no_grad()
-    def _refresh_factors(self) -> None:
-        x, y = self._scaled(np.arange(len(self.inducing)))
-        self._factors = self._exact_factors(x, y)
+        factors = self.prediction.exact_factors(x_all, y_all)
+        self.inducing, self.prediction.factors = x_all, factors
 
     def _training_objective(self, x_new: Tensor, y_new: Tensor) -> TrainingObjective:
         return ExactMarginalLikelihood(self)

@@ -129,7 +129,7 @@ class IndependentChannels(MultiTaskSparseGP):
         the model yet; with ``covariance`` also the cross-channel covariance (N × D × D),
         diagonal. The arguments are those of :meth:`OnlineSparseGP.predict`."""
         self._require_ready()
-        self._to_scaled_inputs(x)  # refuses a malformed query as every model does
+        self.prediction.scaled_inputs(x)  # refuses a malformed query as every model does
         x = np.asarray(x, dtype=float)
         mean = np.full((len(x), self.output_dim), np.nan)
         std = np.full_like(mean, np.nan)
@@ -157,14 +157,14 @@ class IndependentChannels(MultiTaskSparseGP):
                 "output_dim": self.output_dim,
                 "channels": [c.state_dict() if c.ready else None for c in self.channels]}
 
-    def _load_state(self, state: dict) -> None:
+    def load_state_dict(self, state: dict) -> None:
         self.intake.load_state_dict(state, self.device, self.dtype)
         if len(state["channels"]) != self.output_dim:
             raise ValueError(f"{len(state['channels'])} channel states for {self.output_dim} "
                              f"channels")
         for d, channel_state in enumerate(state["channels"]):
             if channel_state is not None:
-                self.channels[d]._load_state(channel_state)
+                self.channels[d].load_state_dict(channel_state)
                 # One scaler object per channel, as before saving.
                 self.channels[d].intake.x_scaler = self.x_scaler
                 self.channels[d].intake.y_scaler = self.y_scaler.scalers[d]

@@ -124,6 +124,13 @@ class Intake:
         self.y_scaler.fit(self.buffer.y)
         return unfitted
 
+    def fix_inducing(self, z, dtype: torch.dtype, device: torch.device) -> None:
+        """Fix the inducing inputs to z (M × D, world units), kept scaled in ``dtype`` on
+        ``device``; before the first update this fits the scalers on the samples so far."""
+        if not self.x_scaler.fitted:
+            self.fit_scalers()
+        self.fixed_z = torch.as_tensor(self.x_scaler.transform(z), dtype=dtype, device=device)
+
     def scaled_query(self, x) -> np.ndarray:
         """Query inputs x (N × D, world units) in scaled units; a malformed or non-finite query
         is an :class:`~.samples.InvalidBatchError` (and no rejection: nothing is stored)."""

@@ -41,10 +41,12 @@ import torch
 from torch import Tensor
 
 from poam_ros.kernels import make_kernel
+from poam_ros.models import state as model_state
 from poam_ros.models.buffer import SampleBuffer
 from poam_ros.models.intake import Intake
 from poam_ros.models.linalg import NumericalError, robust_cholesky
 from poam_ros.models.lmc import LMCKernel, block_cholesky, predictive_covariance
+from poam_ros.models.prediction import Prediction
 from poam_ros.models.report import UpdateReport
 from poam_ros.models.samples import InvalidBatchError
 from poam_ros.models.sparse_gp import OnlineSparseGP
@@ -146,8 +148,61 @@ def initial_mixing(num_latents: int, output_dim: int) -> Tensor:
     return torch.as_tensor(np.where(d % num_latents == q, 1.0, 0.1))
 
 
+class MultiTaskPrediction(Prediction):
+    """The shared prediction factors over the latents' stacked inducing outputs (QM), queried
+    for every channel and their cross-covariance (:func:`~.lmc.predictive_covariance`)."""
+
+    @torch.no_grad()
+    def predict(self, x, include_noise: bool = False, block_rows: int = 2048,
+                kernel_dtype: torch.dtype | None = None, covariance: bool = False):
+        """Per-channel predictive means and standard deviations at x (N × input_dim, world
+        units), in target units: two (N × D) float64 arrays, or (N,) arrays when D = 1; with
+        ``covariance`` also the cross-channel covariance (N × D × D). NaN for a channel not in
+        the model yet. ``include_noise`` adds each channel's noise variance (a new measurement
+        rather than the field); ``kernel_dtype`` evaluates K(x, Z) in that precision (see
+        :meth:`OnlineSparseGP.predict`). Variances are floored at 1e-9 of the prior's."""
+        self.require_ready()
+        model, factors = self.model, self.factors
+        x = self.scaled_inputs(x)
+        kernel = model.kernel
+        if kernel_dtype not in (None, model.dtype):
+            kernel = copy.deepcopy(model.kernel).to(kernel_dtype)
+        z = model.inducing.to(kernel.mixing.dtype)
+        scales, mixing = model.kernel.scales, model.mixing
+        means, covs = [], []
+        for block in x.split(block_rows):
+            block = block.to(z.dtype)
+            k_fu = torch.cat([kernel.latent_covariance(q, block, z)
+                              for q in range(kernel.num_latents)], 1).to(model.dtype)
+            mean, cov = predictive_covariance(k_fu, factors.alpha, factors.q, scales, mixing)
+            means.append(mean)
+            covs.append(cov)
+        channels = model.output_dim
+        mean = torch.cat(means) if means else x.new_empty(0, channels)
+        cov = torch.cat(covs) if covs else x.new_empty(0, channels, channels)
+        prior = (mixing.square() * scales.unsqueeze(1)).sum(0)
+        var = cov.diagonal(dim1=1, dim2=2)
+        var.copy_(var.clamp_min(1e-9 * prior))
+        if include_noise:
+            var += model.noise
+        mean, cov = mean.cpu().double().numpy(), cov.cpu().double().numpy()  # two transfers
+        std = np.sqrt(np.diagonal(cov, axis1=1, axis2=2))
+        active = model.y_scaler.active
+        if not (np.isfinite(mean[:, active]).all() and np.isfinite(cov[:, active][:, :, active])
+                .all()):
+            raise NumericalError("prediction is not finite")
+        mean, std = model.y_scaler.inverse_mean(mean), model.y_scaler.inverse_std(std)
+        stds = model.y_scaler.stds
+        cov = cov * stds[:, None] * stds[None, :]
+        if channels == 1:
+            mean, std = mean[:, 0], std[:, 0]
+        return (mean, std, cov) if covariance else (mean, std)
+
+
 class MultiTaskSparseGP(OnlineSparseGP):
     """Online sparse LMC over inputs of dimension ``input_dim`` with ``output_dim`` channels."""
+
+    prediction_type = MultiTaskPrediction
 
     def __init__(self, config=None, input_dim: int = 2, output_dim: int = 1):
         super().__init__(config, input_dim)
@@ -290,51 +345,11 @@ class MultiTaskSparseGP(OnlineSparseGP):
         return k
 
     # ------------------------------------------------------------------ prediction
-    @torch.no_grad()
     def predict(self, x, include_noise: bool = False, block_rows: int = 2048,
                 kernel_dtype: torch.dtype | None = None, covariance: bool = False):
-        """Per-channel predictive means and standard deviations at x (N × input_dim, world
-        units), in target units: two (N × D) float64 arrays, or (N,) arrays when D = 1; with
-        ``covariance`` also the cross-channel covariance (N × D × D). NaN for a channel not in
-        the model yet. ``include_noise`` adds each channel's noise variance (a new measurement
-        rather than the field); ``kernel_dtype`` evaluates K(x, Z) in that precision (see
-        :meth:`OnlineSparseGP.predict`). Variances are floored at 1e-9 of the prior's."""
-        self._require_ready()
-        x = self._to_scaled_inputs(x)
-        kernel = self.kernel
-        if kernel_dtype not in (None, self.dtype):
-            kernel = copy.deepcopy(self.kernel).to(kernel_dtype)
-        z = self.inducing.to(kernel.mixing.dtype)
-        scales, mixing = self.kernel.scales, self.mixing
-        means, covs = [], []
-        for block in x.split(block_rows):
-            block = block.to(z.dtype)
-            k_fu = torch.cat([kernel.latent_covariance(q, block, z)
-                              for q in range(kernel.num_latents)], 1).to(self.dtype)
-            mean, cov = predictive_covariance(k_fu, self._factors.alpha, self._factors.q, scales,
-                                              mixing)
-            means.append(mean)
-            covs.append(cov)
-        channels = self.output_dim
-        mean = torch.cat(means) if means else x.new_empty(0, channels)
-        cov = torch.cat(covs) if covs else x.new_empty(0, channels, channels)
-        prior = (mixing.square() * scales.unsqueeze(1)).sum(0)
-        var = cov.diagonal(dim1=1, dim2=2)
-        var.copy_(var.clamp_min(1e-9 * prior))
-        if include_noise:
-            var += self.noise
-        mean, cov = mean.cpu().double().numpy(), cov.cpu().double().numpy()  # two transfers
-        std = np.sqrt(np.diagonal(cov, axis1=1, axis2=2))
-        active = self.y_scaler.active
-        if not (np.isfinite(mean[:, active]).all() and np.isfinite(cov[:, active][:, :, active])
-                .all()):
-            raise NumericalError("prediction is not finite")
-        mean, std = self.y_scaler.inverse_mean(mean), self.y_scaler.inverse_std(std)
-        stds = self.y_scaler.stds
-        cov = cov * stds[:, None] * stds[None, :]
-        if channels == 1:
-            mean, std = mean[:, 0], std[:, 0]
-        return (mean, std, cov) if covariance else (mean, std)
+        """Per-channel means and standard deviations at x (N × input_dim, world units), with
+        ``covariance`` the cross-channel covariance: :meth:`MultiTaskPrediction.predict`."""
+        return self.prediction.predict(x, include_noise, block_rows, kernel_dtype, covariance)
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict:
@@ -344,4 +359,4 @@ class MultiTaskSparseGP(OnlineSparseGP):
     def from_state(cls, state: dict, path, device: str | None = None) -> "MultiTaskSparseGP":
         """:meth:`OnlineSparseGP.from_state` with the saved number of channels."""
         build = functools.partial(cls, output_dim=int(state.get("output_dim", 1)))
-        return OnlineSparseGP.from_state.__func__(build, state, path, device)
+        return model_state.rebuild(build, state, path, device)

@@ -33,7 +33,7 @@ from torch import Tensor
 
 from poam_ros.models.batch_terms import CrossCovariance
 from poam_ros.models.poam import POAM
-from poam_ros.models.sparse_gp import TERMS_DTYPE
+from poam_ros.models.posterior import TERMS_DTYPE
 
 
 class OVC(POAM):

@@ -29,9 +29,14 @@ from torch import Tensor
 
 from poam_ros.models.batch_terms import CrossCovariance
 from poam_ros.models.linalg import robust_cholesky, solve_lower
-from poam_ros.models.posterior import WhitenedTerms, whiten_terms, whitened_optimal_posterior
+from poam_ros.models.posterior import (
+    TERMS_DTYPE,
+    WhitenedTerms,
+    whiten_terms,
+    whitened_optimal_posterior,
+)
 from poam_ros.models.selection import InducingUpdate
-from poam_ros.models.sparse_gp import TERMS_DTYPE, OnlineSparseGP
+from poam_ros.models.sparse_gp import OnlineSparseGP
 
 
 class POAM(OnlineSparseGP):

@@ -41,9 +41,13 @@ from poam_ros.models.lmc import (
 )
 from poam_ros.models.multitask import MultiTaskSparseGP
 from poam_ros.models.objectives import TrainingObjective
-from poam_ros.models.posterior import WhitenedTerms, whiten_terms, whitened_optimal_posterior
+from poam_ros.models.posterior import (
+    TERMS_DTYPE,
+    WhitenedTerms,
+    whiten_terms,
+    whitened_optimal_posterior,
+)
 from poam_ros.models.selection import InducingUpdate
-from poam_ros.models.sparse_gp import TERMS_DTYPE
 
 _TERMS = ("data_vector", "data_matrix", "data_chol", "data_inducing")
 

@@ -19,6 +19,13 @@ from torch import Tensor
 
 from poam_ros.models.linalg import cholesky_exact_first, robust_cholesky, solve_lower
 
+#: Precision of the data terms a method accumulates over the whole mission, of the E-step
+#: that turns them into q(u) and of the prediction factors, whatever the model's dtype: in
+#: float32, the rounding of a sum over thousands of samples makes C = K_uf K_fu indefinite by
+#: about 1e-7 of its norm, which K_uu⁻¹ (condition 1e4 and more) amplifies past
+#: I + σ⁻² L⁻¹CL⁻ᵀ ≥ I.
+TERMS_DTYPE = torch.float64
+
 
 @dataclass
 class VariationalPosterior:

@@ -7,7 +7,8 @@ Everything is shared, so that methods differ only in their published update rule
 * ``update()`` runs the E-step on the samples added since the last update, then the M-step
   (the :class:`~.training.Trainer`'s Adam or L-BFGS steps on a training objective),
   transactionally: a numerical failure leaves the previous model in place and is reported;
-* ``predict(x)`` returns the mean and standard deviation in world units, never NaN, std > 0;
+* ``predict(x)`` returns the mean and standard deviation in world units, never NaN, std > 0,
+  from the factors its :class:`~.prediction.Prediction` keeps (refreshed after every M-step);
 * ``save(path)`` / ``load(path)`` persist the whole state atomically.
 
 A method states its rule through hooks:
@@ -28,7 +29,6 @@ frozen.
 
 from __future__ import annotations
 
-import copy
 import math
 import time
 from abc import ABC
@@ -41,28 +41,20 @@ from torch import Tensor
 
 from poam_ros.inducing import PivotBlock, PivotedCholesky
 from poam_ros.kernels import make_kernel
+from poam_ros.models import state as model_state
 from poam_ros.models import state_io
 from poam_ros.models.batch_terms import KernelCross
 from poam_ros.models.config import MappingConfig
 from poam_ros.models.device import resolve_device
 from poam_ros.models.intake import Intake
-from poam_ros.models.linalg import BatchTooLargeError, NumericalError, robust_cholesky
+from poam_ros.models.linalg import BatchTooLargeError, robust_cholesky
 from poam_ros.models.objectives import FixedPosteriorElbo, TrainingObjective
-from poam_ros.models.posterior import PredictionCache, VariationalPosterior, prediction_cache
+from poam_ros.models.posterior import VariationalPosterior
+from poam_ros.models.prediction import ModelNotReadyError, Prediction
 from poam_ros.models.report import UpdateReport
 from poam_ros.models.samples import BatchReport
 from poam_ros.models.selection import InducingUpdate, pivot_blocks, pivoted_selection
 from poam_ros.models.training import Trainer, TrainingTask
-
-#: Precision of the data terms a method accumulates over the whole mission and of the E-step
-#: that turns them into q(u), whatever the model's dtype: in float32, the rounding of a sum
-#: over thousands of samples makes C = K_uf K_fu indefinite by about 1e-7 of its norm, which
-#: K_uu⁻¹ (condition 1e4 and more) amplifies past I + σ⁻² L⁻¹CL⁻ᵀ ≥ I.
-TERMS_DTYPE = torch.float64
-
-
-class ModelNotReadyError(RuntimeError):
-    """Prediction or inspection before the first successful update."""
 
 
 class OnlineSparseGP(ABC):
@@ -75,6 +67,8 @@ class OnlineSparseGP(ABC):
     #: Whether the M-step evaluates the whole new batch in every step (a collapsed bound):
     #: such a method refuses batches beyond ``max_whole_batch`` (:class:`BatchTooLargeError`).
     trains_on_whole_batch: bool = False
+    #: The owner of the prediction factors and the queries answered from them.
+    prediction_type: type[Prediction] = Prediction
 
     def __init__(self, config: MappingConfig | None = None, input_dim: int = 2):
         self.config = config or MappingConfig()
@@ -94,7 +88,7 @@ class OnlineSparseGP(ABC):
         self.trainer = self._make_trainer()
         self.inducing: Tensor | None = None  # Z, M × D, scaled units
         self.posterior: VariationalPosterior | None = None
-        self._factors: PredictionCache | None = None
+        self.prediction = self.prediction_type(self)
 
     def _make_trainer(self, fused: bool | None = None) -> Trainer:
         """The M-step over the current kernel and likelihood, with fused Adam by default on
@@ -125,7 +119,7 @@ class OnlineSparseGP(ABC):
 
     @property
     def ready(self) -> bool:
-        return self._factors is not None
+        return self.prediction.ready
 
     # ------------------------------------------------------------------ update
     def update(self, max_new: int | None = None) -> UpdateReport:
@@ -155,7 +149,7 @@ class OnlineSparseGP(ABC):
         x_new, y_new = self._scaled(np.arange(first, first + count))
         snapshot = self._posterior_snapshot()
         try:
-            self._check_hyperparameters()
+            self.trainer.check_hyperparameters()
             with torch.no_grad():
                 self._update_posterior(x_new, y_new, report)
         except Exception:
@@ -202,15 +196,6 @@ class OnlineSparseGP(ABC):
         q(u) there. Assign only once everything is computed (a failure must change nothing)."""
         raise NotImplementedError(f"{type(self).__name__} defines no variational update")
 
-    def _check_hyperparameters(self) -> None:
-        """Refuse non-finite hyper-parameters, all read from the device at once."""
-        named = [*self.kernel.named_parameters(), *self.likelihood.named_parameters()]
-        if torch.isfinite(torch.cat([value.detach().reshape(-1) for _, value in named])).all():
-            return
-        for name, value in named:
-            if not torch.isfinite(value).all():
-                raise NumericalError(f"hyper-parameter {name} is not finite")
-
     # ------------------------------------------------------------------ inducing inputs
     def fix_inducing_inputs(self, z) -> None:
         """Use the given inducing inputs (M × D, world units) from the next update on instead of
@@ -218,11 +203,7 @@ class OnlineSparseGP(ABC):
 
         Before the first update this fits the scalers on the data buffered so far.
         """
-        intake = self.intake
-        if not intake.x_scaler.fitted:
-            intake.fit_scalers()
-        intake.fixed_z = torch.as_tensor(intake.x_scaler.transform(z), dtype=self.dtype,
-                                         device=self.device)
+        self.intake.fix_inducing(z, self.dtype, self.device)
 
     def _choose_inducing(self, x_new: Tensor, report: UpdateReport) -> InducingUpdate:
         """Default selection (POAM, Sec. IV-B): greedy pivoted Cholesky on [Z; X_new], at most
@@ -318,11 +299,11 @@ class OnlineSparseGP(ABC):
         def finish(objective: TrainingObjective) -> None:
             objective.commit()
             self._after_training(x_new, y_new)
-            self._refresh_after_training(objective)
+            self.prediction.refresh_after_training(objective.inducing_cache())
 
         return self.trainer.train(TrainingTask(
             lambda: self._training_objective(x_new, y_new), finish, self._posterior_snapshot,
-            self._restore_posterior, self._refresh_factors))
+            self._restore_posterior, self.prediction.refresh))
 
     def _posterior_snapshot(self) -> tuple:
         """The E-step's outputs; E-steps assign new tensors, so references suffice."""
@@ -332,86 +313,22 @@ class OnlineSparseGP(ABC):
         self.inducing, self.posterior, method_state = snapshot
         self._load_method_state(method_state)
 
-    def _refresh_after_training(self, objective: TrainingObjective) -> None:
-        """The prediction factors, from the base stack of Z the objective kept if it has one
-        (only then is it passed: overrides of :meth:`_refresh_factors` without the argument,
-        such as the exact GP's, keep working)."""
-        cache = objective.inducing_cache()
-        if cache is not None and cache[0] is self.inducing:
-            self._refresh_factors(cache[1])
-        else:
-            self._refresh_factors()
-
-    @torch.no_grad()
-    def _refresh_factors(self, cache: Tensor | None = None) -> None:
-        """Prediction factors for the current hyper-parameters (they changed in the M-step),
-        computed in TERMS_DTYPE: in float32, K_uu⁻¹'s round-off alone raised the prediction
-        error of a 10,000-sample map by a quarter. ``cache``: the kernel's precomputed part of
-        K(Z, Z) (``precompute``), if at hand."""
-        factors = prediction_cache(self.k_uu_cholesky(self.inducing, cache, TERMS_DTYPE),
-                                   self.posterior.to(TERMS_DTYPE))
-        self._factors = PredictionCache(factors.alpha.to(self.dtype), factors.q.to(self.dtype))
-
     # ------------------------------------------------------------------ prediction
-    @torch.no_grad()
     def predict(self, x, include_noise: bool = False, block_rows: int = 2048,
                 kernel_dtype: torch.dtype | None = None):
-        """Predictive mean and standard deviation at x (N × D, world units).
+        """Predictive mean and standard deviation at x (N × D, world units), in target units:
+        see :meth:`.Prediction.predict`."""
+        return self.prediction.predict(x, include_noise, block_rows, kernel_dtype)
 
-        ``include_noise`` adds the observation noise: the distribution of a new measurement
-        rather than of the field. Returns two (N,) float64 arrays in target units; the standard
-        deviation is always positive (round-off is floored at 1e-9 of the prior variance).
-        ``kernel_dtype`` evaluates K(x, Z) in that precision, from a copy of the kernel; the
-        products with the prediction factors stay in the model's (float32 in a float64 model:
-        on the core benchmark's map, 2,000 points in 0.75× the time, predictions within
-        5e-5 m in mean and 3e-5 m in standard deviation of a field of standard deviation 19 m).
-        """
-        self._require_ready()
-        x = self._to_scaled_inputs(x)
-        covariance = self.covariance
-        if kernel_dtype not in (None, self.dtype):
-            kernel = copy.deepcopy(self.kernel).to(kernel_dtype)
-
-            def covariance(x1: Tensor, x2: Tensor) -> Tensor:
-                k = kernel.base_kernel.forward(x1.to(kernel_dtype), x2.to(kernel_dtype))
-                return (kernel.outputscale * k).to(self.dtype)
-        # The results are allocated whole before the loop: small per-block results kept
-        # between the blocks' large temporaries pin glibc's heap (250,000 points at M = 171
-        # grew the resident memory by 0.65 GB; preallocated, by 0.02 GB).
-        mean, var = x.new_empty(x.shape[0]), x.new_empty(x.shape[0])
-        for start in range(0, x.shape[0], block_rows):
-            block = slice(start, start + block_rows)
-            k_fu = covariance(x[block], self.inducing)
-            mean[block] = k_fu @ self._factors.alpha
-            var[block] = self.amplitude - ((k_fu @ self._factors.q) * k_fu).sum(1)
-        var = var.clamp_min(1e-9 * self.amplitude)
-        if include_noise:
-            var = var + self.noise
-        mean, std = torch.stack([mean, var.sqrt()]).cpu().double().numpy()  # one transfer
-        if not (np.isfinite(mean).all() and np.isfinite(std).all()):
-            raise NumericalError("prediction is not finite")
-        return self.y_scaler.inverse_mean(mean), self.y_scaler.inverse_std(std)
-
-    @torch.no_grad()
     def lengthscale_map(self, x) -> np.ndarray:
-        """Learned lengthscale at x (N × D, world units), in world units (N,).
-
-        Scaled units are converted with the geometric mean of the per-axis scale factors.
-        """
-        self._require_ready()
-        scaled = self.kernel.base_kernel.lengthscale_map(self._to_scaled_inputs(x))
-        factor = float(np.exp(np.log(self.x_scaler.half_range).mean()))
-        return scaled.cpu().double().numpy() * factor
+        """Learned lengthscale at x (N × D, world units), in world units (N,)."""
+        return self.prediction.lengthscale_map(x)
 
     @property
     def inducing_inputs(self) -> np.ndarray:
         """The inducing inputs Z in world units (M × D)."""
         self._require_ready()
         return self.x_scaler.inverse(self.inducing.cpu().double().numpy())
-
-    def _to_scaled_inputs(self, x) -> Tensor:
-        """Query inputs x (N × D, world units) checked and scaled, on the model's device."""
-        return torch.as_tensor(self.intake.scaled_query(x), dtype=self.dtype, device=self.device)
 
     def _scaled(self, index: np.ndarray) -> tuple[Tensor, Tensor]:
         """Buffered samples at ``index`` in scaled units, on the model's device."""
@@ -422,25 +339,14 @@ class OnlineSparseGP(ABC):
 
     def _require_ready(self) -> None:
         if not self.ready:
-            raise ModelNotReadyError("the model has no posterior yet: add data and call update()")
+            raise ModelNotReadyError()
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict:
-        """Everything needed to continue exactly where this model is, as plain containers."""
+        """Everything needed to continue exactly where this model is, as plain containers
+        (the layout of :mod:`.state`)."""
         self._require_ready()
-        return {
-            "config": self.config.to_dict(),
-            **self.intake.state_dict(),
-            "kernel": self.kernel.state_dict(),
-            "likelihood": self.likelihood.state_dict(),
-            "optimizer": self.trainer.optimizer.state_dict(),
-            "generator": self.generator.get_state(),
-            "inducing": self.inducing.cpu(),
-            "posterior": None if self.posterior is None else {
-                "mean": self.posterior.mean.cpu(), "sqrt": self.posterior.sqrt.cpu(),
-                "logdet": self.posterior.logdet.cpu()},
-            "method_state": {k: v.cpu() for k, v in self._method_state().items()},
-        }
+        return model_state.common_state(self, self._method_state())
 
     def _method_state(self) -> dict[str, Tensor]:
         """Tensors a method keeps beyond q(u) and Z (e.g. POAM's stored data terms)."""
@@ -465,31 +371,9 @@ class OnlineSparseGP(ABC):
     def from_state(cls, state: dict, path, device: str | None = None) -> "OnlineSparseGP":
         """Rebuild a model from the checked ``state`` of the file ``path`` (see :meth:`load`);
         an inconsistent state is a :class:`~.state_io.StateFileError` naming the file."""
-        try:
-            config = MappingConfig.from_saved(state["config"])
-            if device is not None:
-                config = config.replace(device=device)
-            model = cls(config, int(state["input_dim"]))
-            model._load_state(state)
-        except state_io.StateFileError:
-            raise
-        except Exception as err:  # a damaged or mismatched payload
-            raise state_io.StateFileError(path, f"inconsistent contents ({type(err).__name__}: "
-                                                f"{err})") from None
-        return model
+        return model_state.rebuild(cls, state, path, device)
 
-    def _load_state(self, state: dict) -> None:
-        to = dict(device=self.device, dtype=self.dtype)
-        self.intake.load_state_dict(state, self.device, self.dtype)
-        self.kernel.load_state_dict(state["kernel"])
-        self.likelihood.load_state_dict(state["likelihood"])
-        self.trainer.optimizer.load_state_dict(state["optimizer"])
-        self.generator.set_state(state["generator"])
-        self.inducing = state["inducing"].to(**to)
-        post = state["posterior"]
-        self.posterior = None if post is None else VariationalPosterior(
-            post["mean"].to(**to), post["sqrt"].to(**to), post["logdet"].to(**to))
-        # In the precision saved (data terms are float64 in any model); methods cast.
-        self._load_method_state({k: v.to(self.device) for k, v in state["method_state"].items()})
-        self._refresh_factors()
-
+    def load_state_dict(self, state: dict) -> None:
+        """Inverse of :meth:`state_dict` into a fresh model, then the prediction factors."""
+        self._load_method_state(model_state.load_common_state(self, state))
+        self.prediction.refresh()

@@ -1,9 +1,10 @@
 """Saving and loading a model's whole state to one file, atomically and checked.
 
 The state format, version 2, is the one every method writes: the state is the model's
-``OnlineSparseGP.state_dict()``, and a method that keeps more than the common state adds
-entries to its ``method_state`` (``OnlineSparseGP._method_state``), never a file format of its
-own. A change to the layout below, or to the meaning of a common entry, bumps ``VERSION``.
+``OnlineSparseGP.state_dict()`` (the common layout of :mod:`.state`), and a method that keeps
+more than the common state adds entries to its ``method_state``
+(``OnlineSparseGP._method_state``), never a file format of its own. A change to the layout
+below or to :mod:`.state`'s, or to the meaning of a common entry, bumps ``VERSION``.
 A file is one ASCII header line, then the payload::
 
     poam_ros.model_state 2 <payload bytes> sha256:<64 hex digits>\\n

@@ -237,6 +237,16 @@ class Trainer:
             self.minibatches.clear()
 
     # ------------------------------------------------------------------ snapshots
+    def check_hyperparameters(self) -> None:
+        """Refuse non-finite hyper-parameters (before an E-step), all read from the device at
+        once."""
+        named = [*self.model.kernel.named_parameters(), *self.model.likelihood.named_parameters()]
+        if torch.isfinite(torch.cat([value.detach().reshape(-1) for _, value in named])).all():
+            return
+        for name, value in named:
+            if not torch.isfinite(value).all():
+                raise NumericalError(f"hyper-parameter {name} is not finite")
+
     def snapshot(self) -> dict:
         """Copies of the hyper-parameters and of Adam's state."""
         kernel, likelihood = self.model.kernel, self.model.likelihood

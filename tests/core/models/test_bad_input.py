@@ -106,7 +106,7 @@ def test_failed_update_keeps_the_previous_model(model, stream):
     assert model.inducing is inducing and model.num_pending == 30
     with torch.no_grad():
         model.likelihood.raw_noise.fill_(0.0)
-    model._refresh_factors()
+    model.prediction.refresh()
     assert np.isfinite(model.predict(query)[0]).all()
     model.update()  # the pending batch is used once the model is healthy again
     assert model.num_pending == 0

@@ -43,11 +43,11 @@ def test_cached_elbo_equals_the_kernel_evaluated_afresh(trained):
 
 def test_prediction_factors_from_the_cached_stack_are_the_same(trained):
     model = trained[0]
-    model._refresh_factors()
-    plain = model._factors
-    model._refresh_factors(model.kernel.base_kernel.precompute(model.inducing, model.inducing))
-    assert torch.equal(plain.alpha, model._factors.alpha)
-    assert torch.equal(plain.q, model._factors.q)
+    model.prediction.refresh()
+    plain = model.prediction.factors
+    model.prediction.refresh(model.kernel.base_kernel.precompute(model.inducing, model.inducing))
+    assert torch.equal(plain.alpha, model.prediction.factors.alpha)
+    assert torch.equal(plain.q, model.prediction.factors.q)
 
 
 def test_the_clamp_of_exp_leaves_float64_predictions_bit_for_bit(trained, monkeypatch):
@@ -55,7 +55,7 @@ def test_the_clamp_of_exp_leaves_float64_predictions_bit_for_bit(trained, monkey
     query = np.vstack([QUERY, [[1e4, -1e4], [80.0, 0.0]]])  # and far outside the survey
     clamped = model.predict(query)
     monkeypatch.setattr(base_stack, "exp_floor", lambda dtype: -float("inf"))
-    model._refresh_factors()
+    model.prediction.refresh()
     exact = model.predict(query)
     for a, b in zip(clamped, exact):
         assert np.array_equal(a, b)

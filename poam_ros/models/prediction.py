@@ -1,0 +1,134 @@
+"""A model's prediction: the factors computed once per update, and the queries answered from them.
+
+:class:`Prediction` owns the :class:`~.posterior.PredictionCache` [α, Q] of its model's current
+inducing inputs Z, q(u) and hyper-parameters. The model refreshes it after every M-step
+(successful or restored) and after loading a state. A method whose factors are not those of
+a sparse q(u) (the exact GP) or whose queries differ (the multi-channel models, the Bernoulli
+dual GP) subclasses it and names the subclass in its ``prediction_type``.
+
+Queries take inputs in world units and answer in target units: :meth:`Prediction.predict`,
+μ = K_fu α and v = a − rowsum((K_fu Q) ⊙ K_fu) in blocks of rows, and
+:meth:`Prediction.lengthscale_map`. The prediction reads its model's public parts (the intake's
+scalers, the kernel, Z and q(u)) and changes none of them.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from poam_ros.models.linalg import NumericalError
+from poam_ros.models.posterior import TERMS_DTYPE, PredictionCache, prediction_cache
+
+if TYPE_CHECKING:
+    from poam_ros.models.sparse_gp import OnlineSparseGP
+
+
+class ModelNotReadyError(RuntimeError):
+    """Prediction or inspection before the first successful update."""
+
+    def __init__(self, message: str = "the model has no posterior yet: add data and call "
+                                      "update()"):
+        super().__init__(message)
+
+
+class Prediction:
+    """The prediction factors of ``model`` (None before its first update) and its queries."""
+
+    def __init__(self, model: OnlineSparseGP):
+        self.model = model
+        self.factors: PredictionCache | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self.factors is not None
+
+    @torch.no_grad()
+    def refresh(self, cache: Tensor | None = None) -> None:
+        """Factors for the model's current Z, q(u) and hyper-parameters, computed in
+        TERMS_DTYPE: in float32, K_uu⁻¹'s round-off alone raised the prediction error of a
+        10,000-sample map by a quarter. ``cache``: the kernel's precomputed part of K(Z, Z)
+        (``precompute``), if at hand."""
+        model = self.model
+        factors = prediction_cache(model.k_uu_cholesky(model.inducing, cache, TERMS_DTYPE),
+                                   model.posterior.to(TERMS_DTYPE))
+        self.factors = PredictionCache(factors.alpha.to(model.dtype), factors.q.to(model.dtype))
+
+    def refresh_after_training(self, inducing_cache: tuple[Tensor, Tensor] | None) -> None:
+        """:meth:`refresh` after an M-step, with the base stack of Z its objective kept
+        (``inducing_cache()``) when that Z is still the model's."""
+        keep = inducing_cache is not None and inducing_cache[0] is self.model.inducing
+        self.refresh(inducing_cache[1] if keep else None)
+
+    def scaled_inputs(self, x) -> Tensor:
+        """Query inputs x (N × D, world units) checked and scaled, on the model's device."""
+        model = self.model
+        return torch.as_tensor(model.intake.scaled_query(x), dtype=model.dtype,
+                               device=model.device)
+
+    def require_ready(self) -> None:
+        if self.factors is None:
+            raise ModelNotReadyError()
+
+    @torch.no_grad()
+    def predict(self, x, include_noise: bool = False, block_rows: int = 2048,
+                kernel_dtype: torch.dtype | None = None):
+        """Predictive mean and standard deviation at x (N × D, world units).
+
+        ``include_noise`` adds the observation noise: the distribution of a new measurement
+        rather than of the field. Returns two (N,) float64 arrays in target units; the standard
+        deviation is always positive (round-off is floored at 1e-9 of the prior variance).
+        ``kernel_dtype`` evaluates K(x, Z) in that precision, from a copy of the kernel; the
+        products with the prediction factors stay in the model's (float32 in a float64 model:
+        on the core benchmark's map, 2,000 points in 0.75× the time, predictions within
+        5e-5 m in mean and 3e-5 m in standard deviation of a field of standard deviation 19 m).
+        """
+        self.require_ready()
+        model, factors = self.model, self.factors
+        x = self.scaled_inputs(x)
+        covariance = self._covariance(kernel_dtype)
+        # The results are allocated whole before the loop: small per-block results kept
+        # between the blocks' large temporaries pin glibc's heap (250,000 points at M = 171
+        # grew the resident memory by 0.65 GB; preallocated, by 0.02 GB).
+        mean, var = x.new_empty(x.shape[0]), x.new_empty(x.shape[0])
+        for start in range(0, x.shape[0], block_rows):
+            block = slice(start, start + block_rows)
+            k_fu = covariance(x[block], model.inducing)
+            mean[block] = k_fu @ factors.alpha
+            var[block] = model.amplitude - ((k_fu @ factors.q) * k_fu).sum(1)
+        var = var.clamp_min(1e-9 * model.amplitude)
+        if include_noise:
+            var = var + model.noise
+        mean, std = torch.stack([mean, var.sqrt()]).cpu().double().numpy()  # one transfer
+        if not (np.isfinite(mean).all() and np.isfinite(std).all()):
+            raise NumericalError("prediction is not finite")
+        return model.y_scaler.inverse_mean(mean), model.y_scaler.inverse_std(std)
+
+    def _covariance(self, kernel_dtype: torch.dtype | None):
+        """a · k(x1, x2) in the model's dtype, evaluated in ``kernel_dtype`` when given (from a
+        copy of the kernel)."""
+        model = self.model
+        if kernel_dtype in (None, model.dtype):
+            return model.covariance
+        kernel = copy.deepcopy(model.kernel).to(kernel_dtype)
+
+        def covariance(x1: Tensor, x2: Tensor) -> Tensor:
+            k = kernel.base_kernel.forward(x1.to(kernel_dtype), x2.to(kernel_dtype))
+            return (kernel.outputscale * k).to(model.dtype)
+        return covariance
+
+    @torch.no_grad()
+    def lengthscale_map(self, x) -> np.ndarray:
+        """Learned lengthscale at x (N × D, world units), in world units (N,).
+
+        Scaled units are converted with the geometric mean of the per-axis scale factors.
+        """
+        self.require_ready()
+        model = self.model
+        scaled = model.kernel.base_kernel.lengthscale_map(self.scaled_inputs(x))
+        factor = float(np.exp(np.log(model.x_scaler.half_range).mean()))
+        return scaled.cpu().double().numpy() * factor
