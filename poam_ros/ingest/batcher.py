@@ -12,7 +12,8 @@ and cuts them into :class:`RawBatch` es:
 * on time, whatever the plan and the fixes do (a waypoint never reached, a fix that moved
   the vehicle off its track): once the oldest sample not yet cut is ``batch_timeout`` old on
   the stamp clock (the newest odometry stamp minus its stamp) or on the wall clock (since the
-  batch began), whichever first, the batch goes out (``timeout``). An arrival waiting for
+  batch began; an infinite wall time, the end of the input, judges nothing: what is left
+  then is the tail's), whichever first, the batch goes out (``timeout``). An arrival waiting for
   its streams is bounded by ``flush_grace`` instead, and a reading waiting for a pose by
   ``pending_timeout``, so no sample waits without bound;
 * on request (:meth:`Batcher.flush_tail`: a survey that ends mid-leg) and at an odometry
@@ -236,15 +237,16 @@ class Batcher:
         """Cut the batch once its oldest sample is ``batch_timeout`` old (module docstring)."""
         if not self._chunks:
             return
-        if self._began is None:
+        if self._began is None and math.isfinite(now):
             self._began = now
         timeout = self.config.batch_timeout
         waited = self._clock - self._chunks[0][0]
-        if waited >= timeout - STAMP_TOLERANCE or now - self._began >= timeout:
+        waited_wall = now - self._began if math.isfinite(now) else math.nan
+        if waited >= timeout - STAMP_TOLERANCE or waited_wall >= timeout:
             log.warning("batch of %d samples cut on time: its oldest sample (t=%.6f s) waited "
                         "%.6g s of stamp time, %.6g s of wall time, with no decision point "
                         "(batch_timeout %g s)", self._samples, self._chunks[0][0], waited,
-                        now - self._began, timeout)
+                        waited_wall, timeout)
             self._flush(math.inf, "timeout")
 
     def restart(self) -> None:

@@ -136,6 +136,20 @@ def test_swath_filters_drop_outliers_and_merge_voxels_but_not_ranges():
     assert len(batch) == 2 + 21 and np.all(batch.points[:, 2] == 10.0)
 
 
+def test_the_end_of_the_input_cuts_no_batch_on_time_but_leaves_the_tail():
+    """``poll(inf)`` (a leg or a bag is over: nothing more in flight) expires the waits, but
+    a batch cut on time needs a time: the tail stays for :meth:`flush_tail` to decide."""
+    ingest = Ingest(IngestConfig(batch_timeout=30.0))
+    ingest.add_pose(0.0, 0.0, 0.0, PLANE_Z, 0.0, 0.0)
+    ingest.add_pose(1.0, 1.0, 0.0, PLANE_Z, 0.0, 0.0)
+    ingest.add_range(0.5, 290.0, *LIMITS, now=0.0)
+    ingest.poll(math.inf)
+    assert ingest.take_raw_batches() == [] and ingest.batcher.size == 1
+    ingest.poll(31.0)  # a wall clock is still judged
+    [batch] = ingest.take_raw_batches()
+    assert batch.reason == "timeout"
+
+
 def test_the_tail_is_flushed_on_request_and_batches_are_recorded_in_order():
     ingest = Ingest(IngestConfig())
     ingest.add_pose(0.0, 0.0, 0.0, PLANE_Z, 0.0, 0.0)
