@@ -140,7 +140,8 @@ class Params:
 
     def to_dict(self) -> dict[str, Any]:
         """Field values, a group's as a dict of its own."""
-        return {f.name: getattr(self, f.name).to_dict() if f.name in self.groups()
+        groups = self.groups()
+        return {f.name: getattr(self, f.name).to_dict() if f.name in groups
                 else getattr(self, f.name) for f in dataclasses.fields(self)}
 
     def to_parameters(self) -> dict[str, Any]:
