@@ -39,9 +39,9 @@ Bad input never reaches a batch. Each drop is counted under its reason
 (:mod:`~poam_ros.ingest.reasons`) in ``Ingest.drops.counts``, the latest case's detail in
 ``Ingest.drops.details``.
 
-A node cuts batches in its callbacks (cheap) and checks them (:meth:`Ingest.finish`: swath
-filters, workspace; the heavy part) on a worker thread; :meth:`Ingest.take_batches` does
-both at once for callers without threads.
+A node cuts batches in its callbacks (cheap) and checks them (:meth:`Batcher.finish
+<poam_ros.ingest.batcher.Batcher.finish>`: swath filters, workspace; the heavy part) on a
+worker thread; :meth:`Ingest.take_batches` does both at once for callers without threads.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from poam_ros.ingest.attitude_depth import DEPTH, IMU, AttitudeDepth
-from poam_ros.ingest.batcher import Batcher, RawBatch, SampleBatch
+from poam_ros.ingest.batcher import Batcher, SampleBatch
 from poam_ros.ingest.channels import CHANNEL, Channels
 from poam_ros.ingest.config import IngestConfig
 from poam_ros.ingest.fixes import PositionFixes
@@ -109,19 +109,8 @@ class Ingest:
 
     def take_batches(self) -> list[SampleBatch]:
         """Batches ready since the last call, oldest first, checked and counted."""
-        return [self.record(self.finish(raw)) for raw in self.take_raw_batches()]
-
-    def take_raw_batches(self) -> list[RawBatch]:
-        """:meth:`Batcher.take_raw_batches <poam_ros.ingest.batcher.Batcher.take_raw_batches>`."""
-        return self.batcher.take_raw_batches()
-
-    def finish(self, raw: RawBatch) -> SampleBatch:
-        """:meth:`Batcher.finish <poam_ros.ingest.batcher.Batcher.finish>` (thread-safe)."""
-        return self.batcher.finish(raw)
-
-    def record(self, batch: SampleBatch) -> SampleBatch:
-        """:meth:`Batcher.record <poam_ros.ingest.batcher.Batcher.record>`."""
-        return self.batcher.record(batch)
+        batcher = self.batcher
+        return [batcher.record(batcher.finish(raw)) for raw in batcher.take_raw_batches()]
 
     def flush_tail(self, reason: str = "end") -> None:
         """Cut what has been placed since the last batch into a batch for the next

@@ -177,7 +177,7 @@ class IngestNode(StartingNode):
         """Hand cut batches to the worker; warn (throttled) about reasons whose count grew
         and about clock resets."""
         with self._lock:
-            raw_batches = self.core.take_raw_batches()
+            raw_batches = self.core.batcher.take_raw_batches()
             dropped = self.core.drops.counts
             grown = {reason: count for reason, count in dropped.items()
                      if count > self._seen_drops.get(reason, 0)}
@@ -204,9 +204,9 @@ class IngestNode(StartingNode):
 
     def _finish_and_publish(self, raw) -> None:
         """On the worker thread, one batch at a time, in the order they were cut."""
-        batch = self.core.finish(raw)
+        batch = self.core.batcher.finish(raw)
         with self._lock:
-            self.core.record(batch)
+            self.core.batcher.record(batch)
             config = self.core.config
         header = Header(frame_id=config.world_frame, stamp=cv.seconds_to_time(batch.stamp))
         self._samples_pub.publish(cv.points_to_cloud(header, batch.points,

@@ -9,15 +9,14 @@ import math
 
 import numpy as np
 import pytest
-from rosbags.typesys import Stores, get_typestore
 
 from poam_ros.attitude import quaternion_from_rpy
+from poam_ros.bags.sim_survey import T, header
 from poam_ros.ingest import Ingest, IngestConfig
 from poam_ros.ingest import reasons as ig
 from poam_ros.ingest.attitude_depth import GRAVITY, depth_from_pressure
 from poam_ros.ingest.feeders import feed_depth, feed_imu
 
-T = get_typestore(Stores.ROS2_KILTED).types
 PLAIN = IngestConfig(voxel_size=0.0, outlier_neighbors=0)
 SWATH = np.array([[0.0, -20.0, -30.0], [0.0, 0.0, -30.0], [5.0, 25.0, -30.0]])  # sonar frame
 LIMITS = (1.0, 2000.0)
@@ -85,12 +84,6 @@ def test_a_pressure_of_rho_g_d_plus_p_atm_is_z_minus_d():
     [batch] = ingest.take_batches()
     np.testing.assert_allclose(batch.points[:, 2], [-41.0 - 10.0, -43.0 - 10.0], rtol=0,
                                atol=1e-9)
-
-
-def header(t, frame="base_link"):
-    sec, nanosec = divmod(round(t * 1e9), 1_000_000_000)
-    return T["std_msgs/msg/Header"](stamp=T["builtin_interfaces/msg/Time"](
-        sec=sec, nanosec=nanosec), frame_id=frame)
 
 
 def imu(t, q, frame="base_link", covariance=0.0):

@@ -155,15 +155,15 @@ def test_the_tail_is_flushed_on_request_and_batches_are_recorded_in_order():
     ingest.add_pose(0.0, 0.0, 0.0, PLANE_Z, 0.0, 0.0)
     ingest.add_pose(1.0, 1.0, 0.0, PLANE_Z, 0.0, 0.0)
     ingest.add_range(0.5, 290.0, *LIMITS, now=0.0)
-    assert ingest.take_raw_batches() == [] and ingest.batcher.size == 1
+    assert ingest.batcher.take_raw_batches() == [] and ingest.batcher.size == 1
     ingest.flush_tail()
     ingest.add_range(0.9, 290.0, *LIMITS, now=0.0)
     ingest.flush_tail()
-    first, second = ingest.take_raw_batches()
+    first, second = ingest.batcher.take_raw_batches()
     assert first.reason == "end" and len(first.ranges) == 1 and ingest.batcher.size == 0
     with pytest.raises(ValueError, match="order"):
-        ingest.record(ingest.finish(second))
-    ingest.record(ingest.finish(first))
-    ingest.record(ingest.finish(second))
+        ingest.batcher.record(ingest.batcher.finish(second))
+    ingest.batcher.record(ingest.batcher.finish(first))
+    ingest.batcher.record(ingest.batcher.finish(second))
     assert ingest.batcher.batches == 2 and ingest.batcher.published == 2
 

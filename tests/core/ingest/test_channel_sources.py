@@ -7,23 +7,16 @@ import math
 
 import numpy as np
 import pytest
-from rosbags.typesys import Stores, get_typestore
 
+from poam_ros.bags.sim_survey import T, header
 from poam_ros.ingest import Ingest, IngestConfig
 from poam_ros.ingest import reasons as ig
 from poam_ros.ingest.channels import ChannelSource, channel_sources
 from poam_ros.ingest.feeders import feed_channel
 from poam_ros.params import ConfigError
 
-T = get_typestore(Stores.ROS2_KILTED).types
 CONFIG = IngestConfig(channels=["temperature", "pressure", "methane"],
                       channel_types=["temperature", "fluid_pressure", "cloud"])
-
-
-def header(t, frame="base_link"):
-    sec, nanosec = divmod(round(t * 1e9), 1_000_000_000)
-    return T["std_msgs/msg/Header"](stamp=T["builtin_interfaces/msg/Time"](
-        sec=sec, nanosec=nanosec), frame_id=frame)
 
 
 def temperature(t, value, frame="base_link"):

@@ -6,19 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from rosbags.typesys import Stores, get_typestore
 
+from poam_ros.bags.sim_survey import T, header
 from poam_ros.ingest import Ingest, IngestConfig
 from poam_ros.ingest import feeders as fd
 from poam_ros.ingest import reasons as ig
-
-T = get_typestore(Stores.ROS2_KILTED).types
-
-
-def header(t, frame):
-    sec, nanosec = divmod(round(t * 1e9), 1_000_000_000)
-    return T["std_msgs/msg/Header"](stamp=T["builtin_interfaces/msg/Time"](
-        sec=sec, nanosec=nanosec), frame_id=frame)
 
 
 def pose(x, y, z=0.0):

@@ -347,7 +347,7 @@ def test_a_reconfiguration_reaches_every_part_and_keeps_what_they_hold(placed):
     placed.configure(IngestConfig(max_batch_size=2, pending_timeout=1.0, fix_max_std=5.0))
     assert len(placed.odometry.poses) == 101 and placed.batcher.size == 1
     placed.add_range(6.0, 300.0, *LIMITS, now=0.0)
-    raw, = placed.take_raw_batches()
+    raw, = placed.batcher.take_raw_batches()
     assert raw.reason == "size" and len(raw.ranges) == 2
     placed.add_range(12.0, 300.0, *LIMITS, now=0.0)  # ahead of the poses: waits
     placed.poll(now=1.5)
