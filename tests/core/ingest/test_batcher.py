@@ -144,9 +144,9 @@ def test_the_end_of_the_input_cuts_no_batch_on_time_but_leaves_the_tail():
     ingest.add_pose(1.0, 1.0, 0.0, PLANE_Z, 0.0, 0.0)
     ingest.add_range(0.5, 290.0, *LIMITS, now=0.0)
     ingest.poll(math.inf)
-    assert ingest.take_raw_batches() == [] and ingest.batcher.size == 1
+    assert ingest.batcher.take_raw_batches() == [] and ingest.batcher.size == 1
     ingest.poll(31.0)  # a wall clock is still judged
-    [batch] = ingest.take_raw_batches()
+    [batch] = ingest.batcher.take_raw_batches()
     assert batch.reason == "timeout"
 
 
