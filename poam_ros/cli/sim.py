@@ -39,7 +39,7 @@ def sim(argv) -> int:
 
     try:  # all of it before any node starts
         setup, params = setup_from_args(args)
-        build_mission(setup)
+        terrain = build_mission(setup).terrain
         _check_graph_options(args, setup, params)
     except (*setup_errors(), BagWriteError, StateFileError) as error:
         return fail("sim", error)
@@ -62,7 +62,7 @@ def sim(argv) -> int:
                 print(log.header, flush=True)
 
         try:
-            run = run_graph(setup, params, options, logs, log, started)
+            run = run_graph(setup, terrain, params, options, logs, log, started)
         except GraphError as error:
             return fail("sim", error, 1)
     status = 0 if run.outcome == "budget" else INTERRUPTED

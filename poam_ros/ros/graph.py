@@ -40,7 +40,7 @@ from poam_ros.processes import wait_or_kill
 from poam_ros.ros.mission_monitor import MissionMonitor
 from poam_ros.ros.run import StopSignals, init_rclpy
 from poam_ros.setup.mission_setup import MissionSetup
-from poam_ros.setup.truth import mission_terrain, survey_fields
+from poam_ros.setup.truth import survey_fields
 from poam_ros.sim import Terrain
 from poam_ros.sim.multibeam import MultibeamStreamConfig
 
@@ -164,11 +164,13 @@ class Child:
             return "".join(deque(log, maxlen=LOG_TAIL))
 
 
-def run_graph(setup: MissionSetup, params_file: Path, options: GraphOptions, log_dir: Path,
-              on_epoch: Callable[[EpochRecord], None] | None = None,
+def run_graph(setup: MissionSetup, terrain: Terrain, params_file: Path, options: GraphOptions,
+              log_dir: Path, on_epoch: Callable[[EpochRecord], None] | None = None,
               on_start: Callable[[Child], None] | None = None) -> GraphRun:
     """Run the graph until a map holds ``setup.mission.max_samples`` samples (or Ctrl-C);
-    see the module docstring. ``on_start`` sees each node's process as it starts."""
+    see the module docstring. ``terrain``: the setup's, which the monitor scores against
+    (:func:`~poam_ros.setup.truth.mission_terrain`; the caller's checks have loaded it).
+    ``on_start`` sees each node's process as it starts."""
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")  # the monitor's too
     recording = _recording(params_file) if options.record is not None else None
     sensors = SENSOR_TOPICS + (("/sonar/swath",) if load_config(
@@ -177,7 +179,6 @@ def run_graph(setup: MissionSetup, params_file: Path, options: GraphOptions, log
     # The mission's own crash journal: a killed run never resumes into the next one.
     parameters["mapper"]["journal.path"] = str(log_dir / "mapper.journal")
     files = [params_file, write_parameter_file(log_dir / "graph_parameters.yaml", parameters)]
-    terrain = mission_terrain(setup)
     env = child_environment()
     # The recorder first, so that it hears every node from its first message; stopped last.
     starts = ([RECORDER] if options.record is not None else []) + list(NODES.items())

@@ -145,7 +145,7 @@ def test_sim_starts_the_graph_with_good_options(tmp_path, small_parameter_file, 
     assert sim(["--params", str(small_parameter_file()), "--mode", "realtime", "--time-scale",
                 "0", "--torch-threads", "1", "--out", str(tmp_path / "out")]) == 1
     assert capsys.readouterr().err == "poam-ros sim: the graph was started\n"
-    [(setup, params, options, *_)] = graph.started
+    [(setup, _terrain, params, options, *_)] = graph.started
     assert options == {"mode": "realtime", "time_scale": 0.0, "torch_threads": 1,
                        "stall_timeout": 600.0, "record": None}
 
