@@ -266,15 +266,10 @@ class MapPersistence:
         """Autosave ``model``, which holds every batch before ``checkpoint``; the seconds it
         took, None when nothing was saved (no journal, no model yet, or a new map began
         since the checkpoint)."""
-        journal = self._active()
-        if journal is None or not model.ready:
+        if not model.ready:
             return None
         tic = time.perf_counter()
-        try:
-            path = journal.autosave(model, checkpoint)
-        except OSError as error:
-            self._failed(f"cannot autosave: {error}")
-            return None
+        path = self._write("cannot autosave", lambda journal: journal.autosave(model, checkpoint))
         if path is None:
             return None
         with self._mutex:
@@ -287,10 +282,7 @@ class MapPersistence:
         newest data stamp, ``pending`` the batches journaled since the update began, in
         order. Returns the checkpoint to :meth:`autosave` ``model`` with (None: no model yet,
         the journal began a new map, or there is no journal)."""
-        journal = self._active()
-        if journal is None:
-            return None
-        try:
+        def move(journal: Journal) -> int | None:
             if model.ready:
                 checkpoint = journal.checkpoint()
             else:
@@ -299,10 +291,9 @@ class MapPersistence:
             for xy, z, batch_stamp in pending:
                 if len(z):
                     journal.append(xy, z, batch_stamp)
-        except OSError as error:
-            self._failed(f"cannot move the journal past samples set aside: {error}")
-            return None
-        return checkpoint
+            return checkpoint
+
+        return self._write("cannot move the journal past samples set aside", move)
 
     def new_map(self) -> None:
         """``~/reset``: the journal begins a new map, and the autosave schedule with it."""

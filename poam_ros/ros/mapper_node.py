@@ -66,7 +66,7 @@ from poam_ros.ros.parameters import (
     proposed_config,
     read_config,
 )
-from poam_ros.ros.run import StartingNode, run_node
+from poam_ros.ros.run import RosLogBridge, StartingNode, run_node
 from poam_ros.workspace import Workspace, WorkspaceConfig
 
 # Rejections the node counts itself, beside the model's (non-finite, duplicate, malformed).
@@ -275,29 +275,10 @@ class MapperNode(StartingNode):
         super().destroy_node()
 
 
-class _RosLog(logging.Handler):
-    """Hands a core object's log records (info, warning, error) to the node's ROS log."""
-
-    def __init__(self, node: StartingNode) -> None:
-        super().__init__()
-        self._logger = node.get_logger()
-
-    def emit(self, record: logging.LogRecord) -> None:
-        # One call site per severity: rclpy keys a logger's severity by its call site and
-        # refuses another severity from the same line (ValueError).
-        message = record.getMessage()
-        if record.levelno >= logging.ERROR:
-            self._logger.error(message)
-        elif record.levelno >= logging.WARNING:
-            self._logger.warning(message)
-        else:
-            self._logger.info(message)
-
-
 def _ros_logger(node: StartingNode) -> logging.Logger:
     """A logger of the node's own (outside logging's registry, which outlives nodes)."""
     logger = logging.Logger(node.get_name())
-    logger.addHandler(_RosLog(node))
+    logger.addHandler(RosLogBridge(node.get_logger(), logging.INFO))
     return logger
 
 

@@ -29,6 +29,7 @@ from typing import Callable
 import rclpy
 import rclpy.logging
 from rclpy.executors import Executor, SingleThreadedExecutor
+from rclpy.impl.rcutils_logger import RcutilsLogger
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
@@ -141,19 +142,23 @@ def spin_node(node: Node, stop: threading.Event,
 
 
 class RosLogBridge(logging.Handler):
-    """Python ``logging`` records (warnings and worse) into the ROS logger ``name``."""
+    """Python ``logging`` records, ``level`` and worse, into the ROS logger ``logger`` at the
+    same severity (info, warning, error), as the handler's formatter writes them."""
 
-    def __init__(self, name: str) -> None:
-        super().__init__(logging.WARNING)
-        self._logger = rclpy.logging.get_logger(name)
+    def __init__(self, logger: RcutilsLogger, level: int = logging.WARNING) -> None:
+        super().__init__(level)
+        self._logger = logger
 
     def emit(self, record: logging.LogRecord) -> None:
-        text = f"{record.name}: {record.getMessage()}"
-        # One call site per severity: rclpy refuses a severity change at one call site.
+        text = self.format(record)
+        # One call site per severity: rclpy keys a logger's severity by its call site and
+        # refuses another severity from the same line (ValueError).
         if record.levelno >= logging.ERROR:
             self._logger.error(text)
-        else:
+        elif record.levelno >= logging.WARNING:
             self._logger.warning(text)
+        else:
+            self._logger.info(text)
 
 
 def run_node(make_node: Callable[[], Node], name: str, args=None,
@@ -165,7 +170,9 @@ def run_node(make_node: Callable[[], Node], name: str, args=None,
     cannot be used, with a message that names it), is logged as one line and exits with
     status 1, without a traceback. The package's ``logging`` warnings go to the node's
     ROS log (:class:`RosLogBridge`)."""
-    logging.getLogger("poam_ros").addHandler(RosLogBridge(name))
+    bridge = RosLogBridge(rclpy.logging.get_logger(name))
+    bridge.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+    logging.getLogger("poam_ros").addHandler(bridge)
     with StopSignals() as stop:
         init_rclpy(args)
         node = None
