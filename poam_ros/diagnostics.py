@@ -37,7 +37,7 @@ import re
 import types
 import typing
 from dataclasses import MISSING, dataclass, field, fields
-from functools import cache
+from functools import cache, cached_property
 from typing import ClassVar, Iterable, Union
 
 #: the drop reason the ingest node counts beside its core's (``IngestStatus.dropped``):
@@ -229,12 +229,10 @@ def decode(record_type: type, pairs: Iterable[tuple[str, str]]):
     """The record of ``record_type`` that (key, value text) ``pairs`` hold; see the module
     docstring for missing and unknown keys."""
     values = dict(pairs)
-    exact = _exact_keys(record_type)
-    loose = {k: v for k, v in values.items() if k not in exact}
     read = {}
     for spec in _specs(record_type):
         try:
-            read.update(spec.decode(values, loose))
+            read.update(spec.decode(values))
         except (KeyError, ValueError) as error:  # a listed entry without its key, a bad text
             raise DiagnosticsError(f"{record_type.__name__}.{spec.name}: {error}") from None
     return record_type(**read)
@@ -282,7 +280,7 @@ class _Scalar:
             return [(self.key, self.sep.join(format(item, self.spec) for item in value))]
         return [(self.key, format(value, self.spec) if self.spec else str(value))]
 
-    def decode(self, values: dict[str, str], loose: dict[str, str]) -> dict:
+    def decode(self, values: dict[str, str]) -> dict:
         if self.key not in values:
             if self.required:
                 raise DiagnosticsError(f"no {self.key!r}")
@@ -295,7 +293,9 @@ class _Scalar:
 
 @dataclass(frozen=True)
 class _Keyed:
-    """One key per dict entry, by ``template``; ``index`` the key listing the names."""
+    """One key per dict entry, by ``template``; ``index`` the key listing the names. Without
+    an index every key the template matches is an entry: no other key of the record may match
+    it (``tests/core/test_diagnostics.py`` holds it)."""
 
     name: str
     template: str
@@ -307,19 +307,23 @@ class _Keyed:
         parts = tuple(part for part in self.template.split("{}") if part)
         return parts + ((self.index,) if self.index else ())
 
+    @cached_property
+    def pattern(self) -> re.Pattern:
+        """The template as a regular expression whose group is the entry's name."""
+        return re.compile(re.escape(self.template).replace(r"\{\}", "(.+)"))
+
     def encode(self, value: dict) -> list[tuple[str, str]]:
         pairs = [(self.template.format(entry), str(item)) for entry, item in value.items()]
         return pairs + ([(self.index, ",".join(value))] if self.index else [])
 
-    def decode(self, values: dict[str, str], loose: dict[str, str]) -> dict:
+    def decode(self, values: dict[str, str]) -> dict:
         if self.index is not None:
             names = [name for name in values.get(self.index, "").split(",") if name]
             return {self.name: {name: _parse(self.kind, values[self.template.format(name)])
                                 for name in names}}
-        pattern = re.compile(re.escape(self.template).replace(r"\{\}", "(.+)"))
         entries = {}
-        for wire_key, text in loose.items():
-            match = pattern.fullmatch(wire_key)
+        for wire_key, text in values.items():
+            match = self.pattern.fullmatch(wire_key)
             if match:
                 entries[match.group(1)] = _parse(self.kind, text)
         return {self.name: entries}
@@ -343,11 +347,6 @@ def _specs(record_type: type) -> tuple:
         specs.append(_Scalar(f.name, meta["key"], kind, optional, required, meta["spec"],
                              meta["none"], meta["sep"]))
     return tuple(specs)
-
-
-@cache
-def _exact_keys(record_type: type) -> frozenset[str]:
-    return frozenset(spec.key for spec in _specs(record_type) if isinstance(spec, _Scalar))
 
 
 def _is_union(hint) -> bool:

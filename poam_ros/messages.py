@@ -307,4 +307,3 @@ def _buffer(data):
     if isinstance(data, (list, tuple)):
         return np.asarray(data, dtype=np.uint8)
     return memoryview(data).cast("B")
-

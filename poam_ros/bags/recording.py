@@ -21,7 +21,13 @@ from poam_ros import messages as msg
 from poam_ros.bags.bag_reader import BagReader
 from poam_ros.bags.message_types import MessageTypes
 from poam_ros.bags.remap_config import RemapConfig, sensor_inputs
-from poam_ros.diagnostics import LOST_IN_TRANSPORT, DiagnosticsError, IngestStatus, SimulatorStatus
+from poam_ros.diagnostics import (
+    LOST_IN_TRANSPORT,
+    DiagnosticsError,
+    IngestStatus,
+    SimulatorStatus,
+    record_type,
+)
 from poam_ros.ingest import Ingest, SampleBatch
 from poam_ros.ingest.clock_jumps import ClockJumps, Verdict
 from poam_ros.ingest.reasons import LATE, NO_POSE, QUEUE_OVERFLOW
@@ -130,6 +136,8 @@ class Recording:
 
     def _diagnostics(self, decoded) -> None:
         for status in decoded.status:
+            if record_type(status.name) not in (SimulatorStatus, IngestStatus):
+                continue  # the mapper's, planner's, recorder's: nothing here reads them
             try:
                 record = msg.status_record(status)
             except DiagnosticsError:  # another version's status: its counts are not known

@@ -123,19 +123,20 @@ class Vehicle:
                 with self._lock:
                     self.ingest = record
 
-    def snapshot(self) -> tuple[int, dict[str, int]]:
-        """Samples received, and the ingest's drops per reason."""
+    def snapshot(self) -> tuple[int, int | None, dict[str, int]]:
+        """Samples received, the ingest's samples published (None before its first status)
+        and its drops per reason, read together."""
         with self._lock:
-            return self.received, dict(self.ingest.dropped if self.ingest else {})
+            if self.ingest is None:
+                return self.received, None, {}
+            return self.received, self.ingest.samples_published, dict(self.ingest.dropped)
 
     def settled(self, timeout: float = 5.0) -> tuple[int, dict[str, int]]:
-        """Samples received and the ingest's counts once its diagnostics have caught up
+        """Samples received and the ingest's drops once its diagnostics have caught up
         with every batch received (they come once a second)."""
         deadline = time.perf_counter() + timeout
         while True:
-            with self._lock:
-                published = self.ingest.samples_published if self.ingest else None
-            received, drops = self.snapshot()
+            received, published, drops = self.snapshot()
             if published == received or time.perf_counter() > deadline:
                 return received, drops
             time.sleep(0.05)
@@ -164,7 +165,7 @@ def run_once(vehicle: Vehicle, swaths, t0: float, rate: float, total: int,
     sent = pings * beams
     deadline = time.perf_counter() + timeout
     while time.perf_counter() < deadline:
-        received, drops = vehicle.snapshot()
+        received, _, drops = vehicle.snapshot()
         if received - received_before + _grown(drops, drops_before, FILTERED) >= sent:
             break
         time.sleep(0.01)

@@ -113,6 +113,20 @@ def test_missing_required_keys_raise_unknown_ones_are_ignored():
         d.decode(d.MapperStatus, listed)
 
 
+def test_a_template_without_an_index_claims_no_other_key_of_its_record():
+    """A dict read back by its template takes every key the template matches, so none of
+    the record's other keys (nor another template's) may match it."""
+    for cls in d.RECORDS:
+        specs = d._specs(cls)
+        for spec in specs:
+            if isinstance(spec, d._Keyed) and spec.index is None:
+                others = [s for s in specs if s is not spec]
+                keys = [s.key if isinstance(s, d._Scalar) else s.template.format("x")
+                        for s in others]
+                keys += [s.index for s in others if isinstance(s, d._Keyed) and s.index]
+                assert not [k for k in keys if spec.pattern.fullmatch(k)], (cls, spec.template)
+
+
 def test_a_status_is_read_by_its_name():
     assert d.read("somewhere: unknown kind", []) is None
     assert isinstance(d.read("/ns/sensor_ingest: samples", d.encode(INGEST)), d.IngestStatus)
