@@ -32,8 +32,9 @@ from poam_ros.params.kinds import check_value_kind, parameter_kind
 
 PARAMETERS_KEY = "ros__parameters"
 
-# Parameters rclpy declares on every node itself; they may stand beside a config's fields.
-ROS_NODE_PARAMETERS = frozenset({"use_sim_time", "start_type_description_service"})
+# Parameters every node declares beside its configs' fields: rclpy's own, and the list of
+# values its file must set (poam_ros.params.sources.RequiredValues).
+ROS_NODE_PARAMETERS = frozenset({"use_sim_time", "start_type_description_service", "required"})
 # Publisher/subscription QoS overrides (QoSOverridingOptions) are declared per topic.
 QOS_OVERRIDES_PREFIX = "qos_overrides."
 
@@ -90,6 +91,21 @@ def load_node_parameters(path: str | Path, node_name: str) -> dict[str, Any]:
         if _node_pattern(pattern).fullmatch(node):
             parameters.update(_flatten(section))
     return parameters
+
+
+def section_matches(key: str, node_name: str) -> bool:
+    """Whether the section ``key`` (``/**``, ``/**/mapper``, ``/auv1/mapper``, ``mapper``)
+    applies to the node ``node_name`` (fully qualified; a name without ``/`` is in the root
+    namespace), by rcl's rule: ``*`` stands for one name, ``**`` for any number of them, and
+    a key is absolute with or without its leading ``/``."""
+    return _node_pattern(key).fullmatch(_absolute(node_name)) is not None
+
+
+def section_keys(path: str | Path) -> list[str]:
+    """The node keys of the parameter file at ``path``, in file order (``auv1: {mapper:
+    ...}`` is ``/auv1/mapper``)."""
+    path = Path(path)
+    return [key for key, _ in _sections(load_parameter_tree(path), path)]
 
 
 def config_from_parameters(parameters: Mapping[str, Any], config_cls: type[Params],

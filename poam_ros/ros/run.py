@@ -34,6 +34,7 @@ from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
 from poam_ros.params import ConfigError
+from poam_ros.ros.parameter_sources import check_parameter_sources
 
 STOP_CHECK_PERIOD = 0.1  # s: how long a stop request may wait for the spin loop to see it
 CALLBACK_GRACE = 5.0  # s callbacks in flight get to finish once a stop is requested
@@ -86,6 +87,8 @@ class StartingNode(Node):
     """The base of every node of the package: a node whose set-up, :meth:`_start`, may fail (a
     bad parameter, an unreadable file): the node then leaves the graph at once, rather than
     when its context shuts down, and the error propagates to :func:`run_node` or the caller.
+    Before it, :func:`~poam_ros.ros.parameter_sources.check_parameter_sources` reports a
+    parameter file that gives the node nothing and refuses unset required values.
 
     A subclass with arguments of its own keeps them as attributes before it calls
     ``super().__init__(node_name, **node_kwargs)``, which calls :meth:`_start`.
@@ -95,6 +98,7 @@ class StartingNode(Node):
         super().__init__(node_name, **kwargs)
         self._warned: dict[str, float] = {}  # key -> time.monotonic() of its last warning
         try:
+            check_parameter_sources(self)
             self._start(node_name)
         except BaseException:
             Node.destroy_node(self)  # not the subclass's: its set-up did not complete
