@@ -82,9 +82,9 @@ class JournalConfig(Params):
 
     enabled: bool = param(True, "keep a crash journal of the samples received and autosave "
                                 "the model, so that a restart after a crash resumes the map")
-    path: str = param("", "directory of the journal and its autosaves (~ is expanded); "
-                          "empty: beside save_path, named after it (map_state.pt: "
-                          "map_state.journal)")
+    path: str = param("", "directory of the journal and its autosaves (~ is expanded, "
+                          "{node} is the node's fully qualified name); empty: beside "
+                          "save_path, named after it (map_state.pt: map_state.journal)")
     sync_period: float = param(1.0, "a batch is fsync'd (survives a power loss) at most this "
                                     "long after it arrived; 0: each one at once. A killed "
                                     "process loses none either way", unit="s", low=0.0,

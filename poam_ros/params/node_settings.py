@@ -14,6 +14,15 @@ from poam_ros.params import Params, param
 
 LOCKSTEP = "lockstep"
 REALTIME = "realtime"
+NODE_TOKEN = "{node}"  # in a file path: the node's fully qualified name (auv1/mapper)
+
+
+def for_node(path: str, node_name: str) -> str:
+    """``path`` with :data:`NODE_TOKEN` replaced by ``node_name`` (fully qualified) without its
+    leading slash, so that two nodes, or two robots' namespaced stacks on one computer, write
+    files of their own by default: ``~/.ros/poam_ros/{node}/map.tif`` is
+    ``~/.ros/poam_ros/auv1/mapper/map.tif`` for ``/auv1/mapper``. ``~`` stays for the caller."""
+    return path.replace(NODE_TOKEN, node_name.strip("/"))
 
 
 @dataclass
@@ -25,13 +34,13 @@ class MapperSettings(Params):
                                 "~/save); empty: start with an empty model. A crash journal "
                                 "left by a mapper that did not shut down in order is resumed "
                                 "instead (journal.*)")
-    save_path: str = param("~/.ros/poam_ros/map_state.pt", "where ~/save writes the model "
-                                                           "state (~ is expanded); the crash "
-                                                           "journal's default directory is "
-                                                           "named after it")
-    export_path: str = param("~/.ros/poam_ros/map.tif", "where ~/export writes the map as a "
-                                                       "georeferenced cloud-optimised GeoTIFF "
-                                                       "(needs geo.anchor; ~ is expanded)")
+    save_path: str = param("~/.ros/poam_ros/{node}/map_state.pt",
+                           "where ~/save writes the model state (~ is expanded, {node} is the "
+                           "node's fully qualified name: one file per node and robot); the "
+                           "crash journal's default directory is named after it")
+    export_path: str = param("~/.ros/poam_ros/{node}/map.tif",
+                             "where ~/export writes the map as a georeferenced cloud-optimised "
+                             "GeoTIFF (needs geo.anchor; ~ and {node} as in save_path)")
     publish_lengthscale: bool = param(True, "add the learned lengthscale field to the map")
     std_includes_noise: bool = param(False, "the map's std is that of a new measurement "
                                             "(field plus observation noise) rather than of "

@@ -56,7 +56,7 @@ from poam_ros.models import (
     resolve_device,
 )
 from poam_ros.params import ConfigError
-from poam_ros.params.node_settings import MapperSettings
+from poam_ros.params.node_settings import MapperSettings, for_node
 from poam_ros.ros import conversions as cv
 from poam_ros.ros import qos
 from poam_ros.ros.mapper_worker import MapperConfig, MapperWorker
@@ -109,8 +109,10 @@ class MapperNode(StartingNode):
         add_config_callback(self, WorkspaceConfig, self._apply_grid, "workspace")
         add_config_callback(self, MapperSettings, self._apply_settings)
 
-        self._persistence = MapPersistence(journal_config, settings.save_path,
-                                           self._channels, _ros_logger(self))
+        node = self.get_fully_qualified_name()
+        self._persistence = MapPersistence(
+            journal_config.replace(path=for_node(journal_config.path, node)),
+            for_node(settings.save_path, node), self._channels, _ros_logger(self))
         opened = self._persistence.open(mapping, settings.state_file)
         self._response_pub = self.create_publisher(PointCloud2, "uncertainty/response",
                                                    qos.QUERY)
@@ -208,7 +210,7 @@ class MapperNode(StartingNode):
 
     def _on_save(self, _request, response):
         served = self._worker.served_model()
-        path = Path(self._worker.config.settings.save_path).expanduser()
+        path = self._node_file(self._worker.config.settings.save_path)
         if served is None:
             return self._answer(response, False, "no map to save yet")
         model = served.model
@@ -230,7 +232,7 @@ class MapperNode(StartingNode):
                                                  "set geo.anchor to latlon or projected")
         served = self._worker.served_model()
         config = self._worker.config
-        path, grid = Path(config.settings.export_path).expanduser(), config.grid
+        path, grid = self._node_file(config.settings.export_path), config.grid
         if served is None:
             return self._answer(response, False, "no map to export yet")
         model = served.model
@@ -250,6 +252,10 @@ class MapperNode(StartingNode):
         return self._answer(response, True, f"map reset ({dropped} buffered batches dropped); "
                                             f"the next samples start a new "
                                             f"{self._worker.config.mapping.method} model")
+
+    def _node_file(self, path: str) -> Path:
+        """``save_path`` or ``export_path`` for this node (``{node}`` and ``~`` replaced)."""
+        return Path(for_node(path, self.get_fully_qualified_name())).expanduser()
 
     def _answer(self, response, success: bool, message: str):
         """A service's response, logged when it did something."""
