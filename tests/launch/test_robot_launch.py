@@ -1,0 +1,45 @@
+"""robot.launch.xml puts every node in the robot's namespace, offers a remap argument for
+every input of the ingest and the planner, and defaults to the robot template."""
+
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from poam_ros.ingest.config import IngestConfig
+from poam_ros.ingest.feeders import input_feeders
+
+ROOT = Path(__file__).resolve().parents[2]
+LAUNCH = ET.parse(ROOT / "launch" / "robot.launch.xml").getroot()
+# The ingest node's fixed subscriptions (poam_ros/ros/ingest_node.py) beside its feeders'.
+INGEST_FIXED = ("odom", "sonar/range", "sonar/swath", "fix", "plan")
+
+
+def node(name):
+    [found] = [n for n in LAUNCH.iter("node") if n.get("name") == name]
+    return found
+
+
+def remapped(name) -> dict[str, str]:
+    """``from`` -> the argument it is remapped to."""
+    return {r.get("from"): re.fullmatch(r"\$\(var (\w+)\)", r.get("to")).group(1)
+            for r in node(name).iter("remap")}
+
+
+def test_every_node_is_in_the_namespace_argument():
+    arguments = {a.get("name"): a.get("default") for a in LAUNCH.iter("arg")}
+    assert arguments["namespace"] == ""
+    assert arguments["params_file"] == "$(find-pkg-share poam_ros)/config/robot.yaml"
+    assert [n.get("namespace") for n in LAUNCH.iter("node")] == ["$(var namespace)"] * 3
+
+
+def test_every_input_has_a_remap_argument():
+    every_input = IngestConfig(imu_attitude=True, depth_from_pressure=True,
+                               channels=["temperature"])
+    topics = {*INGEST_FIXED, *(feeder.topic for feeder in input_feeders(every_input))}
+    arguments = {a.get("name") for a in LAUNCH.iter("arg")}
+    assert set(remapped("sensor_ingest")) == topics
+    assert set(remapped("planner")) == {"odom", "plan"}
+    for name in ("sensor_ingest", "planner"):
+        assert set(remapped(name).values()) <= arguments
+    # One argument per topic, shared by the nodes that read it.
+    assert remapped("planner").items() <= remapped("sensor_ingest").items()
