@@ -99,10 +99,9 @@ def test_the_robot_template_marks_every_required_value_unset_for_each_node():
     for node in ("sensor_ingest", "mapper", "planner"):
         parameters = load_node_parameters(path, f"/auv1/{node}")
         required = RequiredValues(parameters["required"])
-        assert {"workspace.vertices", "geo.origin_latitude"} <= set(required.required)
-        # rcl reads [] as no value: the template's empty vertices are unset, as rcl sees them
-        assert required.unset(lambda name: parameters.get(name) not in (None, [])) \
-            == required.required, node
+        assert {"workspace.vertices|workspace.geojson",
+                "geo.origin_latitude"} <= set(required.required)
+        assert required.unset(parameters.__contains__) == required.required, node
 
 
 def test_default_files_are_per_node():
