@@ -31,9 +31,9 @@ class MapperSettings(Params):
 
     map_frame: str = param("map", "frame of the samples it accepts and the maps it publishes")
     state_file: str = param("", "model state to resume from at start (a file written by "
-                                "~/save); empty: start with an empty model. A crash journal "
-                                "left by a mapper that did not shut down in order is resumed "
-                                "instead (journal.*)")
+                                "~/save; ~ and {node} as in save_path); empty: start with "
+                                "an empty model. A crash journal left by a mapper that did "
+                                "not shut down in order is resumed instead (journal.*)")
     save_path: str = param("~/.ros/poam_ros/{node}/map_state.pt",
                            "where ~/save writes the model state (~ is expanded, {node} is the "
                            "node's fully qualified name: one file per node and robot); the "

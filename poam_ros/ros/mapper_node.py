@@ -113,7 +113,7 @@ class MapperNode(StartingNode):
         self._persistence = MapPersistence(
             journal_config.replace(path=for_node(journal_config.path, node)),
             for_node(settings.save_path, node), self._channels, _ros_logger(self))
-        opened = self._persistence.open(mapping, settings.state_file)
+        opened = self._persistence.open(mapping, for_node(settings.state_file, node))
         self._response_pub = self.create_publisher(PointCloud2, "uncertainty/response",
                                                    qos.QUERY)
         self.create_subscription(PointCloud2, "samples", self._on_samples, qos.SAMPLES)

@@ -21,6 +21,7 @@ from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter, parameter_value_to_python  # noqa: E402
 
 from poam_ros.mapping.journal import Journal, JournalBusy  # noqa: E402
+from poam_ros.models import StateFileError  # noqa: E402
 from poam_ros.params import ConfigError  # noqa: E402
 from poam_ros.params.files import load_node_parameters  # noqa: E402
 from poam_ros.ros.ingest_node import IngestNode  # noqa: E402
@@ -152,6 +153,18 @@ def test_two_robots_mappers_keep_files_of_their_own(ros_context, tmp_path, monke
     finally:
         for mapper in mappers:
             mapper.destroy_node()
+
+
+def test_a_state_file_path_takes_the_node_s_name(ros_context, tmp_path):
+    """``{node}`` in state_file, as in save_path: /auv1/mapper reads auv1/mapper/..."""
+    state = tmp_path / "auv1" / "mapper" / "map_state.pt"
+    state.parent.mkdir(parents=True)
+    state.write_bytes(b"")  # unreadable: the start stops naming the file it tried
+    overrides = [Parameter(name, value=value) for name, value in SMALL_MAPPER.items()]
+    overrides += [Parameter("state_file", value=str(tmp_path / "{node}" / "map_state.pt")),
+                  Parameter("journal.enabled", value=False)]
+    with pytest.raises(StateFileError, match=str(state)):
+        MapperNode(context=ros_context, namespace="auv1", parameter_overrides=overrides)
 
 
 @pytest.mark.parametrize("name", NODES)
