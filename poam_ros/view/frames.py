@@ -70,6 +70,15 @@ class ViewFrame:
     map: MapView | Callable[[], MapView] | None = None  # a callable runs on the view's thread
     status: dict = field(default_factory=dict)  # the mission's state, budgets, scores
 
+    def merged(self, newer: ViewFrame) -> ViewFrame:
+        """This frame brought up to date by ``newer``: its parts where it has them, this
+        frame's elsewhere, the status keys of both (so that a frame the view had no time for
+        loses nothing that a newer one does not replace)."""
+        parts = {name: getattr(newer, name) if getattr(newer, name) is not None
+                 else getattr(self, name)
+                 for name in ("pose", "trail", "plan", "soundings", "inducing", "map")}
+        return ViewFrame(stamp=newer.stamp, status={**self.status, **newer.status}, **parts)
+
 
 def timestamp(seconds: float) -> Timestamp:
     whole = math.floor(seconds)

@@ -1,10 +1,10 @@
 """The live view's server: a Foxglove WebSocket on loopback, fed frames off the mission's thread.
 
 :meth:`LiveView.show` only hands a :class:`~poam_ros.view.frames.ViewFrame` over: the newest
-frame waits in a one-place slot (a frame the view had no time for is replaced and counted as
-dropped), and the view's own thread builds the messages and logs them to the server, which
-keeps at most ``backlog`` messages per client and drops a slow client's oldest. The mission
-never waits for the view or for a client.
+frame waits in a one-place slot (a frame the view had no time for is merged into the next and
+counted as dropped), and the view's own thread builds the messages and logs them to the
+server, which keeps at most ``backlog`` messages per client and drops a slow client's
+oldest. The mission never waits for the view or for a client.
 
 Colours: the status message states every grid's fixed colour range (``colour_ranges``, in
 the layer's unit: metres for the depth). The std layers span 0 .. the map grid's
@@ -117,10 +117,12 @@ class LiveView:
         return f"ws://{self.config.host}:{self.port}"
 
     def show(self, frame: ViewFrame) -> None:
-        """Hand ``frame`` to the view's thread; the frame still waiting, if any, is dropped."""
+        """Hand ``frame`` to the view's thread; a frame still waiting is merged into it
+        (:meth:`ViewFrame.merged`) and counted as dropped."""
         with self._wake:
             if self._slot is not None:
                 self.frames_dropped += 1
+                frame = self._slot.merged(frame)
             self._slot = frame
             self._wake.notify()
 

@@ -3,102 +3,32 @@ and the schemas' own protobuf descriptors) watches a small ROS-free mission."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import json
 import socket
-import struct
 import threading
 import time
 
 import numpy as np
 import pytest
 
-websockets = pytest.importorskip("websockets")
-protobuf = pytest.importorskip("google.protobuf.descriptor_pb2")
-from google.protobuf import descriptor_pool, message_factory  # noqa: E402
-
+pytest.importorskip("websockets")
+pytest.importorskip("google.protobuf")
 from poam_ros.geo import GeoConfig, GeoReference  # noqa: E402
 from poam_ros.mission import Mission  # noqa: E402
 from poam_ros.setup.mission_setup import MissionSetup  # noqa: E402
 from poam_ros.view import LiveView, ViewConfig, frames  # noqa: E402
 from poam_ros.view.mission_feed import MissionFeed  # noqa: E402
+from tests.core.view.foxglove_client import (  # noqa: E402
+    SUBPROTOCOL,
+    grid_values,
+    watch_in_thread,
+)
 
-SUBPROTOCOL = "foxglove.sdk.v1"  # what foxglove-sdk 0.30's server offers
-MESSAGE_DATA = 1  # binary opcode of a message, then subscription id u32, log time u64
 TIMEOUT = 60.0  # s for the last frame to arrive
 
 
-class Watcher:
-    """A Foxglove client: subscribes to every channel as it is advertised and keeps, per topic,
-    the messages decoded (protobuf with the advertised schema, or JSON)."""
-
-    def __init__(self, port: int) -> None:
-        self.port = port
-        self.channels: dict[int, dict] = {}
-        self.received: dict[str, list] = {}
-        self.errors: list[dict] = []
-        self._subscriptions: dict[int, int] = {}
-        self._classes: dict[int, type] = {}
-
-    async def watch(self, done: threading.Event) -> None:
-        async with websockets.connect(f"ws://127.0.0.1:{self.port}",
-                                      subprotocols=[SUBPROTOCOL]) as socket:
-            assert socket.subprotocol == SUBPROTOCOL
-            while True:
-                try:
-                    data = await asyncio.wait_for(socket.recv(), 0.5)
-                except asyncio.TimeoutError:
-                    if done.is_set():
-                        return
-                    continue
-                if isinstance(data, str):
-                    await self._control(socket, json.loads(data))
-                else:
-                    self._message(data)
-
-    async def _control(self, socket, message: dict) -> None:
-        if message["op"] == "advertise":
-            fresh = [channel for channel in message["channels"]
-                     if channel["id"] not in self.channels]
-            for channel in fresh:
-                self.channels[channel["id"]] = channel
-                self._subscriptions[len(self._subscriptions) + 1] = channel["id"]
-            await socket.send(json.dumps({"op": "subscribe", "subscriptions": [
-                {"id": sub, "channelId": channel} for sub, channel in
-                self._subscriptions.items() if channel in {c["id"] for c in fresh}]}))
-        elif message["op"] == "status" and message.get("level", 0) >= 2:
-            self.errors.append(message)
-
-    def _message(self, data: bytes) -> None:
-        opcode, subscription, _ = struct.unpack_from("<BIQ", data)
-        assert opcode == MESSAGE_DATA
-        channel = self.channels[self._subscriptions[subscription]]
-        payload = data[13:]
-        if channel["encoding"] == "json":
-            decoded = json.loads(payload)
-        else:
-            decoded = self._class(channel).FromString(payload)
-        self.received.setdefault(channel["topic"], []).append(decoded)
-
-    def _class(self, channel: dict) -> type:
-        if channel["id"] not in self._classes:
-            files = protobuf.FileDescriptorSet.FromString(base64.b64decode(channel["schema"]))
-            pool = descriptor_pool.DescriptorPool()
-            for file in files.file:
-                pool.Add(file)
-            self._classes[channel["id"]] = message_factory.GetMessageClass(
-                pool.FindMessageTypeByName(channel["schemaName"]))
-        return self._classes[channel["id"]]
-
-
-def last_status(watcher: Watcher) -> dict:
+def last_status(watcher) -> dict:
     return watcher.received[frames.STATUS][-1]
-
-
-def grid_values(grid) -> np.ndarray:
-    rows = len(grid.data) // grid.row_stride
-    return np.frombuffer(grid.data, dtype=np.float32).reshape(rows, grid.column_count)
 
 
 @pytest.fixture
@@ -116,9 +46,7 @@ def test_a_client_watches_the_mission_live(setup):
     with LiveView(ViewConfig(port=0), np.reshape(setup.workspace.vertices, (-1, 2)),
                   georeference, std_scale_max=20.0) as view:
         feed = MissionFeed(view, mission, cells=24)
-        watcher, done = Watcher(view.port), threading.Event()
-        client = threading.Thread(target=lambda: asyncio.run(watcher.watch(done)))
-        client.start()
+        watcher, done, client = watch_in_thread(view.port)
         while not watcher.channels:  # the client is in before the mission starts
             client.join(0.05)
         result = mission.run(feed)
@@ -174,9 +102,7 @@ def test_the_view_survives_a_client_that_drops_mid_message():
     with LiveView(ViewConfig(port=0)) as view:
         half_a_message(view.port)
         view.show(frames.ViewFrame(stamp=1.0, pose=(1.0, 2.0, 0.0, 0.0)))
-        watcher, done = Watcher(view.port), threading.Event()
-        client = threading.Thread(target=lambda: asyncio.run(watcher.watch(done)))
-        client.start()
+        watcher, done, client = watch_in_thread(view.port)
         deadline = time.monotonic() + TIMEOUT
         while time.monotonic() < deadline and frames.POSE not in watcher.received:
             view.show(frames.ViewFrame(stamp=2.0, pose=(3.0, 4.0, 0.0, 0.0)))
@@ -201,5 +127,9 @@ def test_a_busy_view_drops_frames_and_never_blocks(monkeypatch):
         for stamp in range(1, 6):
             view.show(frames.ViewFrame(stamp=float(stamp)))
             assert stuck.is_set()  # handed over while the view was still busy
-        assert view.frames_dropped == 4 and view._slot.stamp == 5.0
+        view.show(frames.ViewFrame(stamp=6.0, pose=(1.0, 2.0, 0.0, 0.5)))
+        view.show(frames.ViewFrame(stamp=7.0, status={"state": "pilot"}))
+        waiting = view._slot
+        assert view.frames_dropped == 6 and waiting.stamp == 7.0
+        assert waiting.pose == (1.0, 2.0, 0.0, 0.5)  # kept: the newer frame had no pose
         release.set()
