@@ -48,11 +48,14 @@ setup(
     extras_require={
         # pytest 8.2 for importorskip(exc_type=...); the mcap ROS 2 decoder is the tests'
         # independent reader of our bags; ruff, pinned, lints the tree (pyproject.toml).
-        # websockets and protobuf: the tests' own Foxglove client of the live view.
+        # websockets and protobuf: the tests' own Foxglove client of the live view; ray: the
+        # sweep's missions as Ray tasks, tested on a local Ray.
         "test": ["pytest>=8.2", "mcap-ros2-support>=0.5", "ruff==0.17.6", "websockets>=13",
-                 "protobuf>=4.21"],
+                 "protobuf>=4.21", "ray>=2.9"],
         # Open3D's swath filters; without it the ingest uses equivalent numpy/scipy filters.
         "filters": ["open3d>=0.18"],
+        # poam-ros bench sweep --cluster ray: the missions as Ray tasks
+        "cluster": ["ray[client]>=2.9"],
     },
     zip_safe=True,
     maintainer="poam_ros developers",
