@@ -17,6 +17,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib import patheffects  # noqa: E402
 
 from poam_ros.sim.water_temperature import CHANNEL as TEMPERATURE  # noqa: E402
 
@@ -133,7 +134,8 @@ def plot_map(path: str | Path, points: np.ndarray, mean: np.ndarray, std: np.nda
     panels = [("ground truth", truth, cmap, limits, f"{name} [{unit}]"),
               ("predicted mean", mean, cmap, limits, f"{name} [{unit}]"),
               ("standard deviation", std, "viridis", (None, None), f"std [{unit}]"),
-              ("learned lengthscale", lengthscale, "plasma", (None, None), "lengthscale [m]")]
+              ("learned lengthscale", lengthscale, "plasma", _spread_limits(lengthscale),
+               "lengthscale [m]")]
     panels = [panel for panel in panels if panel[1] is not None]
     fig, axes = plt.subplots(1, len(panels), figsize=(4.75 * len(panels), 4.6),
                              constrained_layout=True)
@@ -148,19 +150,35 @@ def plot_map(path: str | Path, points: np.ndarray, mean: np.ndarray, std: np.nda
             ax.ticklabel_format(useOffset=False, style="plain")
             ax.tick_params(axis="x", labelrotation=30)
         named[name] = ax
-    if track is not None and len(track):
-        axes[0].plot(track[:, 0], track[:, 1], color="white", lw=0.6, alpha=0.8)
     if samples is not None:
         named["predicted mean"].plot(samples[:, 0], samples[:, 1], ".", color="k", ms=0.6)
-    if inducing is not None:
-        named["standard deviation"].plot(*inducing.T, "+", color="r", ms=3,
-                                         label="inducing inputs")
-        named["standard deviation"].legend(loc="upper right", fontsize=7)
+    if inducing is not None:  # hollow and beneath the track, so that neither hides the other
+        named["standard deviation"].plot(*inducing.T, "o", mfc="none", mec="red", mew=0.6,
+                                         ms=2.5, zorder=2, label="inducing inputs")
+    if track is not None and len(track):
+        for ax in (axes[0], named.get("standard deviation", axes[0])):
+            # white on a black outline: visible over every colour map
+            ax.plot(track[:, 0], track[:, 1], color="white", lw=0.7, zorder=3,
+                    path_effects=[patheffects.withStroke(linewidth=1.9, foreground="black")],
+                    label="track")
+    if inducing is not None or track is not None:
+        named.get("standard deviation", axes[0]).legend(loc="upper right", fontsize=7)
     if title:
         fig.suptitle(title)
     if georeference is not None:
         fig.supxlabel(georeference_caption(georeference), fontsize=8)
     return save_figure(fig, path)
+
+
+def _spread_limits(values: np.ndarray | None, tail: float = 2.0) -> tuple[float | None, ...]:
+    """Colour limits at the ``tail``-th and (100 − ``tail``)-th percentiles of the finite
+    ``values``: a few extreme cells (a lengthscale at its bound) then do not flatten the rest
+    of the panel into one colour."""
+    finite = None if values is None else np.asarray(values)[np.isfinite(values)]
+    if finite is None or not len(finite):
+        return (None, None)
+    low, high = np.percentile(finite, [tail, 100.0 - tail])
+    return (None, None) if not high > low else (float(low), float(high))
 
 
 def georeference_caption(georeference) -> str:

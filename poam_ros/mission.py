@@ -122,6 +122,8 @@ class Mission:
                           tuple(self.fields) if len(self.fields) > 1 else ())
         self.loop = MappingLoop(self.model, scoring, self.workspace)
         self._path: list[tuple[float, float, float]] = []
+        self.last_plan = np.empty((0, 2))  # (W, 2) m: the leg flown last
+        self.last_batch = np.empty((0, 3))  # (S, 3 + C): its samples, x, y, elevation, ...
 
     def _model(self, config) -> OnlineSparseGP:
         """The configured method; with channels one of D = 1 + C outputs."""
@@ -129,6 +131,11 @@ class Mission:
             return survey_model(config, list(self.fields)[1:])
         except ConfigError as error:
             raise MissionError(str(error)) from None
+
+    @property
+    def trail(self) -> np.ndarray:
+        """(P, 3) x, y [m], yaw [rad] of every control step so far."""
+        return np.array(self._path).reshape(-1, 3)
 
     @property
     def outside_workspace(self) -> int:
@@ -163,7 +170,7 @@ class Mission:
             records.append(self._epoch(len(records), goal, on_epoch))
         return MissionResult(records, self.model, self.terrain, self.workspace,
                              self.eval_points, self.truth, self.model.buffer.x.copy(),
-                             self.model.buffer.y.copy(), np.array(self._path),
+                             self.model.buffer.y.copy(), self.trail,
                              time.perf_counter() - start)
 
     def _predict_std(self, xy: np.ndarray) -> np.ndarray:
@@ -190,6 +197,9 @@ class Mission:
     def _epoch(self, index: int, waypoints: np.ndarray,
                on_epoch: Callable[[EpochRecord], None] | None) -> EpochRecord:
         batches = self._survey(waypoints)
+        self.last_plan = np.asarray(waypoints, dtype=float)
+        self.last_batch = np.concatenate([batch.points for batch in batches]) if batches else \
+            np.empty((0, 3))
         step = self.loop.step((batch.points[:, :2], batch.targets) for batch in batches)
         if step.failure is not None:
             if not self.model.ready:

@@ -19,7 +19,7 @@ FLOORS = (
     ("workspace", "messages", "sim", "models"),
     ("geo", "figures"),
     ("ingest", "mapping"),
-    ("planners",),
+    ("planners", "view"),
     ("setup",),
     ("mission",),
     ("bags",),

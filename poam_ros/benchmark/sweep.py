@@ -20,7 +20,8 @@ the parameter file's (``poam-vips`` with a cap and its δ beside ``poam`` at its
 whose runs interleave, so that their times compare); each run's status file records them.
 ``--jobs`` runs missions in parallel worker processes, each with ``--threads`` torch threads
 (missions are independent; one thread per job on a machine with as many cores as jobs keeps the
-timings comparable between methods).
+timings comparable between methods); ``--cluster ray`` runs them as Ray tasks instead, on a
+local Ray or a cluster (:mod:`~poam_ros.benchmark.ray_cluster`), with the same files.
 
 Every map, method and kernel is checked before the first run starts. Ctrl-C or SIGTERM stops
 the sweep within a second, the runs in progress with it; the finished runs stay, and the
@@ -194,17 +195,27 @@ def run_one(spec: RunSpec, base: MissionSetup, out: Path, figure: bool = False) 
 
 def run_sweep(specs: list[RunSpec], base: MissionSetup, out: Path,
               figure_seeds: set[int] = frozenset(), progress: bool = True, jobs: int = 1,
-              threads: int = 0, window: tuple[int, int] | None = None) -> list[dict]:
-    """Run every spec without a status file yet (``jobs`` at a time), then summarise all.
-    A KeyboardInterrupt (Ctrl-C, SIGTERM) ends the runs in progress and propagates."""
+              threads: int = 0, window: tuple[int, int] | None = None,
+              cluster: str | None = None) -> list[dict]:
+    """Run every spec without a status file yet (``jobs`` at a time, or as tasks on a Ray
+    ``cluster``: :mod:`~poam_ros.benchmark.ray_cluster`), then summarise all. A
+    KeyboardInterrupt (Ctrl-C, SIGTERM) ends the runs in progress and propagates."""
     from tqdm import tqdm
 
     todo = [s for s in specs if not (out / "runs" / f"{s.name}.json").exists()]
     if len(todo) < len(specs):
         log.info("resuming: %d of %d runs already finished", len(specs) - len(todo), len(specs))
     bar = tqdm(total=len(todo), desc="sweep", unit="run", disable=not progress)
-    if jobs <= 1:
-        _set_threads(threads)
+    if cluster is not None:
+        from poam_ros.benchmark.ray_cluster import run_on_ray
+
+        def finished(spec: RunSpec) -> None:
+            bar.set_postfix_str(spec.name)
+            bar.update()
+
+        run_on_ray(cluster, todo, base, out, set(figure_seeds), threads, finished)
+    elif jobs <= 1:
+        set_threads(threads)
         for spec in todo:
             bar.set_postfix_str(spec.name)
             run_one(spec, base, out, figure=spec.seed in figure_seeds)
@@ -233,7 +244,7 @@ def run_sweep(specs: list[RunSpec], base: MissionSetup, out: Path,
     return statuses
 
 
-def _set_threads(threads: int) -> None:
+def set_threads(threads: int) -> None:
     if threads:
         torch.set_num_threads(threads)
 
@@ -242,7 +253,7 @@ def _init_worker(threads: int) -> None:
     """A worker ignores SIGINT: a Ctrl-C at the terminal reaches every process of its group,
     and the sweep's own process alone stops the sweep, ending the workers."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _set_threads(threads)
+    set_threads(threads)
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -274,6 +285,10 @@ def main(argv=None) -> int:
                  for method in methods for kernel in args.kernels.split(",")
                  for seed in args.seeds]
         check_setups(specs, base)
+        if args.cluster is not None:
+            from poam_ros.benchmark.ray_cluster import check_cluster
+
+            check_cluster(args.cluster)
     except (ConfigError, MissionError, TerrainError) as error:
         return fail("bench sweep", error)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -282,7 +297,7 @@ def main(argv=None) -> int:
     try:
         statuses = run_sweep(specs, base, args.out, set(args.figure_seeds),
                              progress=not args.no_progress, jobs=args.jobs,
-                             threads=args.threads, window=window)
+                             threads=args.threads, window=window, cluster=args.cluster)
     except KeyboardInterrupt:
         done = sum((args.out / "runs" / f"{spec.name}.json").is_file() for spec in specs)
         return fail("bench sweep", f"interrupted; {done} of {len(specs)} runs finished, kept "
@@ -330,6 +345,10 @@ def _parser() -> ArgumentParser:
                         help="a small setting for CI: 700 samples, M = 100, 3 training steps")
     parser.add_argument("--no-progress", action="store_true")
     parser.add_argument("--jobs", type=int, default=1, help="missions run in parallel")
+    parser.add_argument("--cluster", metavar="ray|ray://HOST:PORT",
+                        help="run each mission as a Ray task: ray starts a local Ray, "
+                             "ray://HOST:PORT joins a cluster (needs Ray: pip install "
+                             "'.[cluster]'); --jobs is then unused")
     parser.add_argument("--threads", type=int, default=0,
                         help="torch threads per mission (0: torch's default)")
     parser.add_argument("--window-start", type=int, default=None,

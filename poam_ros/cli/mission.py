@@ -5,6 +5,7 @@ mission run in one process and the same mission over the ROS graph report alike.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import statistics
@@ -12,6 +13,8 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Sequence
+
+import numpy as np
 
 from poam_ros.cli.common import INTERRUPTED, ArgumentParser, fail
 
@@ -189,6 +192,7 @@ def mission(argv) -> int:
 
     parser = ArgumentParser(prog="poam-ros mission", description=mission.__doc__)
     add_setup_arguments(parser, "results/mission")
+    add_view_arguments(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
@@ -198,10 +202,10 @@ def mission(argv) -> int:
         return fail("mission", error)
     print(f"mission: {describe(setup)}, device {run.model.device}")
     start = time.perf_counter()
-    with EpochLog(args.out) as log:
+    with EpochLog(args.out) as log, live_view(args, setup, args.out) as view:
         print(log.header)
         try:
-            result = run.run(log)
+            result = run.run(log if view is None else _both(log, mission_feed(view, run)))
         except KeyboardInterrupt:
             return _interrupted(run, log, time.perf_counter() - start, args.out)
         except setup_errors() as error:  # a budget smaller than the pilot survey
@@ -213,6 +217,53 @@ def mission(argv) -> int:
                      outcome="budget"), args.out, "mission", figure)
     print_unmapped(run.outside_workspace, run.no_return)
     return 0
+
+
+def add_view_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--view`` and where it listens."""
+    parser.add_argument("--view", action="store_true",
+                        help="serve a live Foxglove view of the mission (WebSocket; open "
+                             "config/foxglove_layout.json or the one written to --out)")
+    parser.add_argument("--view-host", default="127.0.0.1",
+                        help="the view's address (default loopback; 0.0.0.0 exposes the map "
+                             "to every network this machine is on)")
+    parser.add_argument("--view-port", type=int, default=8765, help="the view's port")
+
+
+@contextlib.contextmanager
+def live_view(args, setup, out: Path):
+    """With ``--view``, the :class:`~poam_ros.view.LiveView` of the mission (its layout with
+    the run's colour ranges written to ``out`` when it closes); else None."""
+    if not args.view:
+        yield None
+        return
+    from poam_ros.geo import GeoReference
+    from poam_ros.mapping.channels import channel_names
+    from poam_ros.view import LiveView, ViewConfig
+    from poam_ros.view.layout import write_layout
+    from poam_ros.view.mission_feed import map_layers
+
+    view = LiveView(ViewConfig(host=args.view_host, port=args.view_port),
+                    np.reshape(setup.workspace.vertices, (-1, 2)),
+                    GeoReference.from_config(setup.geo), setup.grid.std_scale_max,
+                    map_layers(channel_names(setup.ingest.channels)))
+    print(f"live view: {view.address} (Foxglove: open connection, then the layout "
+          f"{out / 'foxglove_layout.json'})", flush=True)
+    try:
+        yield view
+    finally:
+        view.close()
+        write_layout(out / "foxglove_layout.json", view.ranges)
+
+
+def mission_feed(view, run):
+    from poam_ros.view.mission_feed import MissionFeed
+
+    return MissionFeed(view, run)
+
+
+def _both(*callbacks):
+    return lambda record: [callback(record) for callback in callbacks]
 
 
 def _interrupted(run, log: EpochLog, wall_time: float, out: Path) -> int:

@@ -34,8 +34,28 @@ class MapGridConfig(Params):
                              "the workspace bounds", unit="m")
     clip_to_workspace: bool = param(True, "leave cells outside the workspace's free area "
                                           "empty (NaN) instead of predicting there")
+    std_scale_max: float = param(50.0, "the standard deviation that map/std's cell value 100 "
+                                       "stands for: every map's std grid shows 0 .. this "
+                                       "linearly (clipped above), so a value means the same "
+                                       "on every map", unit="m", low=1e-9)
+    channel_scales: list = param([], "per channel besides the depth, in the ingest's order, "
+                                     "three numbers in the channel's unit: the low and high "
+                                     "that its mean grid's 0 and 100 stand for, and the std "
+                                     "that its std grid's 100 stands for; empty: each "
+                                     "channel's default (temperature: -3, 40, 5 degC)")
 
     def validate(self) -> None:
+        if len(self.channel_scales) % 3 or any(
+                isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
+                for v in self.channel_scales):
+            raise ConfigError(f"MapGridConfig.channel_scales must be finite numbers, three per "
+                              f"channel (mean low, mean high, std max), got "
+                              f"{self.channel_scales!r}")
+        self.channel_scales = [float(v) for v in self.channel_scales]
+        for low, high, std_max in zip(*[iter(self.channel_scales)] * 3):
+            if not (low < high and std_max > 0):
+                raise ConfigError(f"MapGridConfig.channel_scales needs mean low < mean high "
+                                  f"and std max > 0 per channel, got {(low, high, std_max)}")
         if not self.extent:
             return
         if len(self.extent) != 4 or any(isinstance(v, bool) or not isinstance(v, (int, float))
@@ -49,17 +69,51 @@ class MapGridConfig(Params):
                               f"{self.extent}")
 
 
+#: the fixed grid scales (mean low, mean high, std max) of channels named by their quantity
+CHANNEL_SCALES = {"temperature": (-3.0, 40.0, 5.0)}  # degC: the ingest's plausibility limits
+
+
+@dataclass(frozen=True)
+class GridScales:
+    """What the cell values 0 and 100 of the published occupancy grids stand for, fixed per
+    configuration so that a colour means the same on every map: ``std`` (low, high) of the
+    depth's std grid [m]; ``channels`` the (mean range, std range) of each further channel,
+    in its unit."""
+
+    std: tuple[float, float]
+    channels: tuple[tuple[tuple[float, float], tuple[float, float]], ...] = ()
+
+    @classmethod
+    def from_config(cls, config: MapGridConfig, channels: tuple[str, ...] = ()) -> GridScales:
+        """``config``'s scales for ``channels`` (the ingest's, besides the depth); raises
+        ``ConfigError`` for a channel with neither a configured nor a default scale."""
+        given = list(zip(*[iter(config.channel_scales)] * 3))
+        if given and len(given) != len(channels):
+            raise ConfigError(f"grid.channel_scales gives {len(given)} channel(s) for the "
+                              f"{len(channels)} channel(s) {list(channels)}")
+        if not given:
+            missing = [name for name in channels if name not in CHANNEL_SCALES]
+            if missing:
+                raise ConfigError(f"grid.channel_scales: no default scale for channel(s) "
+                                  f"{missing}; give mean low, mean high, std max for each "
+                                  f"channel")
+            given = [CHANNEL_SCALES[name] for name in channels]
+        return cls((0.0, config.std_scale_max),
+                   tuple(((low, high), (0.0, std_max)) for low, high, std_max in given))
+
+
 class MapGrid:
     """Cell centres of a (rows, cols) grid covering ``extent`` with square cells.
 
     ``cols = ceil((xmax - xmin) / resolution)`` (at least 1), likewise ``rows``; the grid
     starts at (xmin, ymin), so it covers the extent and overshoots the east and north edges
     by less than one cell. ``inside`` (rows, cols) marks the cells whose centre lies in the
-    workspace's free area (all True without a workspace).
+    workspace's free area (all True without a workspace); ``scales`` are what its published
+    occupancy grids' values stand for (default: :class:`MapGridConfig`'s).
     """
 
     def __init__(self, extent: Extent | tuple, resolution: float,
-                 workspace: Workspace | None = None) -> None:
+                 workspace: Workspace | None = None, scales: GridScales | None = None) -> None:
         xmin, xmax, ymin, ymax = (float(v) for v in extent)
         if not (resolution > 0 and math.isfinite(resolution)):
             raise ValueError(f"resolution must be a positive number, got {resolution}")
@@ -77,12 +131,16 @@ class MapGrid:
         inside = workspace.contains(self.points) if workspace is not None else \
             np.ones(len(self.points), dtype=bool)
         self.inside = inside.reshape(rows, cols)
+        self.scales = scales or GridScales.from_config(MapGridConfig())
 
     @classmethod
-    def from_config(cls, config: MapGridConfig, workspace: Workspace) -> MapGrid:
-        """The grid ``config`` describes; the workspace gives the default extent and the mask."""
+    def from_config(cls, config: MapGridConfig, workspace: Workspace,
+                    channels: tuple[str, ...] = ()) -> MapGrid:
+        """The grid ``config`` describes for the samples' ``channels`` (besides the depth);
+        the workspace gives the default extent and the mask."""
         extent = config.extent or workspace.bounds
-        return cls(extent, config.resolution, workspace if config.clip_to_workspace else None)
+        return cls(extent, config.resolution, workspace if config.clip_to_workspace else None,
+                   GridScales.from_config(config, tuple(channels)))
 
     @property
     def shape(self) -> tuple[int, int]:

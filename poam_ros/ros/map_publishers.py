@@ -2,7 +2,9 @@
 
 ``map`` (the grid as an organised cloud: mean, std, lengthscale; with channels each one's mean
 and std), ``map/std`` and each channel's ``map/<channel>/mean`` and ``map/<channel>/std``
-(occupancy grids), ``map/inducing``, ``map/memory`` (a ``dual-gp``'s memory) and
+(occupancy grids on the grid's fixed scales, :class:`~poam_ros.mapping.map_grid.GridScales`:
+cell value 100 is ``grid.std_scale_max`` metres of std on every map), ``map/inducing``,
+``map/memory`` (a ``dual-gp``'s memory) and
 ``map/evaluation`` (with ``evaluation_grid``: the same model's mean and std of a new
 measurement, float64, at the mission's evaluation points, which
 :class:`~poam_ros.mission.Mission` scores, so that a monitor with the ground truth scores the
@@ -57,16 +59,20 @@ class MapPublishers:
                  memory: tuple[np.ndarray, np.ndarray] | None = None) -> MapMessages:
         """The messages of ``layers`` predicted on ``grid``; ``memory``: a dual-gp's (xy, z)."""
         grid_x, grid_y = grid.coordinates()
+
+        def occupancy(layer: np.ndarray, value_range: tuple[float, float]) -> OccupancyGrid:
+            return cv.grid_from_array(header, layer, resolution=grid.resolution,
+                                      origin=grid.origin, value_range=value_range)
+
         return MapMessages(
             cloud=cv.map_to_cloud(header, grid_x, grid_y, layers.mean, layers.std,
                                   layers.lengthscale, self._channels, layers.channel_means,
                                   layers.channel_stds),
-            std_grid=cv.grid_from_array(header, layers.std, resolution=grid.resolution,
-                                        origin=grid.origin),
-            channel_grids=[cv.grid_from_array(header, layer, resolution=grid.resolution,
-                                              origin=grid.origin)
-                           for pair in zip(layers.channel_means, layers.channel_stds)
-                           for layer in pair],
+            std_grid=occupancy(layers.std, grid.scales.std),
+            channel_grids=[occupancy(layer, value_range)
+                           for mean, std, ranges in zip(layers.channel_means, layers.channel_stds,
+                                                        grid.scales.channels)
+                           for layer, value_range in zip((mean, std), ranges)],
             inducing=cv.inducing_to_cloud(header, layers.inducing, layers.inducing_mean),
             memory=None if memory is None else cv.samples_to_cloud(header, *memory))
 

@@ -100,7 +100,7 @@ class MapperNode(StartingNode):
             declare_config(self, WorkspaceConfig, "workspace"), self._georeference)
         settings.use_torch_threads()
         resolve_device(mapping.device)  # a device torch can use, or ConfigError
-        config = MapperConfig(mapping, settings, _make_grid(grid_config, workspace_config),
+        config = MapperConfig(mapping, settings, self._make_grid(grid_config, workspace_config),
                               Workspace.from_config(workspace_config),
                               _evaluation_points(settings, workspace_config))
         self.add_on_set_parameters_callback(self._vet_parameters)
@@ -138,6 +138,13 @@ class MapperNode(StartingNode):
             f"{config.grid.shape[0]} x {config.grid.shape[1]} map grid in "
             f"'{settings.map_frame}'")
 
+    def _make_grid(self, grid: MapGridConfig, workspace: WorkspaceConfig) -> MapGrid:
+        """The map grid of ``grid`` over ``workspace``, its scales for the samples' channels."""
+        try:
+            return MapGrid.from_config(grid, Workspace.from_config(workspace), self._channels)
+        except ValueError as error:  # ConfigError is one: kept, with the grid named
+            raise ConfigError(f"map grid: {error}") from error
+
     # ---------------------------------------------------------------- parameters
     def _vet_parameters(self, parameters) -> SetParametersResult:
         """Checks across configs and against the machine, beyond each dataclass's own."""
@@ -145,9 +152,10 @@ class MapperNode(StartingNode):
             mapping = proposed_config(self, MappingConfig, parameters, "mapping")
             resolve_device(mapping.device)
             check_method(mapping, self._channels)
-            _make_grid(proposed_config(self, MapGridConfig, parameters, "grid"),
-                       resolve_workspace(proposed_config(self, WorkspaceConfig, parameters,
-                                                         "workspace"), self._georeference))
+            self._make_grid(proposed_config(self, MapGridConfig, parameters, "grid"),
+                            resolve_workspace(proposed_config(self, WorkspaceConfig,
+                                                              parameters, "workspace"),
+                                              self._georeference))
         except (ConfigError, ValueError) as error:
             return SetParametersResult(successful=False, reason=str(error))
         return SetParametersResult(successful=True)
@@ -159,7 +167,7 @@ class MapperNode(StartingNode):
     def _apply_grid(self, _config) -> None:
         workspace = resolve_workspace(read_config(self, WorkspaceConfig, "workspace"),
                                       self._georeference)
-        grid = _make_grid(read_config(self, MapGridConfig, "grid"), workspace)
+        grid = self._make_grid(read_config(self, MapGridConfig, "grid"), workspace)
         evaluation = _evaluation_points(self._worker.config.settings, workspace)
         self._worker.configure(grid=grid, workspace=Workspace.from_config(workspace),
                                evaluation=evaluation)
@@ -293,13 +301,6 @@ def _evaluation_points(settings: MapperSettings,
     if not settings.evaluation_grid:
         return None
     return evaluation_points(Workspace.from_config(workspace), settings.evaluation_grid)
-
-
-def _make_grid(grid: MapGridConfig, workspace: WorkspaceConfig) -> MapGrid:
-    try:
-        return MapGrid.from_config(grid, Workspace.from_config(workspace))
-    except ValueError as error:
-        raise ConfigError(f"map grid: {error}") from error
 
 
 def main(args=None) -> None:

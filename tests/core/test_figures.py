@@ -176,3 +176,22 @@ def test_a_two_channel_mission_has_a_figure_per_channel(tmp_path, saved):
     assert temperature._suptitle.get_text() == ("embedded bathymetry, temperature · poam-mt · "
                                                 "17 samples · final SMSE 0.2000, MSLL -2.000")
     assert len(panels[1].lines[0].get_xydata()) == 17  # the samples that measured it
+
+
+def test_the_track_stays_visible_over_the_inducing_inputs(tmp_path, saved):
+    grid = MapGrid((-30, 30, -30, 30), 6.0)
+    points = grid.points
+    track = np.column_stack([np.linspace(-25, 25, 40), np.zeros(40)])
+    lengthscale = np.linspace(2.0, 4.0, len(points))
+    lengthscale[0] = 500.0  # one cell at a bound must not flatten the panel
+    figures.plot_map(tmp_path / "t.png", points, field(points), np.ones(len(points)),
+                     lengthscale, track=track, inducing=points[::5])
+    [fig] = saved
+    panels, _ = panels_and_bars(fig, 3)
+    std_panel = panels[1]
+    lines = {line.get_label(): line for line in std_panel.get_lines()}
+    assert lines["track"].get_zorder() > lines["inducing inputs"].get_zorder()
+    assert lines["track"].get_path_effects()  # outlined: visible on light and dark colours
+    assert lines["inducing inputs"].get_markerfacecolor() == "none"
+    low, high = panels[2].get_images()[0].get_clim()
+    assert high < 5.0 and low > 2.0  # the percentiles, not the outlier

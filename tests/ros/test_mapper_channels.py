@@ -18,7 +18,7 @@ from test_mapper_node import MAPPING, SMALL, STATUS, TIMEOUT  # noqa: E402
 from poam_ros import messages as msg  # noqa: E402
 from poam_ros.mapping.channels import survey_model  # noqa: E402
 from poam_ros.mapping.journal import Journal  # noqa: E402
-from poam_ros.mapping.map_grid import MapGrid  # noqa: E402
+from poam_ros.mapping.map_grid import GridScales, MapGrid, MapGridConfig  # noqa: E402
 from poam_ros.mapping.metrics import evaluation_points  # noqa: E402
 from poam_ros.params import ConfigError  # noqa: E402
 from poam_ros.ros import conversions as cv  # noqa: E402
@@ -27,6 +27,7 @@ from poam_ros.ros.mapper_node import MapperNode  # noqa: E402
 from poam_ros.workspace import Workspace, WorkspaceConfig  # noqa: E402
 
 CHANNELS = ["temperature"]
+TEMPERATURE_SCALES = GridScales.from_config(MapGridConfig(), ("temperature",)).channels[0]
 MULTI = MAPPING.replace(method="poam-mt", num_latents=2, channel_min_samples=10)
 
 
@@ -93,9 +94,9 @@ def test_a_channel_batch_gives_per_channel_layers_grids_and_diagnostics(mapper_a
         np.testing.assert_allclose(arrays[f"std{name}"], std[:, column], rtol=1e-5)
     for received in grids.values():
         assert (received[-1].info.width, received[-1].info.height) == (10, 10)
-    for layer in ("mean", "std"):  # each grid is its layer, up to the grid's 1 % steps
+    # each grid is its layer on the channel's fixed scale, up to the grid's 1 % steps
+    for layer, span in zip(("mean", "std"), TEMPERATURE_SCALES):
         values = arrays[f"{layer}_temperature"]
-        span = (values.min(), values.max())
         np.testing.assert_allclose(msg.grid_to_array(grids[f"temperature/{layer}"][-1],
                                                      span).ravel(), values,
                                    atol=0.006 * (span[1] - span[0]))

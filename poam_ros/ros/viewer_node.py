@@ -1,0 +1,150 @@
+"""The ``viewer`` node: the live Foxglove view (:mod:`poam_ros.view`) of a running stack.
+
+It subscribes to what the stack publishes, as a user's tool would: ``odom`` (the vehicle's
+pose and trail), ``plan``, ``samples`` (the last batch), ``map`` (the organised cloud: the
+mean and std of every channel), ``map/inducing``, ``mission/state`` and ``/diagnostics`` (the
+ingest's drop counts, the mapper's last update time), and hands the view a frame per message.
+The frames' messages are built and sent on the view's own thread; the callbacks only copy
+arrays out of the messages. Pose frames are thinned to ``pose_rate``, the trail to a point
+every ``trail_spacing`` metres. ``poam-ros sim --view`` starts it beside the other nodes; on a
+robot, ``ros2 run poam_ros viewer`` (the parameters of :class:`ViewerSettings`, and
+``view.*``: where it listens, :class:`~poam_ros.view.ViewConfig`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from nav_msgs.msg import Odometry, Path
+from sensor_msgs.msg import PointCloud2
+
+from poam_ros import messages as msg
+from poam_ros.diagnostics import DiagnosticsError, IngestStatus, MapperStatus
+from poam_ros.params import Params, param
+from poam_ros.ros import qos
+from poam_ros.ros.parameters import declare_config
+from poam_ros.ros.run import StartingNode, run_node
+from poam_ros.view import LiveView, ViewConfig, ViewFrame
+from poam_ros.view.frames import MapView
+
+
+@dataclass
+class ViewerSettings(Params):
+    """What the viewer shows and how often."""
+
+    channels: list[str] = param([], "the samples' channels besides the depth (the ingest's "
+                                    "channels): their grids are shown too")
+    std_scale_max: float = param(50.0, "the std grids' colour range is 0 .. this; set it to "
+                                       "the mapper's grid.std_scale_max", unit="m", low=1e-9)
+    pose_rate: float = param(5.0, "pose frames per second at most (sim time)", unit="Hz",
+                             low=1e-3)
+    trail_spacing: float = param(5.0, "a trail point every this far", unit="m", low=0.0)
+
+
+class ViewerNode(StartingNode):
+    """Feeds a :class:`~poam_ros.view.LiveView` from the stack's topics."""
+
+    def __init__(self, node_name: str = "viewer", **node_kwargs) -> None:
+        super().__init__(node_name, **node_kwargs)
+
+    def _start(self, node_name: str) -> None:
+        self.settings = declare_config(self, ViewerSettings, read_only=("channels",))
+        config = declare_config(self, ViewConfig, "view",
+                                read_only=[spec.name for spec in ViewConfig.specs()])
+        channels = tuple(self.settings.channels)
+        layers = ("mean", "std", *(f"{name}/{layer}" for name in channels
+                                   for layer in ("mean", "std")))
+        self.view = LiveView(config, std_scale_max=self.settings.std_scale_max, layers=layers)
+        self._channels = channels
+        self._trail: list[tuple[float, float]] = []
+        self._last_pose_time = -math.inf
+        self._status: dict = {}
+        subscribe = self.create_subscription
+        subscribe(Odometry, "odom", self._on_odom, qos.ODOMETRY)
+        subscribe(Path, "plan", self._on_plan, qos.LATCHED)
+        subscribe(PointCloud2, "samples", self._on_samples, qos.SAMPLES)
+        subscribe(PointCloud2, "map", self._on_map, qos.LATCHED)
+        subscribe(PointCloud2, "map/inducing", self._on_inducing, qos.LATCHED)
+        subscribe(DiagnosticStatus, "mission/state", self._on_state, qos.LATCHED)
+        subscribe(DiagnosticArray, "/diagnostics", self._on_diagnostics, qos.DIAGNOSTICS)
+        self.get_logger().info(f"live view on {self.view.address}")
+
+    def destroy_node(self) -> None:
+        self.view.close()
+        super().destroy_node()
+
+    # ---------------------------------------------------------------- callbacks
+    def _on_odom(self, message: Odometry) -> None:
+        t, x, y, z, yaw = msg.odometry_to_pose(message)
+        if not self._trail or math.dist(self._trail[-1], (x, y)) >= self.settings.trail_spacing:
+            self._trail.append((x, y))
+        if t - self._last_pose_time >= 1.0 / self.settings.pose_rate:
+            self._last_pose_time = t
+            self._show(t, pose=(x, y, z, yaw), trail=np.array(self._trail))
+
+    def _on_plan(self, message: Path) -> None:
+        self._show(msg.time_to_seconds(message.header.stamp),
+                   plan=msg.path_to_waypoints(message))
+
+    def _on_samples(self, message: PointCloud2) -> None:
+        xy, z = msg.cloud_to_samples(message)
+        self._show(msg.time_to_seconds(message.header.stamp),
+                   soundings=np.column_stack([xy, z]))
+
+    def _on_inducing(self, message: PointCloud2) -> None:
+        xy, _ = msg.cloud_to_samples(message)
+        self._show(msg.time_to_seconds(message.header.stamp), inducing=xy)
+
+    def _on_map(self, message: PointCloud2) -> None:
+        if message.width * message.height == 0:  # a reset's empty map
+            return
+        self._show(msg.time_to_seconds(message.header.stamp),
+                   map=map_from_cloud(message, self._channels))
+
+    def _on_state(self, status: DiagnosticStatus) -> None:
+        self._status.update({"state": status.message,
+                             "mission": {kv.key: kv.value for kv in status.values}})
+        self._show(self.get_clock().now().nanoseconds * 1e-9)
+
+    def _on_diagnostics(self, message: DiagnosticArray) -> None:
+        for status in message.status:
+            try:
+                record = msg.status_record(status)
+            except DiagnosticsError:
+                continue
+            if isinstance(record, IngestStatus):
+                self._status["drops"] = {reason: n for reason, n in record.dropped.items() if n}
+            elif isinstance(record, MapperStatus):
+                self._status.update(samples=record.samples,
+                                    last_update_s=record.update_time)
+
+    def _show(self, stamp: float, **parts) -> None:
+        self.view.show(ViewFrame(stamp=stamp, status=dict(self._status), **parts))
+
+
+def map_from_cloud(cloud: PointCloud2, channels: tuple[str, ...] = ()) -> MapView:
+    """The mapper's ``map`` (an organised cloud of ``height`` rows from the south, cell
+    centres x, y; fields ``mean``, ``std``, ``mean_<channel>``, ``std_<channel>``) as the
+    view's layers."""
+    arrays = msg.cloud_to_arrays(cloud)
+    shape = (cloud.height, cloud.width)
+    x, y = arrays["x"].reshape(shape), arrays["y"].reshape(shape)
+    resolution = (float(x[0, 1] - x[0, 0]) if cloud.width > 1 else
+                  float(y[1, 0] - y[0, 0]) if cloud.height > 1 else 1.0)  # one cell: any
+    origin = np.array([x[0, 0], y[0, 0]]) - resolution / 2
+    layers = {"mean": arrays["mean"].reshape(shape), "std": arrays["std"].reshape(shape)}
+    for name in channels:
+        for layer in ("mean", "std"):
+            layers[f"{name}/{layer}"] = arrays[f"{layer}_{name}"].reshape(shape)
+    return MapView(origin, resolution, layers)
+
+
+def main(args=None) -> None:
+    run_node(ViewerNode, "viewer", args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,175 @@
+"""One moment of a mission as the live view shows it, and its Foxglove messages.
+
+A :class:`ViewFrame` holds plain arrays in the ``map`` frame (REP-103: x east, y north, z up,
+metres; times in seconds of the mission's clock), so that the ROS-free mission and the ROS
+graph's monitor fill it alike. :func:`frame_messages` turns it into the messages of the
+view's channels (:data:`TOPICS`), the costly part, which runs on the view's own thread.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+from foxglove.messages import (
+    Color,
+    FrameTransform,
+    FrameTransforms,
+    GeoJson,
+    Grid,
+    LinePrimitive,
+    LinePrimitiveLineType,
+    LocationFix,
+    PackedElementField,
+    PackedElementFieldNumericType,
+    Point3,
+    PointCloud,
+    Pose,
+    PoseInFrame,
+    Quaternion,
+    SceneEntity,
+    SceneUpdate,
+    SpherePrimitive,
+    Timestamp,
+    Vector2,
+    Vector3,
+)
+
+MAP_FRAME, BASE_FRAME, SONAR_FRAME = "map", "base_link", "sonar_link"
+MEAN, STD = "/map/mean", "/map/std"  # the depth's layers; a channel's: /map/<name>/mean, ...
+POSE, TRANSFORMS, FIX, WORKSPACE = "/vehicle/pose", "/tf", "/vehicle/fix", "/workspace"
+SCENE, SOUNDINGS, INDUCING, STATUS = "/scene", "/soundings", "/map/inducing", "/mission/status"
+#: every topic the view serves besides the further channels' grids
+TOPICS = (MEAN, STD, POSE, TRANSFORMS, FIX, WORKSPACE, SCENE, SOUNDINGS, INDUCING, STATUS)
+
+
+@dataclass
+class MapView:
+    """A map's layers on its grid: ``origin`` (2,) [m] the south-west corner of cell (0, 0),
+    ``resolution`` [m], ``layers`` name -> (rows, cols) in map order (row 0 south), NaN
+    where nothing is predicted; names ``mean``, ``std`` and ``<channel>/mean``, ..."""
+
+    origin: np.ndarray
+    resolution: float
+    layers: dict[str, np.ndarray]
+
+
+@dataclass
+class ViewFrame:
+    """What the view shows at ``stamp`` [s]; ``None`` leaves a channel as it was."""
+
+    stamp: float
+    pose: tuple[float, float, float, float] | None = None  # x, y, z [m], yaw [rad]
+    trail: np.ndarray | None = None  # (P, 2) the path flown [m]
+    plan: np.ndarray | None = None  # (W, 2) or (W, 3) the plan's waypoints, the goal last
+    soundings: np.ndarray | None = None  # (S, 3) x, y, elevation of the last batch [m]
+    inducing: np.ndarray | None = None  # (M, 2) inducing inputs (and a dual GP's memory)
+    map: MapView | Callable[[], MapView] | None = None  # a callable runs on the view's thread
+    status: dict = field(default_factory=dict)  # the mission's state, budgets, scores
+
+    def merged(self, newer: ViewFrame) -> ViewFrame:
+        """This frame brought up to date by ``newer``: its parts where it has them, this
+        frame's elsewhere, the status keys of both (so that a frame the view had no time for
+        loses nothing that a newer one does not replace)."""
+        parts = {name: getattr(newer, name) if getattr(newer, name) is not None
+                 else getattr(self, name)
+                 for name in ("pose", "trail", "plan", "soundings", "inducing", "map")}
+        return ViewFrame(stamp=newer.stamp, status={**self.status, **newer.status}, **parts)
+
+
+def timestamp(seconds: float) -> Timestamp:
+    whole = math.floor(seconds)
+    return Timestamp(sec=int(whole), nsec=int(round((seconds - whole) * 1e9)) % 1_000_000_000)
+
+
+def grid_message(stamp: float, view: MapView, name: str) -> Grid:
+    """Layer ``name`` of ``view`` as a float32 ``foxglove.Grid`` field named ``value``."""
+    values = np.ascontiguousarray(view.layers[name], dtype=np.float32)
+    rows, cols = values.shape
+    return Grid(timestamp=timestamp(stamp), frame_id=MAP_FRAME,
+                pose=_pose(view.origin[0], view.origin[1]), column_count=cols,
+                cell_size=Vector2(x=view.resolution, y=view.resolution),
+                row_stride=4 * cols, cell_stride=4,
+                fields=[PackedElementField(name="value", offset=0,
+                                           type=PackedElementFieldNumericType.Float32)],
+                data=values.tobytes())
+
+
+def cloud_message(stamp: float, points: np.ndarray) -> PointCloud:
+    """``points`` (N, 2) or (N, 3) as a float32 x, y, z ``foxglove.PointCloud``."""
+    xyz = np.zeros((len(points), 3), dtype=np.float32)
+    xyz[:, :points.shape[1]] = points[:, :3]
+    fields = [PackedElementField(name=axis, offset=4 * i,
+                                 type=PackedElementFieldNumericType.Float32)
+              for i, axis in enumerate("xyz")]
+    return PointCloud(timestamp=timestamp(stamp), frame_id=MAP_FRAME, pose=_pose(0.0, 0.0),
+                      point_stride=12, fields=fields, data=xyz.tobytes())
+
+
+def vehicle_messages(stamp: float, pose: tuple[float, float, float, float],
+                     georeference) -> dict[str, object]:
+    """The vehicle's pose, its frames (map -> base_link -> sonar_link: the simulated sonar
+    sits at the vehicle's origin) and, with a ``georeference``, its ``LocationFix``."""
+    x, y, z, yaw = pose
+    time = timestamp(stamp)
+    messages: dict[str, object] = {
+        POSE: PoseInFrame(timestamp=time, frame_id=MAP_FRAME, pose=_pose(x, y, z, yaw)),
+        TRANSFORMS: FrameTransforms(transforms=[
+            FrameTransform(timestamp=time, parent_frame_id=MAP_FRAME, child_frame_id=BASE_FRAME,
+                           translation=Vector3(x=float(x), y=float(y), z=float(z)),
+                           rotation=_yaw(yaw)),
+            FrameTransform(timestamp=time, parent_frame_id=BASE_FRAME,
+                           child_frame_id=SONAR_FRAME, translation=Vector3(),
+                           rotation=Quaternion(w=1.0))])}
+    if georeference is not None:
+        lon, lat = (float(v) for v in georeference.to_lonlat(x, y))
+        messages[FIX] = LocationFix(timestamp=time, frame_id=BASE_FRAME, latitude=lat,
+                                    longitude=lon, altitude=float(z))
+    return messages
+
+
+def scene_message(stamp: float, trail: np.ndarray | None, plan: np.ndarray | None) -> SceneUpdate:
+    """The trail (white) and the plan (orange, its goal a sphere) as scene entities."""
+    entities = []
+    if trail is not None and len(trail) > 1:
+        entities.append(_line(stamp, "trail", trail, Color(r=1.0, g=1.0, b=1.0, a=1.0)))
+    if plan is not None and len(plan):
+        goal = plan[-1]
+        marker = SpherePrimitive(pose=_pose(goal[0], goal[1], goal[2] if len(goal) > 2 else 0.0),
+                                 size=Vector3(x=1.0, y=1.0, z=1.0),
+                                 color=Color(r=1.0, g=0.2, b=0.0, a=1.0))
+        entities.append(_line(stamp, "plan", plan, Color(r=1.0, g=0.55, b=0.0, a=1.0),
+                              [marker]))
+    return SceneUpdate(entities=entities)
+
+
+def workspace_geojson(vertices: np.ndarray, georeference) -> GeoJson:
+    """The workspace's outline (V, 2) [m] as a GeoJSON polygon in longitude, latitude."""
+    ring = [[float(v) for v in georeference.to_lonlat(x, y)] for x, y in vertices]
+    ring.append(ring[0])
+    feature = {"type": "Feature", "properties": {"name": "workspace"},
+               "geometry": {"type": "Polygon", "coordinates": [ring]}}
+    return GeoJson(geojson=json.dumps({"type": "FeatureCollection", "features": [feature]}))
+
+
+def _line(stamp: float, name: str, points: np.ndarray, color: Color,
+          spheres: list | None = None) -> SceneEntity:
+    """Entity ``name``: a line through ``points`` (N, 2 or 3) [m], and ``spheres``."""
+    line = LinePrimitive(type=LinePrimitiveLineType.LineStrip, thickness=3.0,
+                         scale_invariant=True, color=color, pose=_pose(0.0, 0.0),
+                         points=[Point3(x=float(p[0]), y=float(p[1]),
+                                        z=float(p[2]) if len(p) > 2 else 0.0) for p in points])
+    return SceneEntity(timestamp=timestamp(stamp), frame_id=MAP_FRAME, id=name, lines=[line],
+                       spheres=spheres or [])
+
+
+def _pose(x: float, y: float, z: float = 0.0, yaw: float = 0.0) -> Pose:
+    return Pose(position=Vector3(x=float(x), y=float(y), z=float(z)), orientation=_yaw(yaw))
+
+
+def _yaw(yaw: float) -> Quaternion:
+    """The rotation by ``yaw`` [rad] about z (REP-103: counter-clockwise from east)."""
+    return Quaternion(z=math.sin(yaw / 2), w=math.cos(yaw / 2))

@@ -1,0 +1,200 @@
+"""The live view's server: a Foxglove WebSocket on loopback, fed frames off the mission's thread.
+
+:meth:`LiveView.show` only hands a :class:`~poam_ros.view.frames.ViewFrame` over: the newest
+frame waits in a one-place slot (a frame the view had no time for is merged into the next and
+counted as dropped), and the view's own thread builds the messages and logs them to the
+server, which keeps at most ``backlog`` messages per client and drops a slow client's
+oldest. The mission never waits for the view or for a client.
+
+Colours: the status message states every grid's fixed colour range (``colour_ranges``, in
+the layer's unit: metres for the depth). The std layers span 0 .. the map grid's
+``std_scale_max``, as the mapper's ``map/std`` occupancy grid; the mean layers the first
+map's range widened by ``margin`` on each side, fixed from then on (or ``mean_range``).
+:func:`~poam_ros.view.layout.layout` gives the Foxglove layout with those ranges.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+
+import foxglove
+import numpy as np
+from foxglove.channels import (
+    FrameTransformsChannel,
+    GeoJsonChannel,
+    GridChannel,
+    LocationFixChannel,
+    PointCloudChannel,
+    PoseInFrameChannel,
+    SceneUpdateChannel,
+)
+
+from poam_ros.params import ConfigError, Params, param
+from poam_ros.view import frames
+from poam_ros.view.frames import ViewFrame
+
+log = logging.getLogger(__name__)
+
+STATUS_SCHEMA = {"type": "object", "properties": {
+    "state": {"type": "string"}, "reason": {"type": "string"},
+    "samples": {"type": "number"}, "epoch": {"type": "number"},
+    "smse": {"type": "number"}, "msll": {"type": "number"}, "mean_std": {"type": "number"},
+    "last_update_s": {"type": "number"}, "budgets": {"type": "object"},
+    "drops": {"type": "object"}, "frames_dropped": {"type": "number"},
+    "colour_ranges": {"type": "object"}}}
+
+
+@dataclass
+class ViewConfig(Params):
+    """Where the live view listens and how it colours the map."""
+
+    host: str = param("127.0.0.1", "the address the view's WebSocket binds: loopback by "
+                                   "default; another interface (0.0.0.0: all) exposes the "
+                                   "mission's map to that network")
+    port: int = param(8765, "the view's WebSocket port (0: any free port)", low=0, high=65535)
+    backlog: int = param(64, "messages kept per client before a slow client's oldest are "
+                             "dropped", low=1)
+    mean_range: list = param([], "low, high of the mean layers' colour range; empty: the first "
+                                 "map's range widened by margin", unit="m")
+    margin: float = param(0.1, "the first map's mean range is widened by this share of its "
+                               "span on each side", low=0.0)
+
+    def validate(self) -> None:
+        if self.mean_range and (len(self.mean_range) != 2
+                                or not self.mean_range[0] < self.mean_range[1]):
+            raise ConfigError(f"ViewConfig.mean_range must be empty or low < high, got "
+                              f"{self.mean_range!r}")
+
+
+class LiveView:
+    """The view of one mission: the workspace's outline ``workspace_vertices`` (V, 2) [m] on
+    the Map panel with a ``georeference`` (else no location is shown); the map's ``layers``
+    (``mean``, ``std``, ``<channel>/mean``, ...), the std layers coloured over
+    0 .. ``std_scale_max`` [m] (the map grid's)."""
+
+    def __init__(self, config: ViewConfig, workspace_vertices: np.ndarray | None = None,
+                 georeference=None, std_scale_max: float = 50.0,
+                 layers: tuple[str, ...] = ("mean", "std")) -> None:
+        self.config = config
+        self._std_scale_max = std_scale_max
+        self._georeference = georeference
+        self._context = foxglove.Context()
+        self._server = foxglove.start_server(name="poam_ros", host=config.host,
+                                             port=config.port, context=self._context,
+                                             message_backlog_size=config.backlog)
+        self.port = self._server.port
+        context = {"context": self._context}
+        self._channels: dict[str, object] = {
+            frames.POSE: PoseInFrameChannel(frames.POSE, **context),
+            frames.TRANSFORMS: FrameTransformsChannel(frames.TRANSFORMS, **context),
+            frames.SCENE: SceneUpdateChannel(frames.SCENE, **context),
+            frames.SOUNDINGS: PointCloudChannel(frames.SOUNDINGS, **context),
+            frames.INDUCING: PointCloudChannel(frames.INDUCING, **context),
+            frames.STATUS: foxglove.Channel(frames.STATUS, schema=STATUS_SCHEMA,
+                                            message_encoding="json", **context)}
+        # Every channel is advertised from the start: a client then subscribes once, and no
+        # channel appears while the mission runs.
+        for name in layers:
+            topic = f"/map/{name}"
+            self._channels[topic] = GridChannel(topic, **context)
+        if georeference is not None:
+            self._channels[frames.FIX] = LocationFixChannel(frames.FIX, **context)
+            self._channels[frames.WORKSPACE] = GeoJsonChannel(frames.WORKSPACE, **context)
+        self._workspace = workspace_vertices
+        self.ranges: dict[str, tuple[float, float]] = {}  # grid topic -> colour range
+        self.frames_shown = self.frames_dropped = 0
+        self._slot: ViewFrame | None = None
+        self._wake = threading.Condition()
+        self._closing = False
+        self._thread = threading.Thread(target=self._publish, name="live_view", daemon=True)
+        self._thread.start()
+        log.info("live view on ws://%s:%d", config.host, self.port)
+
+    @property
+    def address(self) -> str:
+        return f"ws://{self.config.host}:{self.port}"
+
+    def show(self, frame: ViewFrame) -> None:
+        """Hand ``frame`` to the view's thread; a frame still waiting is merged into it
+        (:meth:`ViewFrame.merged`) and counted as dropped."""
+        with self._wake:
+            if self._slot is not None:
+                self.frames_dropped += 1
+                frame = self._slot.merged(frame)
+            self._slot = frame
+            self._wake.notify()
+
+    def close(self) -> None:
+        """Publish the frame still waiting, then stop the thread and the server."""
+        with self._wake:
+            self._closing = True
+            self._wake.notify()
+        self._thread.join(timeout=10.0)
+        self._server.stop()
+
+    def __enter__(self) -> LiveView:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def _publish(self) -> None:
+        while True:
+            with self._wake:
+                self._wake.wait_for(lambda: self._slot is not None or self._closing)
+                frame, self._slot = self._slot, None
+            if frame is not None:
+                try:
+                    self._log(frame)
+                except Exception:  # the view must never end the mission
+                    log.exception("the live view could not show a frame")
+                self.frames_shown += 1
+            elif self._closing:
+                return
+
+    def _log(self, frame: ViewFrame) -> None:
+        stamp = frame.stamp
+        if frame.pose is not None:
+            for topic, message in frames.vehicle_messages(stamp, frame.pose,
+                                                          self._georeference).items():
+                self._channels[topic].log(message)
+            if self._workspace is not None and frames.WORKSPACE in self._channels:
+                self._channels[frames.WORKSPACE].log(frames.workspace_geojson(
+                    self._workspace, self._georeference))
+        if frame.trail is not None or frame.plan is not None:
+            self._channels[frames.SCENE].log(frames.scene_message(stamp, frame.trail,
+                                                                  frame.plan))
+        if frame.soundings is not None:
+            self._channels[frames.SOUNDINGS].log(frames.cloud_message(stamp, frame.soundings))
+        if frame.inducing is not None:
+            self._channels[frames.INDUCING].log(frames.cloud_message(stamp, frame.inducing))
+        status = {**frame.status, "frames_dropped": self.frames_dropped,
+                  "colour_ranges": {topic: list(span) for topic, span in self.ranges.items()}}
+        if frame.map is not None:
+            view = frame.map() if callable(frame.map) else frame.map
+            for name, values in view.layers.items():
+                self._grid_channel(name, values).log(frames.grid_message(stamp, view, name))
+            if np.isfinite(view.layers["std"]).any():
+                status["mean_std"] = float(np.nanmean(view.layers["std"]))
+        self._channels[frames.STATUS].log(status)
+
+    def _grid_channel(self, name: str, values: np.ndarray) -> GridChannel:
+        """Layer ``name``'s channel; its colour range is fixed at its first map."""
+        topic = f"/map/{name}"
+        if topic not in self.ranges:
+            self.ranges[topic] = self._colour_range(name, values)
+        return self._channels[topic]
+
+    def _colour_range(self, name: str, values: np.ndarray) -> tuple[float, float]:
+        if name.endswith("std"):
+            return (0.0, self._std_scale_max)
+        if self.config.mean_range and "/" not in name:
+            return tuple(float(v) for v in self.config.mean_range)
+        finite = values[np.isfinite(values)]
+        if not len(finite):
+            return (0.0, 1.0)
+        low, high = float(finite.min()), float(finite.max())
+        pad = self.config.margin * max(high - low, 1e-6)
+        return (low - pad, high + pad)
