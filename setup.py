@@ -1,6 +1,7 @@
 """ament_python packaging for poam_ros; the version is read from package.xml, so the two never
 disagree."""
 
+import os
 import re
 from glob import glob
 from pathlib import Path
@@ -10,6 +11,10 @@ from setuptools import find_packages, setup
 PACKAGE = "poam_ros"
 HERE = Path(__file__).resolve().parent
 VERSION = re.search(r"<version>([^<]+)</version>", (HERE / "package.xml").read_text()).group(1)
+# The node executables: nodes/<name> links to the one launcher, nodes/node (an sdist holds
+# copies), and each is installed as lib/poam_ros/<name>, where `ros2 run` and launch_ros look,
+# and nowhere on $PATH (poam_ros/ros/executables.py says which module each runs).
+NODE_EXECUTABLES = sorted(path for path in glob("nodes/*") if os.path.basename(path) != "node")
 
 setup(
     name=PACKAGE,
@@ -22,6 +27,7 @@ setup(
         (f"share/{PACKAGE}", ["package.xml"]),
         (f"share/{PACKAGE}/launch", glob("launch/*")),
         (f"share/{PACKAGE}/config", glob("config/*")),
+        (f"lib/{PACKAGE}", NODE_EXECUTABLES),
     ],
     python_requires=">=3.10",
     install_requires=[
@@ -62,14 +68,6 @@ setup(
     maintainer_email="dev@poam-ros.invalid",
     description="POAM online attentive mapping, informative planning and a simulated AUV for ROS 2",
     license="BSD-3-Clause",
-    entry_points={
-        "console_scripts": [
-            "poam-ros = poam_ros.cli:main",
-            "simulated_auv = poam_ros.ros.simulated_auv_node:main",
-            "sensor_ingest = poam_ros.ros.ingest_node:main",
-            "mapper = poam_ros.ros.mapper_node:main",
-            "planner = poam_ros.ros.planner_node:main",
-            "recorder = poam_ros.ros.recorder_node:main",
-        ],
-    },
+    # The one console script; colcon (setup.cfg) puts it in lib/poam_ros too, pip in bin/.
+    entry_points={"console_scripts": ["poam-ros = poam_ros.cli:main"]},
 )

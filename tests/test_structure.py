@@ -15,7 +15,8 @@ SIM = REPO / "sim"  # poam_ros/sim links to it
 MAX_MODULE_LINES = 500
 
 FLOORS = (
-    ("params", "attitude", "processes", "kernels", "inducing", "scalers", "diagnostics"),
+    ("params", "attitude", "processes", "kernels", "inducing", "scalers", "diagnostics",
+     "dependencies"),
     ("workspace", "messages", "sim", "models"),
     ("geo", "figures"),
     ("ingest", "mapping"),

@@ -1,4 +1,18 @@
-"""A stream's stamps: a glitch told from a clock change, so that neither stalls the ingest."""
+"""A stream's stamps: a glitch told from a clock change, so that neither stalls the ingest.
+
+Fast clocks. A simulator at ``time_scale`` 400 stamps 400 s of data every wall second, and a
+subscriber on a loaded computer that stalls for 30 ms, its queue overflowing, sees its next
+message stamped 12 s after the last one it took: a gap, not a jump. So the rule is judged on
+the stream's own clock, in the wall time it runs at: each stream measures its rate, the
+stamp seconds its clock advanced per wall second of arrival (over spans of at least
+:data:`RATE_WINDOW`, the highest seen; 1 until measured), and a stamp is a suspect forwards
+only beyond ``threshold * max(1, rate)``: further than the clock runs in ``threshold`` wall
+seconds. Backwards the bound stays ``threshold``: a live stream's stamps do not run back, so a
+clock that restarts (a simulator started again, a bag looped) is found however fast it ran.
+The price: a forward glitch smaller than ``threshold * rate`` is taken for a gap (an outlier
+at 400 x must be over an hour off), and a backlog handled in a burst measures high. Without
+arrival times (``now`` None) the rate stays 1: the plain rule.
+"""
 
 from __future__ import annotations
 
@@ -22,15 +36,19 @@ class Judgement(NamedTuple):
     confirmed: list[tuple[float, Any]]
 
 
+RATE_WINDOW = 0.25  # wall s: the shortest span a stream's rate is measured over
+
+
 class ClockJumps:
     """The clock of one in-order stream (odometry, ranges or swaths) and its suspect stamps.
 
     The stream's clock is the newest stamp accepted [s]. A stamp more than ``threshold``
-    seconds from it, either way, is a suspect: held, not used. Then
+    seconds before it, or more than ``threshold * max(1, rate)`` after it (the module
+    docstring), is a suspect: held, not used. Then
 
-    * a stamp within ``threshold`` of the clock comes: the suspects were glitches (a GPS time
+    * a stamp within those bounds of the clock comes: the suspects were glitches (a GPS time
       jump, a corrupt header) and are returned as outliers; the stamp is accepted;
-    * ``count`` suspects in a row agree, each within ``threshold`` of the one before: the
+    * ``count`` suspects in a row agree, each within the bounds of the one before: the
       clock has changed (sim time restarted, a bag looped backwards, a persistent forward
       correction); they are returned, oldest first, and the clock follows them;
     * a suspect that does not agree with the one before makes the run so far outliers and
@@ -44,25 +62,49 @@ class ClockJumps:
 
     def __init__(self) -> None:
         self.clock: float | None = None
+        self.rate = 1.0  # stamp s per wall s, the highest measured (at least 1)
         self._held: list[tuple[float, Any]] = []
+        self._since: tuple[float, float] | None = None  # (wall s, clock) the span starts at
 
     @property
     def held(self) -> int:
         """Suspect stamps waiting for a verdict."""
         return len(self._held)
 
-    def judge(self, t: float, item: Any, threshold: float, count: int) -> Judgement:
-        """The verdict on stamp ``t`` [s] (finite) of a message standing for ``item``."""
-        if self.clock is None or abs(t - self.clock) <= threshold:
+    def judge(self, t: float, item: Any, threshold: float, count: int,
+              now: float | None = None) -> Judgement:
+        """The verdict on stamp ``t`` [s] (finite) of a message standing for ``item``, that
+        came at wall time ``now`` [s] (None: unknown, the rate is not measured)."""
+        if self.clock is None or self._near(t, self.clock, threshold):
             outliers, self._held = self._held, []
             self.clock = t if self.clock is None else max(self.clock, t)
+            self._measure(now)
             return Judgement(Verdict.ACCEPT, outliers, [])
         outliers = []
-        if self._held and abs(t - self._held[-1][0]) > threshold:
+        if self._held and not self._near(t, self._held[-1][0], threshold):
             outliers, self._held = self._held, []
         self._held.append((t, item))
         if len(self._held) < count:
             return Judgement(Verdict.HELD, outliers, [])
         confirmed, self._held = self._held, []
         self.clock = max(stamp for stamp, _ in confirmed)
+        self._since = None  # the old clock's span means nothing for the new one
+        self._measure(now)
         return Judgement(Verdict.RESET, outliers, confirmed)
+
+    def _near(self, t: float, reference: float, threshold: float) -> bool:
+        """Whether ``t`` is no jump from ``reference``: at most ``threshold`` before it, at
+        most ``threshold * rate`` after it."""
+        return -threshold <= t - reference <= threshold * self.rate
+
+    def _measure(self, now: float | None) -> None:
+        """The rate over the span since ``_since``, once it lasts :data:`RATE_WINDOW`."""
+        if now is None:
+            return
+        if self._since is None or now < self._since[0]:
+            self._since = (now, self.clock)
+            return
+        start, clock = self._since
+        if now - start >= RATE_WINDOW:
+            self.rate = max(self.rate, (self.clock - clock) / (now - start))
+            self._since = (now, self.clock)

@@ -123,9 +123,11 @@ class IngestConfig(Params):
                                                "is off 1 by more than this is not a rotation "
                                                "and is refused (pose_invalid_orientation)",
                                          low=0.0, high=0.5)
-    stamp_jump_threshold: float = param(10.0, "a stamp further than this from its stream's "
-                                              "clock (newest stamp accepted), either way, is "
-                                              "held as suspect: a glitch (stamp_outlier) unless "
+    stamp_jump_threshold: float = param(10.0, "a stamp further than this before its "
+                                              "stream's clock (newest stamp accepted), or after "
+                                              "it by more than the clock runs in this many wall "
+                                              "s (its measured rate, at least 1), is held as "
+                                              "suspect: a glitch (stamp_outlier) unless "
                                               "stamp_reset_count suspects agree; also the "
                                               "longest a stream that reset first is held for "
                                               "the others' resets (wall s); at least "

@@ -8,8 +8,11 @@ stream passes :meth:`Streams.judge`, the one rule below; a stream is registered 
 the reasons its drops count under) or ``judge`` refuses it, so no stream can skip the rule.
 
 Clocks. Each stream keeps its own clock, the newest stamp it accepted, and a stamp more
-than ``stamp_jump_threshold`` seconds from it is held as a suspect
-(:class:`~poam_ros.ingest.clock_jumps.ClockJumps`): a glitch if a stamp near the clock
+than ``stamp_jump_threshold`` seconds before it, or after it by more than the clock runs in
+``stamp_jump_threshold`` wall seconds (its measured rate: a simulator at ``time_scale`` 400
+runs 400 times faster, and a loaded subscriber that misses messages sees its stamps leap) is
+held as a suspect (:class:`~poam_ros.ingest.clock_jumps.ClockJumps`): a glitch if a stamp
+near the clock
 comes next (dropped: ``pose_stamp_outlier`` for the odometry, ``stamp_outlier`` for the
 rest), a clock change if ``stamp_reset_count`` suspects in a row agree with each other.
 Such a reset is counted in :attr:`Streams.clock_resets`, described in
@@ -195,7 +198,7 @@ class Streams:
 
         verdict, outliers, confirmed = state.clock.judge(t, (samples, use),
                                                          config.stamp_jump_threshold,
-                                                         config.stamp_reset_count)
+                                                         config.stamp_reset_count, now)
         for stamp, (count, _) in outliers:
             self._drops.drop(state.outlier, count, f"{stream} stamped {stamp:.6f} s, "
                              f"{stamp - old:+.6g} s from its clock: a glitch, fewer than "

@@ -8,12 +8,13 @@ reason in :attr:`InputCheck.dropped`, the latest case's detail in :attr:`InputCh
 (as the ingest counts its drops, with the same ``pose_*`` reasons).
 
 Odometry stamps follow the ingest's clock rule (:class:`~poam_ros.ingest.clock_jumps.
-ClockJumps`, the same parameters): a stamp far from the odometry's clock is held as a
-suspect, a glitch when a stamp near the clock comes next (dropped: ``pose_stamp_outlier``),
-a clock change when ``stamp_reset_count`` in a row agree (counted in
-:attr:`InputCheck.clock_resets`; the newest of them is used). Positions do not depend on the
-clock, but a lockstep planner compares the stamps of maps with the stamp at which the goal was
-reached: after a reset, the stamps of the old clock's maps mean nothing.
+ClockJumps`, the same parameters, the forward bound scaled with the odometry's measured rate,
+so that a fast simulator's odometry skipped on a loaded computer is no jump): a stamp far
+from the odometry's clock is held as a suspect, a glitch when a stamp near the clock comes
+next (dropped: ``pose_stamp_outlier``), a clock change when ``stamp_reset_count`` in a row
+agree (counted in :attr:`InputCheck.clock_resets`; the newest of them is used). Positions do
+not depend on the clock, but a lockstep planner compares the stamps of maps with the stamp at
+which the goal was reached: after a reset, the stamps of the old clock's maps mean nothing.
 """
 
 from __future__ import annotations
@@ -51,8 +52,9 @@ class InputCheckConfig(Params):
                                                "and is refused (pose_invalid_orientation)",
                                          low=0.0, high=0.5)
     stamp_jump_threshold: float = param(
-        _INGEST.stamp_jump_threshold, "an odometry stamp further than this from the odometry's "
-        "clock is a suspect: a glitch (dropped) or the start of a clock change",
+        _INGEST.stamp_jump_threshold, "an odometry stamp further than this before the "
+        "odometry's clock, or after it by more than the clock runs in this many wall s, is a "
+        "suspect: a glitch (dropped) or the start of a clock change",
         unit="s", low=1e-3)
     stamp_reset_count: int = param(
         _INGEST.stamp_reset_count, "this many suspect stamps in a row, each within the "
@@ -72,10 +74,11 @@ class InputCheck:
         self.clock_resets = 0
         self._clock = ClockJumps()
 
-    def position(self, frame_id: str, position, orientation, stamp: float = 0.0
-                 ) -> np.ndarray | None:
+    def position(self, frame_id: str, position, orientation, stamp: float = 0.0,
+                 now: float | None = None) -> np.ndarray | None:
         """The planar position (2,) [m] of a pose stamped ``stamp`` [s] at ``position``
-        (x, y, z) [m] with ``orientation`` (x, y, z, w) in ``frame_id``; None when the pose is
+        (x, y, z) [m] with ``orientation`` (x, y, z, w) in ``frame_id``, that came at wall
+        time ``now`` [s] (None: unknown, the clock rule's rate stays 1); None when the pose is
         refused (another frame, a non-finite value, an orientation that is not a rotation, a
         glitched stamp) or held as a suspect stamp."""
         if frame_id != self.frame:
@@ -90,7 +93,7 @@ class InputCheck:
         clock = self._clock.clock
         config = self.config
         verdict, outliers, _ = self._clock.judge(stamp, None, config.stamp_jump_threshold,
-                                                 config.stamp_reset_count)
+                                                 config.stamp_reset_count, now)
         for glitch, _ in outliers:
             self.refuse(POSE_STAMP_OUTLIER, f"odometry stamped {glitch:.6f} s, "
                                             f"{glitch - clock:+.6g} s from its clock: a glitch")

@@ -210,7 +210,8 @@ class PlannerNode(StartingNode):
             inputs = self._inputs
             drops, resets = inputs.total, inputs.clock_resets
             position = inputs.position(message.header.frame_id, (x, y, z),
-                                       msg.odometry_to_orientation(message), t)
+                                       msg.odometry_to_orientation(message), t,
+                                       time.monotonic())
             if inputs.total != drops:
                 self._warn_dropped()
             if inputs.clock_resets != resets:  # the old clock's map stamps mean nothing now

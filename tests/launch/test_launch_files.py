@@ -1,7 +1,7 @@
 """The launch files name only nodes, executables, files and parameters that exist.
 
 XML launch files are checked without the launch system (it has no wheels): every ``<node>``
-must name this package's console script, every parameter file must exist in the package, and
+must name a node executable of this package, every parameter file must exist in the package, and
 every parameter that file gives the node must be one the node declares (checked on the real
 node, over rclpy, in tests/ros/test_launch_parameters.py).
 """
@@ -16,6 +16,7 @@ import yaml
 
 from poam_ros.bags import RecorderConfig
 from poam_ros.params.kinds import check_value_kind, parameter_kind
+from poam_ros.ros.executables import EXECUTABLES
 from poam_ros.sim.simulated_auv import SimulatedAuvConfig
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,8 +27,8 @@ SHARE = "$(find-pkg-share poam_ros)/"
 
 
 def console_scripts() -> set[str]:
-    setup = (ROOT / "setup.py").read_text()
-    return set(re.findall(r'"([\w-]+) = poam_ros\.[\w.]+:main"', setup))
+    """The node executables (installed as lib/poam_ros/<name>: tests/test_dependencies.py)."""
+    return set(EXECUTABLES)
 
 
 def launch_nodes(path):
@@ -52,7 +53,7 @@ def test_nodes_name_existing_executables_and_files(path):
     nodes = launch_nodes(path)
     assert nodes
     for node in nodes:
-        assert node.get("exec") in scripts, f"{path.name}: no console script {node.get('exec')}"
+        assert node.get("exec") in scripts, f"{path.name}: no node executable {node.get('exec')}"
         for param in node.iter("param"):
             if param.get("from"):
                 assert resolve(param.get("from"), path).is_file()

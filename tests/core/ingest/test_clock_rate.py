@@ -1,0 +1,68 @@
+"""The clock rule on a fast clock: a stream's forward bound scales with its measured rate
+(stamp seconds per wall second), so a skipped run of a 400 x simulator's messages is no jump,
+while a jump back and a far glitch are still found (:mod:`poam_ros.ingest.clock_jumps`)."""
+
+import pytest
+
+from poam_ros.ingest.clock_jumps import RATE_WINDOW, ClockJumps, Verdict
+
+THRESHOLD, COUNT = 10.0, 5
+SCALE = 400.0  # stamp s per wall s
+STEP = 1.0  # stamp s between messages (1 Hz odometry)
+
+
+def fast_stream(seconds: float = 2.0) -> tuple[ClockJumps, float, float]:
+    """A stream fed ``seconds`` of wall time at :data:`SCALE`: (its rule, last stamp, wall)."""
+    clock = ClockJumps()
+    t = 0.0
+    for _ in range(int(seconds * SCALE / STEP)):
+        t += STEP
+        assert clock.judge(t, None, THRESHOLD, COUNT, now=t / SCALE).verdict is Verdict.ACCEPT
+    return clock, t, t / SCALE
+
+
+def test_the_rate_is_measured_from_stamps_and_arrival_times():
+    clock, _, _ = fast_stream()
+    assert clock.rate == pytest.approx(SCALE, rel=0.01)
+
+
+@pytest.mark.parametrize("stall", [0.05, 1.0])  # wall s without a message, then a leap
+def test_messages_skipped_by_a_stalled_subscriber_are_no_jump(stall):
+    clock, t, wall = fast_stream()
+    leap = t + stall * SCALE  # what the simulator stamped meanwhile, beyond 10 s
+    for k in range(COUNT + 1):
+        judgement = clock.judge(leap + k, None, THRESHOLD, COUNT, now=wall + stall)
+        assert judgement.verdict is Verdict.ACCEPT and not judgement.outliers
+
+
+def test_without_arrival_times_the_same_leap_is_a_suspect():
+    clock = ClockJumps()
+    for t in range(1, 801):
+        clock.judge(float(t), None, THRESHOLD, COUNT)
+    assert clock.rate == 1.0
+    assert clock.judge(800.0 + 20.0, None, THRESHOLD, COUNT).verdict is Verdict.HELD
+
+
+def test_a_jump_back_is_a_reset_however_fast_the_clock_ran():
+    clock, t, wall = fast_stream()
+    verdicts = [clock.judge(t - 20.0 + k, None, THRESHOLD, COUNT, now=wall + k / SCALE).verdict
+                for k in range(COUNT)]
+    assert verdicts == [Verdict.HELD] * (COUNT - 1) + [Verdict.RESET]
+    assert clock.clock == t - 20.0 + COUNT - 1
+
+
+def test_a_glitch_beyond_what_the_clock_runs_in_the_threshold_is_dropped():
+    clock, t, wall = fast_stream()
+    far = t + 2 * THRESHOLD * SCALE
+    assert clock.judge(far, "glitch", THRESHOLD, COUNT, now=wall).verdict is Verdict.HELD
+    judgement = clock.judge(t + STEP, None, THRESHOLD, COUNT, now=wall + RATE_WINDOW / 10)
+    assert judgement.verdict is Verdict.ACCEPT and judgement.outliers == [(far, "glitch")]
+
+
+def test_a_real_time_stream_keeps_the_plain_bound():
+    clock = ClockJumps()
+    for t in range(1, 101):  # 1 s of stamps per wall second
+        clock.judge(float(t), None, THRESHOLD, COUNT, now=float(t))
+    assert clock.rate == pytest.approx(1.0)
+    assert clock.judge(100.0 + 1.5 * THRESHOLD, None, THRESHOLD, COUNT,
+                       now=101.0).verdict is Verdict.HELD
