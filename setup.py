@@ -47,19 +47,19 @@ setup(
         "zstandard>=0.20",  # MCAP chunk compression (mcap needs it too)
         "pyproj>=3.4",  # lon/lat <-> map metres (poam_ros.geo)
         "rasterio>=1.4",  # GeoTIFF, NetCDF and SRTM terrain and COG export; wheels bundle GDAL
-        # the live view's Foxglove WebSocket server (poam_ros.view); its protocol version
-        # (subprotocol foxglove.sdk.v1) is the 0.30 series'
-        "foxglove-sdk>=0.30,<0.31",
     ],
     extras_require={
         # pytest 8.2 for importorskip(exc_type=...); the mcap ROS 2 decoder is the tests'
         # independent reader of our bags; ruff, pinned, lints the tree (pyproject.toml).
-        # websockets and protobuf: the tests' own Foxglove client of the live view; ray: the
-        # sweep's missions as Ray tasks, tested on a local Ray.
+        # websockets and protobuf: the tests' own Foxglove client of the live view; the tests
+        # run the view and the sweep's Ray tasks too.
         "test": ["pytest>=8.2", "mcap-ros2-support>=0.5", "ruff==0.17.6", "websockets>=13",
-                 "protobuf>=4.21", "ray>=2.9"],
+                 "protobuf>=4.21", "foxglove-sdk>=0.30,<0.31", "ray[client]>=2.9"],
         # Open3D's swath filters; without it the ingest uses equivalent numpy/scipy filters.
         "filters": ["open3d>=0.18"],
+        # the live view's Foxglove WebSocket server (poam_ros.view): the 0.30 series speaks
+        # the subprotocol foxglove.sdk.v1
+        "view": ["foxglove-sdk>=0.30,<0.31"],
         # poam-ros bench sweep --cluster ray: the missions as Ray tasks
         "cluster": ["ray[client]>=2.9"],
     },

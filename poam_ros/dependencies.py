@@ -48,6 +48,39 @@ DEPENDENCIES = {
 }
 
 
+class Optional(NamedTuple):
+    """A module only a feature needs: the setup.py extra that installs it, and the pip
+    requirement (no rosdep key: pip, on a ROS computer too)."""
+
+    extra: str
+    pip: str
+
+
+#: top-level module -> the extra of the feature that imports it; not checked at start: the
+#: feature says what is missing when it is used (:func:`import_optional`)
+OPTIONAL = {
+    "foxglove": Optional("view", "foxglove-sdk>=0.30,<0.31"),  # the live view
+    "ray": Optional("cluster", "ray[client]>=2.9"),  # bench sweep --cluster ray
+}
+
+
+class MissingDependency(ImportError):
+    """An optional module is not installed; the message names it and its install command."""
+
+
+def import_optional(module: str, feature: str):
+    """``module`` (one of :data:`OPTIONAL`), imported; :class:`MissingDependency` naming
+    ``feature`` and the command that installs the module when it cannot be."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        dependency = OPTIONAL[module]
+        raise MissingDependency(
+            f"{feature} needs the Python package {module!r}: python3 -m pip install "
+            f"'{dependency.pip}' (or the package's extra: pip install '.[{dependency.extra}]')"
+        ) from None
+
+
 def install_command(module: str) -> str:
     """The command that installs ``module`` (one of :data:`DEPENDENCIES`)."""
     dependency = DEPENDENCIES[module]

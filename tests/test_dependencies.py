@@ -64,8 +64,27 @@ def install_requires() -> list[str]:
 
 def test_every_imported_module_is_a_listed_dependency():
     unlisted = {module: path for module, path in imported_modules().items()
-                if module not in DEPENDENCIES}
+                if module not in DEPENDENCIES and module not in dependencies.OPTIONAL}
     assert not unlisted, f"imported but not in poam_ros/dependencies.py: {unlisted}"
+
+
+def extras_require() -> dict[str, list[str]]:
+    tree = ast.parse((REPO / "setup.py").read_text())
+    keyword = next(node for node in ast.walk(tree)
+                   if isinstance(node, ast.keyword) and node.arg == "extras_require")
+    return {key.value: [element.value for element in value.elts if isinstance(
+        element, ast.Constant)] for key, value in zip(keyword.value.keys, keyword.value.values)}
+
+
+def test_an_optional_module_is_its_feature_s_extra_and_said_when_missing(monkeypatch):
+    extras = extras_require()
+    for module, optional in dependencies.OPTIONAL.items():
+        assert optional.pip in extras[optional.extra], f"setup.py [{optional.extra}]"
+    monkeypatch.setitem(sys.modules, "foxglove", None)  # an import that fails
+    with pytest.raises(dependencies.MissingDependency,
+                       match=r"the live view needs the Python package 'foxglove': python3 -m "
+                             r"pip install 'foxglove-sdk>=0\.30,<0\.31'"):
+        dependencies.import_optional("foxglove", "the live view")
 
 
 def test_package_xml_declares_exactly_the_rosdep_keys():

@@ -18,22 +18,20 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
+from poam_ros.dependencies import MissingDependency, import_optional
 from poam_ros.params import ConfigError
 
 log = logging.getLogger(__name__)
 
 RETRIES = 3  # times Ray reruns a mission whose worker died
-INSTALL = "pip install 'ray[client]>=2.9'"  # the package's extra: pip install '.[cluster]'
 
 
 def ray_module():
     """Ray, or ``ConfigError`` naming the install command."""
     try:
-        import ray
-    except ImportError:
-        raise ConfigError(f"--cluster ray needs Ray, which is not installed: {INSTALL}") \
-            from None
-    return ray
+        return import_optional("ray", "--cluster ray")
+    except MissingDependency as error:
+        raise ConfigError(str(error)) from None
 
 
 def check_cluster(cluster: str) -> None:

@@ -198,11 +198,12 @@ def mission(argv) -> int:
     try:
         setup, _ = setup_from_args(args)
         run = build_mission(setup)
+        view = open_view(args, setup)
     except setup_errors() as error:
         return fail("mission", error)
     print(f"mission: {describe(setup)}, device {run.model.device}")
     start = time.perf_counter()
-    with EpochLog(args.out) as log, live_view(args, setup, args.out) as view:
+    with EpochLog(args.out) as log, showing(view, args.out):
         print(log.header)
         try:
             result = run.run(log if view is None else _both(log, mission_feed(view, run)))
@@ -230,27 +231,45 @@ def add_view_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--view-port", type=int, default=8765, help="the view's port")
 
 
-@contextlib.contextmanager
-def live_view(args, setup, out: Path):
-    """With ``--view``, the :class:`~poam_ros.view.LiveView` of the mission (its layout with
-    the run's colour ranges written to ``out`` when it closes); else None."""
+def open_view(args, setup):
+    """With ``--view``, the mission's :class:`~poam_ros.view.server.LiveView`; else None.
+    Raises ``ConfigError`` when it cannot serve (no Foxglove SDK, the port taken)."""
     if not args.view:
-        yield None
-        return
+        return None
+    from poam_ros.dependencies import MissingDependency
     from poam_ros.geo import GeoReference
     from poam_ros.mapping.channels import channel_names
-    from poam_ros.view import LiveView, ViewConfig
-    from poam_ros.view.layout import write_layout
-    from poam_ros.view.mission_feed import map_layers
+    from poam_ros.params import ConfigError
+    from poam_ros.view.config import ViewConfig
 
-    view = LiveView(ViewConfig(host=args.view_host, port=args.view_port),
-                    np.reshape(setup.workspace.vertices, (-1, 2)),
-                    GeoReference.from_config(setup.geo), setup.grid.std_scale_max,
-                    map_layers(channel_names(setup.ingest.channels)))
+    try:
+        from poam_ros.view.mission_feed import map_layers
+        from poam_ros.view.server import LiveView
+
+        return LiveView(ViewConfig(host=args.view_host, port=args.view_port),
+                        np.reshape(setup.workspace.vertices, (-1, 2)),
+                        GeoReference.from_config(setup.geo), setup.grid.std_scale_max,
+                        map_layers(channel_names(setup.ingest.channels)))
+    except MissingDependency as error:
+        raise ConfigError(str(error)) from None
+    except RuntimeError as error:  # the SDK's server could not bind
+        raise ConfigError(f"--view: cannot serve on {args.view_host}:{args.view_port}: "
+                          f"{error}") from None
+
+
+@contextlib.contextmanager
+def showing(view, out: Path):
+    """While entered, ``view`` (None: nothing) serves; then its layout with the run's colour
+    ranges is written to ``out``."""
+    if view is None:
+        yield
+        return
+    from poam_ros.view.layout import write_layout
+
     print(f"live view: {view.address} (Foxglove: open connection, then the layout "
           f"{out / 'foxglove_layout.json'})", flush=True)
     try:
-        yield view
+        yield
     finally:
         view.close()
         write_layout(out / "foxglove_layout.json", view.ranges)

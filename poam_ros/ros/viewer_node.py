@@ -22,13 +22,13 @@ from nav_msgs.msg import Odometry, Path
 from sensor_msgs.msg import PointCloud2
 
 from poam_ros import messages as msg
+from poam_ros.dependencies import MissingDependency
 from poam_ros.diagnostics import DiagnosticsError, IngestStatus, MapperStatus
 from poam_ros.params import Params, param
 from poam_ros.ros import qos
 from poam_ros.ros.parameters import declare_config
 from poam_ros.ros.run import StartingNode, run_node
-from poam_ros.view import LiveView, ViewConfig, ViewFrame
-from poam_ros.view.frames import MapView
+from poam_ros.view.config import ViewConfig
 
 
 @dataclass
@@ -57,6 +57,8 @@ class ViewerNode(StartingNode):
         channels = tuple(self.settings.channels)
         layers = ("mean", "std", *(f"{name}/{layer}" for name in channels
                                    for layer in ("mean", "std")))
+        from poam_ros.view.server import LiveView  # MissingDependency without the SDK
+
         self.view = LiveView(config, std_scale_max=self.settings.std_scale_max, layers=layers)
         self._channels = channels
         self._trail: list[tuple[float, float]] = []
@@ -122,13 +124,17 @@ class ViewerNode(StartingNode):
                                     last_update_s=record.update_time)
 
     def _show(self, stamp: float, **parts) -> None:
+        from poam_ros.view.frames import ViewFrame
+
         self.view.show(ViewFrame(stamp=stamp, status=dict(self._status), **parts))
 
 
-def map_from_cloud(cloud: PointCloud2, channels: tuple[str, ...] = ()) -> MapView:
+def map_from_cloud(cloud: PointCloud2, channels: tuple[str, ...] = ()):
     """The mapper's ``map`` (an organised cloud of ``height`` rows from the south, cell
     centres x, y; fields ``mean``, ``std``, ``mean_<channel>``, ``std_<channel>``) as the
-    view's layers."""
+    view's layers (:class:`~poam_ros.view.frames.MapView`)."""
+    from poam_ros.view.frames import MapView
+
     arrays = msg.cloud_to_arrays(cloud)
     shape = (cloud.height, cloud.width)
     x, y = arrays["x"].reshape(shape), arrays["y"].reshape(shape)
@@ -143,7 +149,7 @@ def map_from_cloud(cloud: PointCloud2, channels: tuple[str, ...] = ()) -> MapVie
 
 
 def main(args=None) -> None:
-    run_node(ViewerNode, "viewer", args)
+    run_node(ViewerNode, "viewer", args, start_errors=(MissingDependency,))
 
 
 if __name__ == "__main__":

@@ -14,7 +14,11 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
-from foxglove.messages import (
+
+from poam_ros.dependencies import import_optional
+
+import_optional("foxglove", "the live view")
+from foxglove.messages import (  # noqa: E402
     Color,
     FrameTransform,
     FrameTransforms,
@@ -38,12 +42,14 @@ from foxglove.messages import (
     Vector3,
 )
 
-MAP_FRAME, BASE_FRAME, SONAR_FRAME = "map", "base_link", "sonar_link"
-MEAN, STD = "/map/mean", "/map/std"  # the depth's layers; a channel's: /map/<name>/mean, ...
-POSE, TRANSFORMS, FIX, WORKSPACE = "/vehicle/pose", "/tf", "/vehicle/fix", "/workspace"
-SCENE, SOUNDINGS, INDUCING, STATUS = "/scene", "/soundings", "/map/inducing", "/mission/status"
-#: every topic the view serves besides the further channels' grids
-TOPICS = (MEAN, STD, POSE, TRANSFORMS, FIX, WORKSPACE, SCENE, SOUNDINGS, INDUCING, STATUS)
+from poam_ros.view.topics import (  # noqa: E402
+    BASE_FRAME,
+    FIX,
+    MAP_FRAME,
+    POSE,
+    SONAR_FRAME,
+    TRANSFORMS,
+)
 
 
 @dataclass

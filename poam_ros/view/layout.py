@@ -15,11 +15,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from poam_ros.view import frames
+from poam_ros.view import topics
 
 #: the bag's topics that the layout also shows (ROS types: the recorder's names)
 BAG_TOPICS = ("/map", "/map/std", "/map/inducing", "/plan", "/odom", "/samples")
-DEFAULT_RANGES = {frames.MEAN: (-4000.0, 0.0), frames.STD: (0.0, 50.0)}  # m, embedded survey
+DEFAULT_RANGES = {topics.MEAN: (-4000.0, 0.0), topics.STD: (0.0, 50.0)}  # m, embedded survey
 PLOTTED = ("smse", "msll", "mean_std")
 
 
@@ -27,29 +27,29 @@ def layout(ranges: dict[str, tuple[float, float]] | None = None) -> dict:
     """The layout, the grids coloured over ``ranges`` (topic -> (low, high)) where given,
     else :data:`DEFAULT_RANGES`."""
     ranges = {**DEFAULT_RANGES, **(ranges or {})}
-    grids = {topic: {"visible": topic != frames.STD, "colorField": "value",
+    grids = {topic: {"visible": topic != topics.STD, "colorField": "value",
                      "colorMode": "colormap", "colorMap": "turbo",
                      "minValue": low, "maxValue": high}
              for topic, (low, high) in ranges.items()}
     clouds = {topic: {"visible": True, "pointSize": size, "colorMode": "flat",
                       "flatColor": color}
-              for topic, size, color in ((frames.SOUNDINGS, 3, "#000000ff"),
-                                         (frames.INDUCING, 5, "#ff2020ff"))}
-    view = {**grids, **clouds, frames.SCENE: {"visible": True}, frames.POSE: {"visible": True}}
+              for topic, size, color in ((topics.SOUNDINGS, 3, "#000000ff"),
+                                         (topics.INDUCING, 5, "#ff2020ff"))}
+    view = {**grids, **clouds, topics.SCENE: {"visible": True}, topics.POSE: {"visible": True}}
     # the bag's own topics, off until a bag is open (a name both have keeps the view's)
     bag = {topic: {"visible": False} for topic in BAG_TOPICS if topic not in view}
     return {
         "configById": {
-            "3D!map": {"followTf": frames.BASE_FRAME, "followMode": "follow-position",
+            "3D!map": {"followTf": topics.BASE_FRAME, "followMode": "follow-position",
                        "scene": {}, "transforms": {},
                        "topics": {**view, **bag}},
             "map!world": {"layer": "map", "zoomLevel": 12,
-                          "topicColors": {frames.FIX: "#ff8c00", frames.WORKSPACE: "#00a0ff"},
+                          "topicColors": {topics.FIX: "#ff8c00", topics.WORKSPACE: "#00a0ff"},
                           "disabledTopics": []},
-            "Plot!scores": {"paths": [{"value": f"{frames.STATUS}.{key}", "enabled": True,
+            "Plot!scores": {"paths": [{"value": f"{topics.STATUS}.{key}", "enabled": True,
                                        "timestampMethod": "receiveTime"} for key in PLOTTED],
                             "showLegend": True},
-            "RawMessages!status": {"topicPath": frames.STATUS, "diffEnabled": False,
+            "RawMessages!status": {"topicPath": topics.STATUS, "diffEnabled": False,
                                    "expansion": "all"},
         },
         "globalVariables": {}, "userNodes": {}, "playbackConfig": {"speed": 1.0},

@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import dataclass
 
-import foxglove
 import numpy as np
-from foxglove.channels import (
+
+from poam_ros.dependencies import import_optional
+
+foxglove = import_optional("foxglove", "the live view")
+from foxglove.channels import (  # noqa: E402
     FrameTransformsChannel,
     GeoJsonChannel,
     GridChannel,
@@ -31,9 +33,9 @@ from foxglove.channels import (
     SceneUpdateChannel,
 )
 
-from poam_ros.params import ConfigError, Params, param
-from poam_ros.view import frames
-from poam_ros.view.frames import ViewFrame
+from poam_ros.view import frames, topics  # noqa: E402
+from poam_ros.view.config import ViewConfig  # noqa: E402
+from poam_ros.view.frames import ViewFrame  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -44,28 +46,6 @@ STATUS_SCHEMA = {"type": "object", "properties": {
     "last_update_s": {"type": "number"}, "budgets": {"type": "object"},
     "drops": {"type": "object"}, "frames_dropped": {"type": "number"},
     "colour_ranges": {"type": "object"}}}
-
-
-@dataclass
-class ViewConfig(Params):
-    """Where the live view listens and how it colours the map."""
-
-    host: str = param("127.0.0.1", "the address the view's WebSocket binds: loopback by "
-                                   "default; another interface (0.0.0.0: all) exposes the "
-                                   "mission's map to that network")
-    port: int = param(8765, "the view's WebSocket port (0: any free port)", low=0, high=65535)
-    backlog: int = param(64, "messages kept per client before a slow client's oldest are "
-                             "dropped", low=1)
-    mean_range: list = param([], "low, high of the mean layers' colour range; empty: the first "
-                                 "map's range widened by margin", unit="m")
-    margin: float = param(0.1, "the first map's mean range is widened by this share of its "
-                               "span on each side", low=0.0)
-
-    def validate(self) -> None:
-        if self.mean_range and (len(self.mean_range) != 2
-                                or not self.mean_range[0] < self.mean_range[1]):
-            raise ConfigError(f"ViewConfig.mean_range must be empty or low < high, got "
-                              f"{self.mean_range!r}")
 
 
 class LiveView:
@@ -87,12 +67,12 @@ class LiveView:
         self.port = self._server.port
         context = {"context": self._context}
         self._channels: dict[str, object] = {
-            frames.POSE: PoseInFrameChannel(frames.POSE, **context),
-            frames.TRANSFORMS: FrameTransformsChannel(frames.TRANSFORMS, **context),
-            frames.SCENE: SceneUpdateChannel(frames.SCENE, **context),
-            frames.SOUNDINGS: PointCloudChannel(frames.SOUNDINGS, **context),
-            frames.INDUCING: PointCloudChannel(frames.INDUCING, **context),
-            frames.STATUS: foxglove.Channel(frames.STATUS, schema=STATUS_SCHEMA,
+            topics.POSE: PoseInFrameChannel(topics.POSE, **context),
+            topics.TRANSFORMS: FrameTransformsChannel(topics.TRANSFORMS, **context),
+            topics.SCENE: SceneUpdateChannel(topics.SCENE, **context),
+            topics.SOUNDINGS: PointCloudChannel(topics.SOUNDINGS, **context),
+            topics.INDUCING: PointCloudChannel(topics.INDUCING, **context),
+            topics.STATUS: foxglove.Channel(topics.STATUS, schema=STATUS_SCHEMA,
                                             message_encoding="json", **context)}
         # Every channel is advertised from the start: a client then subscribes once, and no
         # channel appears while the mission runs.
@@ -100,8 +80,8 @@ class LiveView:
             topic = f"/map/{name}"
             self._channels[topic] = GridChannel(topic, **context)
         if georeference is not None:
-            self._channels[frames.FIX] = LocationFixChannel(frames.FIX, **context)
-            self._channels[frames.WORKSPACE] = GeoJsonChannel(frames.WORKSPACE, **context)
+            self._channels[topics.FIX] = LocationFixChannel(topics.FIX, **context)
+            self._channels[topics.WORKSPACE] = GeoJsonChannel(topics.WORKSPACE, **context)
         self._workspace = workspace_vertices
         self.ranges: dict[str, tuple[float, float]] = {}  # grid topic -> colour range
         self.frames_shown = self.frames_dropped = 0
@@ -160,16 +140,16 @@ class LiveView:
             for topic, message in frames.vehicle_messages(stamp, frame.pose,
                                                           self._georeference).items():
                 self._channels[topic].log(message)
-            if self._workspace is not None and frames.WORKSPACE in self._channels:
-                self._channels[frames.WORKSPACE].log(frames.workspace_geojson(
+            if self._workspace is not None and topics.WORKSPACE in self._channels:
+                self._channels[topics.WORKSPACE].log(frames.workspace_geojson(
                     self._workspace, self._georeference))
         if frame.trail is not None or frame.plan is not None:
-            self._channels[frames.SCENE].log(frames.scene_message(stamp, frame.trail,
+            self._channels[topics.SCENE].log(frames.scene_message(stamp, frame.trail,
                                                                   frame.plan))
         if frame.soundings is not None:
-            self._channels[frames.SOUNDINGS].log(frames.cloud_message(stamp, frame.soundings))
+            self._channels[topics.SOUNDINGS].log(frames.cloud_message(stamp, frame.soundings))
         if frame.inducing is not None:
-            self._channels[frames.INDUCING].log(frames.cloud_message(stamp, frame.inducing))
+            self._channels[topics.INDUCING].log(frames.cloud_message(stamp, frame.inducing))
         status = {**frame.status, "frames_dropped": self.frames_dropped,
                   "colour_ranges": {topic: list(span) for topic, span in self.ranges.items()}}
         if frame.map is not None:
@@ -178,7 +158,7 @@ class LiveView:
                 self._grid_channel(name, values).log(frames.grid_message(stamp, view, name))
             if np.isfinite(view.layers["std"]).any():
                 status["mean_std"] = float(np.nanmean(view.layers["std"]))
-        self._channels[frames.STATUS].log(status)
+        self._channels[topics.STATUS].log(status)
 
     def _grid_channel(self, name: str, values: np.ndarray) -> GridChannel:
         """Layer ``name``'s channel; its colour range is fixed at its first map."""

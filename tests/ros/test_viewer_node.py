@@ -17,7 +17,7 @@ from poam_ros.mapping.map_grid import MapGrid  # noqa: E402
 from poam_ros.ros import conversions as cv  # noqa: E402
 from poam_ros.ros import qos  # noqa: E402
 from poam_ros.ros.viewer_node import ViewerNode  # noqa: E402
-from poam_ros.view import frames  # noqa: E402
+from poam_ros.view import topics  # noqa: E402
 from tests.core.view.foxglove_client import grid_values, watch_in_thread  # noqa: E402
 
 TIMEOUT = 30.0
@@ -50,23 +50,23 @@ def test_the_viewer_shows_what_the_stack_publishes(start_node, make_node, spin_u
             odom.publish(cv.odometry_from_state(stamped(4.0 + k), "base_link",
                                                 (1.0 + k, 2.0), 0.25))
         assert spin_until(lambda: all(topic in watcher.received for topic in (
-            frames.MEAN, frames.STD, "/map/temperature/mean", frames.POSE, frames.SCENE)),
+            topics.MEAN, topics.STD, "/map/temperature/mean", topics.POSE, topics.SCENE)),
             viewer, stack, timeout=TIMEOUT)
-        assert spin_until(lambda: watcher.received[frames.POSE][-1].pose.position.x == 3.0,
+        assert spin_until(lambda: watcher.received[topics.POSE][-1].pose.position.x == 3.0,
                           viewer, stack, timeout=TIMEOUT)
     finally:
         done.set()
         client.join(TIMEOUT)
-    np.testing.assert_allclose(grid_values(watcher.received[frames.MEAN][-1]),
+    np.testing.assert_allclose(grid_values(watcher.received[topics.MEAN][-1]),
                                mean.astype(np.float32))
-    np.testing.assert_allclose(grid_values(watcher.received[frames.STD][-1]),
+    np.testing.assert_allclose(grid_values(watcher.received[topics.STD][-1]),
                                std.astype(np.float32))
     np.testing.assert_allclose(grid_values(watcher.received["/map/temperature/mean"][-1]),
                                temperature[0, 0].astype(np.float32))
-    shown = watcher.received[frames.MEAN][-1]
+    shown = watcher.received[topics.MEAN][-1]
     assert (shown.pose.position.x, shown.pose.position.y, shown.cell_size.x) == (0.0, 0.0, 2.0)
-    plans = [entity for update in watcher.received[frames.SCENE] for entity in update.entities
+    plans = [entity for update in watcher.received[topics.SCENE] for entity in update.entities
              if entity.id == "plan"]
     assert (plans[-1].lines[0].points[-1].x, plans[-1].lines[0].points[-1].y) == (7.0, 5.0)
-    assert viewer.view.ranges[frames.STD] == (0.0, 30.0)
+    assert viewer.view.ranges[topics.STD] == (0.0, 30.0)
     assert not watcher.errors

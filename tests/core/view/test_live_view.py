@@ -16,8 +16,10 @@ pytest.importorskip("google.protobuf")
 from poam_ros.geo import GeoConfig, GeoReference  # noqa: E402
 from poam_ros.mission import Mission  # noqa: E402
 from poam_ros.setup.mission_setup import MissionSetup  # noqa: E402
-from poam_ros.view import LiveView, ViewConfig, frames  # noqa: E402
+from poam_ros.view import frames, topics  # noqa: E402
+from poam_ros.view.config import ViewConfig  # noqa: E402
 from poam_ros.view.mission_feed import MissionFeed  # noqa: E402
+from poam_ros.view.server import LiveView  # noqa: E402
 from tests.core.view.foxglove_client import (  # noqa: E402
     SUBPROTOCOL,
     grid_values,
@@ -28,7 +30,7 @@ TIMEOUT = 60.0  # s for the last frame to arrive
 
 
 def last_status(watcher) -> dict:
-    return watcher.received[frames.STATUS][-1]
+    return watcher.received[topics.STATUS][-1]
 
 
 @pytest.fixture
@@ -54,34 +56,35 @@ def test_a_client_watches_the_mission_live(setup):
         deadline = time.monotonic() + TIMEOUT
         while time.monotonic() < deadline and not any(
                 status["samples"] == result.final.num_samples
-                for status in watcher.received.get(frames.STATUS, [])):
+                for status in watcher.received.get(topics.STATUS, [])):
             client.join(0.1)
         done.set()
         client.join(TIMEOUT)
     assert not client.is_alive() and not watcher.errors
 
-    topics = {channel["topic"]: channel for channel in watcher.channels.values()}
-    assert topics[frames.MEAN]["schemaName"] == "foxglove.Grid"
-    assert topics[frames.STATUS]["encoding"] == "json"
-    assert {frames.POSE, frames.FIX, frames.SCENE, frames.STD, frames.INDUCING} <= set(topics)
+    advertised = {channel["topic"]: channel for channel in watcher.channels.values()}
+    assert advertised[topics.MEAN]["schemaName"] == "foxglove.Grid"
+    assert advertised[topics.STATUS]["encoding"] == "json"
+    assert {topics.POSE, topics.FIX, topics.SCENE, topics.STD, topics.INDUCING} <= \
+        set(advertised)
     # the last map shown is the mission's final map, to float32, on fixed colour ranges
-    mean, std = (grid_values(watcher.received[topic][-1]) for topic in (frames.MEAN, frames.STD))
+    mean, std = (grid_values(watcher.received[topic][-1]) for topic in (topics.MEAN, topics.STD))
     np.testing.assert_allclose(mean, final_map.mean.astype(np.float32), equal_nan=True)
     np.testing.assert_allclose(std, final_map.std.astype(np.float32), equal_nan=True)
-    assert view.ranges[frames.STD] == (0.0, 20.0)
-    assert last_status(watcher)["colour_ranges"][frames.STD] == [0.0, 20.0]
-    pose = watcher.received[frames.POSE][-1].pose.position
+    assert view.ranges[topics.STD] == (0.0, 20.0)
+    assert last_status(watcher)["colour_ranges"][topics.STD] == [0.0, 20.0]
+    pose = watcher.received[topics.POSE][-1].pose.position
     assert (pose.x, pose.y) == pytest.approx(tuple(mission.auv.pose[:2]))
-    fix = watcher.received[frames.FIX][-1]
+    fix = watcher.received[topics.FIX][-1]
     lon, lat = georeference.to_lonlat(pose.x, pose.y)
     assert (fix.latitude, fix.longitude) == pytest.approx((float(lat), float(lon)))
-    plan = next(entity for entity in watcher.received[frames.SCENE][-1].entities
+    plan = next(entity for entity in watcher.received[topics.SCENE][-1].entities
                 if entity.id == "plan")
     goal = plan.lines[0].points[-1]
     assert (goal.x, goal.y) == pytest.approx(tuple(mission.last_plan[-1][:2]))
-    states = [status["state"] for status in watcher.received[frames.STATUS]]
+    states = [status["state"] for status in watcher.received[topics.STATUS]]
     assert states[0] == "pilot" and states[-1] == "adaptive"
-    last = watcher.received[frames.STATUS][-1]
+    last = watcher.received[topics.STATUS][-1]
     assert last["samples"] == result.final.num_samples and last["mean_std"] > 0
 
 
@@ -104,12 +107,12 @@ def test_the_view_survives_a_client_that_drops_mid_message():
         view.show(frames.ViewFrame(stamp=1.0, pose=(1.0, 2.0, 0.0, 0.0)))
         watcher, done, client = watch_in_thread(view.port)
         deadline = time.monotonic() + TIMEOUT
-        while time.monotonic() < deadline and frames.POSE not in watcher.received:
+        while time.monotonic() < deadline and topics.POSE not in watcher.received:
             view.show(frames.ViewFrame(stamp=2.0, pose=(3.0, 4.0, 0.0, 0.0)))
             client.join(0.1)
         done.set()
         client.join(TIMEOUT)
-    assert watcher.received[frames.POSE][-1].pose.position.x == 3.0
+    assert watcher.received[topics.POSE][-1].pose.position.x == 3.0
 
 
 def test_a_busy_view_drops_frames_and_never_blocks(monkeypatch):
