@@ -29,11 +29,14 @@ import yaml
 
 from poam_ros.params import ConfigError, Params
 from poam_ros.params.kinds import check_value_kind, parameter_kind
+from poam_ros.params.node_settings import LifecycleSettings
 
 PARAMETERS_KEY = "ros__parameters"
 
-# Parameters rclpy declares on every node itself; they may stand beside a config's fields.
-ROS_NODE_PARAMETERS = frozenset({"use_sim_time", "start_type_description_service"})
+# Parameters rclpy declares on every node itself, and those a managed node declares beside
+# its configs (LifecycleSettings); they may stand beside a config's fields.
+ROS_NODE_PARAMETERS = frozenset({"use_sim_time", "start_type_description_service",
+                                 *(spec.name for spec in LifecycleSettings.specs())})
 # Publisher/subscription QoS overrides (QoSOverridingOptions) are declared per topic.
 QOS_OVERRIDES_PREFIX = "qos_overrides."
 
