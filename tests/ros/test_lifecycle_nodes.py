@@ -5,6 +5,11 @@ published before activation."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path as FilePath
+
 import numpy as np
 import pytest
 
@@ -28,6 +33,7 @@ from poam_ros.ros.ingest_node import IngestNode  # noqa: E402
 from poam_ros.ros.mapper_node import MapperNode  # noqa: E402
 from poam_ros.ros.planner_node import PlannerNode  # noqa: E402
 
+ROOT = FilePath(__file__).resolve().parents[2]
 VERTICES = [0.0, 0.0, 20.0, 0.0, 20.0, 20.0, 0.0, 20.0]
 BOWTIE = [0.0, 0.0, 20.0, 20.0, 20.0, 0.0, 0.0, 20.0]  # a self-intersecting workspace
 MAPPER = {"mapping.num_inducing": 30, "mapping.train_steps": 2, "mapping.batch_size": 64,
@@ -278,3 +284,60 @@ def test_with_autostart_false_nothing_is_published_until_activated(managed, spin
     assert supervisor(Transition.TRANSITION_ACTIVATE)
     if name == "planner":  # the pilot survey, at activation
         assert spin_until(lambda: probe.plans and probe.goals, node, probe.node)
+
+
+PROCESS_NAME = "supervised_planner"  # not a name this module's own nodes leave in the graph
+
+
+def planner_process(*parameters: str) -> subprocess.Popen:
+    """The planner's console script in a process named ``PROCESS_NAME``, in this module's
+    domain."""
+    arguments = [argument for parameter in ("pilot.num_waypoints:=4", *parameters)
+                 for argument in ("-p", parameter)]
+    return subprocess.Popen([sys.executable, "-m", "poam_ros.ros.planner_node", "--ros-args",
+                             "-r", f"__node:={PROCESS_NAME}", *arguments], cwd=ROOT,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                            stderr=subprocess.PIPE, text=True)
+
+
+def test_a_bad_value_stops_an_autostarting_process_with_one_line(ros_domain_id):
+    process = planner_process("planning.planner:=bogus")
+    _, errors = process.communicate(timeout=120)
+    lines = errors.strip().splitlines()
+    assert process.returncode == 1 and len(lines) == 1, errors
+    assert "bad configuration" in lines[0] and "bogus" in lines[0]
+
+
+def test_a_supervised_process_waits_unconfigured_and_ends_on_shutdown(ros_domain_id,
+                                                                      make_node, spin_until):
+    process = planner_process("autostart:=false", "planning.planner:=bogus")
+    try:
+        probe = Probe(make_node("process_supervisor"))
+        change = probe.node.create_client(ChangeState, f"/{PROCESS_NAME}/change_state")
+        get = probe.node.create_client(GetState, f"/{PROCESS_NAME}/get_state")
+        assert get.wait_for_service(timeout_sec=60.0)
+        # A request sent before discovery has matched both ways goes unanswered: ask again.
+        assert any(spin_until(get.call_async(GetState.Request()).done, probe.node, timeout=2.0)
+                   for _ in range(30))
+        configure = ChangeState.Request(transition=Transition(
+            id=Transition.TRANSITION_CONFIGURE))
+        assert not call(change, configure, spin_until, probe.node).success
+        assert process.poll() is None  # alive, unconfigured
+        client = AsyncParameterClient(probe.node, PROCESS_NAME)
+        assert client.wait_for_services(timeout_sec=TIMEOUT)
+        future = client.set_parameters([Parameter("planning.planner", value="max_entropy")])
+        assert spin_until(future.done, probe.node)
+        assert call(change, configure, spin_until, probe.node).success
+        activate, shutdown = (ChangeState.Request(transition=Transition(id=transition))
+                              for transition in (Transition.TRANSITION_ACTIVATE,
+                                                 Transition.TRANSITION_ACTIVE_SHUTDOWN))
+        assert call(change, activate, spin_until, probe.node).success
+        assert spin_until(lambda: probe.plans, probe.node, timeout=TIMEOUT)
+        assert len(probe.plans[0].poses) == 4  # the pilot survey
+        assert call(change, shutdown, spin_until, probe.node).success
+        assert process.wait(timeout=30) == 0  # the shutdown ended the process
+    finally:
+        if process.poll() is None:
+            process.kill()
+        _, errors = process.communicate(timeout=30)
+    assert "configure failed" in errors and "stopped" in errors, errors
