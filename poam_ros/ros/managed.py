@@ -73,8 +73,9 @@ class ManagedNode(ThrottledWarnings, LifecycleNode):
     #: errors besides ConfigError that fail configure as a bad value does (a file named by a
     #: parameter that cannot be used), rather than as a fault in the node
     start_errors: tuple[type[Exception], ...] = ()
-    # rclpy's Node.__init__ declares parameters and adds callbacks before ours runs
-    _recording: list | None = None
+    # Class-wide at first: rclpy's Node.__init__ declares parameters and adds callbacks
+    # before ours runs.
+    _recording: list | None = None  # the running hook's list of what it creates
     _configuring = False
 
     def __init__(self, node_name: str, **node_kwargs) -> None:
@@ -82,8 +83,6 @@ class ManagedNode(ThrottledWarnings, LifecycleNode):
         self._warned = {}
         self.finalized = threading.Event()  # set by the shutdown transition
         self._held: dict[str, list] = {"configure": [], "activate": []}
-        self._recording: list | None = None  # the hook's list while a hook runs
-        self._configuring = False
         self._fixed: set[str] = set()  # read-only while configured
         self._refused: dict[str, str] = {}  # parameter -> why ROS refused its start value
         self._failure: BaseException | None = None  # the last failed transition's error
@@ -190,11 +189,9 @@ class ManagedNode(ThrottledWarnings, LifecycleNode):
                 what: str) -> TransitionCallbackReturn:
         """Keep ``error`` for autostart, which raises it; log it for a supervisor's call."""
         self._failure = error
-        if not self._autostarting:
-            if result == ERROR:
-                self.get_logger().error(f"{what}: {error!r}")
-            else:
-                self.get_logger().error(f"{what}: {error}")
+        if not self._autostarting:  # a fault's type says more than its text alone
+            self.get_logger().error(f"{what}: {error!r}" if result == ERROR
+                                    else f"{what}: {error}")
         return result
 
     def _autostart(self) -> None:
