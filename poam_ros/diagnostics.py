@@ -28,7 +28,9 @@ record does not declare are ignored, so that a newer writer does not break an ol
 A value that does not parse as its type raises :class:`DiagnosticsError` (a ``ValueError``).
 
 A status is named ``<node name>: <kind>``; each record class holds its kind (``KIND``), and
-:func:`read` picks the class by it.
+:func:`read` picks the class by it. The managed nodes' records (mapper, ingest, planner) carry
+the node's lifecycle state (``inactive`` or ``active``: they report while configured); a
+status without it (a recording of an older stack) reads as None.
 """
 
 from __future__ import annotations
@@ -115,6 +117,7 @@ class MapperStatus:
     channel_target_means: dict[str, float] = keyed("target_mean_{}")  # further channels'
     channel_target_stds: dict[str, float] = keyed("target_std_{}")
     rejected: dict[str, int] = keyed("rejected_{}")  # samples refused, per reason
+    lifecycle_state: str | None = key("lifecycle_state", default=None)  # managed nodes
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -142,6 +145,7 @@ class IngestStatus:
     channel_received: dict[str, int] = keyed("channel.{}.received")
     channel_placed: dict[str, int] = keyed("channel.{}.placed")
     channel_dropped: dict[str, int] = keyed("channel.{}.dropped")
+    lifecycle_state: str | None = key("lifecycle_state", default=None)  # managed nodes
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -164,6 +168,7 @@ class PlannerStatus:
     last_failure: str = key("last_failure")
     last_plan_time: float = key("last_plan_time")  # s
     dropped: dict[str, int] = keyed("dropped.{}")
+    lifecycle_state: str | None = key("lifecycle_state", default=None)  # managed nodes
 
 
 @dataclass(frozen=True, kw_only=True)

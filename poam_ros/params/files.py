@@ -29,12 +29,15 @@ import yaml
 
 from poam_ros.params import ConfigError, Params
 from poam_ros.params.kinds import check_value_kind, parameter_kind
+from poam_ros.params.node_settings import LifecycleSettings
 
 PARAMETERS_KEY = "ros__parameters"
 
-# Parameters every node declares beside its configs' fields: rclpy's own, and the list of
-# values its file must set (poam_ros.params.sources.RequiredValues).
-ROS_NODE_PARAMETERS = frozenset({"use_sim_time", "start_type_description_service", "required"})
+# Parameters every node declares beside its configs' fields: rclpy's own, the list of values
+# its file must set (poam_ros.params.sources.RequiredValues), and those a managed node
+# declares (LifecycleSettings).
+ROS_NODE_PARAMETERS = frozenset({"use_sim_time", "start_type_description_service", "required",
+                                 *(spec.name for spec in LifecycleSettings.specs())})
 # Publisher/subscription QoS overrides (QoSOverridingOptions) are declared per topic.
 QOS_OVERRIDES_PREFIX = "qos_overrides."
 

@@ -26,6 +26,16 @@ def for_node(path: str, node_name: str) -> str:
 
 
 @dataclass
+class LifecycleSettings(Params):
+    """What a managed node (sensor_ingest, mapper, planner; :mod:`poam_ros.ros.managed`) does
+    at start, beside its own parameters."""
+
+    autostart: bool = param(True, "configure and activate at start, as a plain node would; "
+                                  "false: stay unconfigured until a supervisor drives the "
+                                  "lifecycle_msgs transitions (~/change_state)")
+
+
+@dataclass
 class MapperSettings(Params):
     """The mapper node's own parameters (its model is ``mapping.*``, its grid ``grid.*``)."""
 

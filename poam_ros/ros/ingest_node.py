@@ -70,8 +70,9 @@ from poam_ros.ingest.reasons import NO_RETURN, OUTSIDE_WORKSPACE, REASONS
 from poam_ros.params import ConfigError
 from poam_ros.ros import conversions as cv
 from poam_ros.ros import qos
+from poam_ros.ros.managed import ManagedNode
 from poam_ros.ros.parameters import add_config_callback, declare_config
-from poam_ros.ros.run import StartingNode, run_node
+from poam_ros.ros.run import run_node
 from poam_ros.workspace import Workspace, WorkspaceConfig
 
 # Drops that are the survey's nature, not a fault: logged as information.
@@ -86,13 +87,19 @@ _MESSAGES = {CHANNEL_TYPES["temperature"]: Temperature,
              fd.IMU_TYPE: Imu}
 
 
-class IngestNode(StartingNode):
-    """The sensor ingest; ``node_kwargs`` go to :class:`rclpy.node.Node`."""
+class IngestNode(ManagedNode):
+    """The sensor ingest, a managed node (:mod:`poam_ros.ros.managed`): configure builds the
+    core, activate subscribes, deactivate stops listening and publishes the batches already
+    cut, keeping the core (its poses, the readings waiting to be placed, the plan's
+    progress). ``node_kwargs`` go to :class:`rclpy.node.Node`."""
+
+    core: Ingest | None = None
+    _worker: ThreadPoolExecutor | None = None
 
     def __init__(self, node_name: str = "sensor_ingest", **node_kwargs) -> None:
         super().__init__(node_name, **node_kwargs)
 
-    def _start(self, node_name: str) -> None:
+    def _configure(self) -> None:
         # channels fix the samples' columns, so they are set once
         config = declare_config(self, IngestConfig, read_only=[
             "filter_backend", "odom_frame", "map_from_odom", "channels", "channel_topics",
@@ -112,29 +119,46 @@ class IngestNode(StartingNode):
         self._lock = threading.Lock()
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest_batches")
         add_config_callback(self, IngestConfig, self._reconfigure)
-
-        overridable = QoSOverridingOptions.with_default_policies()
-        inputs = [(Odometry, "odom", fd.feed_odometry), (Range, "sonar/range", fd.feed_range),
-                  (PointCloud2, "sonar/swath", fd.feed_swath), (NavSatFix, "fix", fd.feed_fix)]
-        inputs += [(_MESSAGES[feeder.msgtype], feeder.topic, feeder.feed)
-                   for feeder in fd.input_feeders(config)]
-        for msg_type, topic, feed in inputs:
-            self.create_subscription(msg_type, topic, partial(self._on_input, topic, feed),
-                                     qos.SENSOR_BACKLOG, qos_overriding_options=overridable)
-        self.create_subscription(Path, "plan", self._on_plan, qos.LATCHED)
-        self._samples_pub = self.create_publisher(PointCloud2, "samples", qos.SAMPLES)
+        self._samples_pub = self.create_lifecycle_publisher(PointCloud2, "samples", qos.SAMPLES)
         self._diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics",
                                                       qos.DIAGNOSTICS)
-
         self.lost_in_transport = 0  # messages, not samples
-        self._gaps = SequenceGaps()
         self._seen_drops = dict(self.core.drops.counts)
         self._seen_resets = dict(self.core.streams.clock_resets)
         self._drops_at_last_report = 0
         self._resets_at_last_report = 0
-        steady = Clock(clock_type=ClockType.STEADY_TIME)
-        self.create_timer(POLL_PERIOD, self._on_poll, clock=steady)
-        self.create_timer(DIAGNOSTICS_PERIOD, self._publish_diagnostics, clock=steady)
+        self._last_plan: Path | None = None
+        self._replayed_plan: Path | None = None
+        self.create_timer(DIAGNOSTICS_PERIOD, self._publish_diagnostics,
+                          clock=Clock(clock_type=ClockType.STEADY_TIME))
+
+    def _activate(self) -> None:
+        # The sensors' sequence numbers went on while nobody listened: not lost in transport.
+        self._gaps = SequenceGaps()
+        # The latched plan comes again to the new subscription: the same one is no new plan.
+        self._replayed_plan = self._last_plan
+        overridable = QoSOverridingOptions.with_default_policies()
+        inputs = [(Odometry, "odom", fd.feed_odometry), (Range, "sonar/range", fd.feed_range),
+                  (PointCloud2, "sonar/swath", fd.feed_swath), (NavSatFix, "fix", fd.feed_fix)]
+        inputs += [(_MESSAGES[feeder.msgtype], feeder.topic, feeder.feed)
+                   for feeder in fd.input_feeders(self.core.config)]
+        for msg_type, topic, feed in inputs:
+            self.create_subscription(msg_type, topic, partial(self._on_input, topic, feed),
+                                     qos.SENSOR_BACKLOG, qos_overriding_options=overridable)
+        self.create_subscription(Path, "plan", self._on_plan, qos.LATCHED)
+        self.create_timer(POLL_PERIOD, self._on_poll,
+                          clock=Clock(clock_type=ClockType.STEADY_TIME))
+
+    def _deactivate(self) -> None:
+        """The batches already cut go out before the samples publisher stops."""
+        if self._worker is not None:
+            self._worker.submit(lambda: None).result()
+
+    def _cleanup(self) -> None:
+        if self._worker is not None:
+            self._worker.shutdown(wait=True)
+            self._worker = None
+        self.core = None
 
     # -------------------------------------------------------------------- callbacks
 
@@ -151,6 +175,10 @@ class IngestNode(StartingNode):
         self._after()
 
     def _on_plan(self, path: Path) -> None:
+        replayed, self._replayed_plan = self._replayed_plan, None
+        if replayed is not None and path == replayed:
+            return
+        self._last_plan = path
         with self._lock:
             fd.feed_plan(self.core, path, time.monotonic())
         self._after()
@@ -213,10 +241,6 @@ class IngestNode(StartingNode):
                                                      float64=config.float64_samples,
                                                      channels=config.channels))
 
-    def destroy_node(self) -> None:
-        self._worker.shutdown(wait=True)
-        super().destroy_node()
-
     def _publish_diagnostics(self) -> None:
         with self._lock:
             self._publish_diagnostics_locked()
@@ -255,7 +279,8 @@ class IngestNode(StartingNode):
             channel_received={name: received[name] for name in channels},
             channel_placed={name: placed[name] for name in channels},
             channel_dropped={name: received[name] - placed[name]
-                             - core.channel_waiting(name) for name in channels})
+                             - core.channel_waiting(name) for name in channels},
+            lifecycle_state=self.lifecycle_state)
         status = cv.diagnostic_status(self.get_name(), level, message, record)
         self._diagnostics_pub.publish(cv.diagnostic_array(latest[0] if latest else 0.0,
                                                           [status]))

@@ -20,7 +20,7 @@ from typing import Sequence
 
 import numpy as np
 from nav_msgs.msg import OccupancyGrid
-from rclpy.node import Node
+from rclpy.lifecycle import Node as LifecycleNode
 from sensor_msgs.msg import PointCloud2
 from std_msgs.msg import Header
 
@@ -41,19 +41,20 @@ class MapMessages:
 
 
 class MapPublishers:
-    """The latched map topics of ``node`` for the samples' ``channels``."""
+    """The latched map topics of ``node`` for the samples' ``channels``: lifecycle
+    publishers, which publish only while the node is active (:mod:`poam_ros.ros.managed`)."""
 
-    def __init__(self, node: Node, channels: Sequence[str] = ()) -> None:
+    def __init__(self, node: LifecycleNode, channels: Sequence[str] = ()) -> None:
         self._channels = tuple(channels)
-        self._map = node.create_publisher(PointCloud2, "map", qos.LATCHED)
-        self._std = node.create_publisher(OccupancyGrid, "map/std", qos.LATCHED)
+        publisher = node.create_lifecycle_publisher
+        self._map = publisher(PointCloud2, "map", qos.LATCHED)
+        self._std = publisher(OccupancyGrid, "map/std", qos.LATCHED)
         # map/<channel>/mean and map/<channel>/std of each channel, in order
-        self._channel_grids = [node.create_publisher(OccupancyGrid, f"map/{name}/{layer}",
-                                                     qos.LATCHED)
+        self._channel_grids = [publisher(OccupancyGrid, f"map/{name}/{layer}", qos.LATCHED)
                                for name in self._channels for layer in ("mean", "std")]
-        self._inducing = node.create_publisher(PointCloud2, "map/inducing", qos.LATCHED)
-        self._memory = node.create_publisher(PointCloud2, "map/memory", qos.LATCHED)
-        self._evaluation = node.create_publisher(PointCloud2, "map/evaluation", qos.LATCHED)
+        self._inducing = publisher(PointCloud2, "map/inducing", qos.LATCHED)
+        self._memory = publisher(PointCloud2, "map/memory", qos.LATCHED)
+        self._evaluation = publisher(PointCloud2, "map/evaluation", qos.LATCHED)
 
     def messages(self, header: Header, grid: MapGrid, layers: MapLayers,
                  memory: tuple[np.ndarray, np.ndarray] | None = None) -> MapMessages:

@@ -36,6 +36,7 @@ import numpy as np
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
+from rclpy.node import Node
 from sensor_msgs.msg import PointCloud2
 from std_msgs.msg import Header
 from std_srvs.srv import SetBool, Trigger
@@ -59,6 +60,7 @@ from poam_ros.params import ConfigError
 from poam_ros.params.node_settings import MapperSettings, for_node
 from poam_ros.ros import conversions as cv
 from poam_ros.ros import qos
+from poam_ros.ros.managed import ManagedNode
 from poam_ros.ros.mapper_worker import MapperConfig, MapperWorker
 from poam_ros.ros.parameters import (
     add_config_callback,
@@ -66,7 +68,7 @@ from poam_ros.ros.parameters import (
     proposed_config,
     read_config,
 )
-from poam_ros.ros.run import RosLogBridge, StartingNode, run_node
+from poam_ros.ros.run import RosLogBridge, run_node
 from poam_ros.workspace import Workspace, WorkspaceConfig
 
 # Rejections the node counts itself, beside the model's (non-finite, duplicate, malformed).
@@ -74,16 +76,22 @@ WRONG_FRAME = "wrong_frame"
 UNREADABLE_MESSAGE = "unreadable_message"
 
 
-class MapperNode(StartingNode):
-    """POAM mapping node; see the module docstring for its interface."""
+class MapperNode(ManagedNode):
+    """POAM mapping node; see the module docstring for its interface. A managed node
+    (:mod:`poam_ros.ros.managed`): configure opens the map and starts the update thread,
+    activate subscribes to ``samples`` and ``uncertainty/query`` and publishes the map again,
+    deactivate stops listening (batches already queued still go into the model, their maps
+    out at the next activation), keeping the model and the journal; cleanup ends the map as
+    an orderly stop does (the journal removed; ``~/save`` keeps one)."""
 
+    start_errors = (StateFileError,)
     _worker: MapperWorker | None = None
     _persistence: MapPersistence | None = None
 
     def __init__(self, node_name: str = "mapper", **kwargs) -> None:
         super().__init__(node_name, **kwargs)
 
-    def _start(self, node_name: str) -> None:
+    def _configure(self) -> None:
         mapping = declare_config(self, MappingConfig, "mapping")
         grid_config = declare_config(self, MapGridConfig, "grid")
         settings = declare_config(self, MapperSettings,
@@ -114,13 +122,8 @@ class MapperNode(StartingNode):
             journal_config.replace(path=for_node(journal_config.path, node)),
             for_node(settings.save_path, node), self._channels, _ros_logger(self))
         opened = self._persistence.open(mapping, for_node(settings.state_file, node))
-        self._response_pub = self.create_publisher(PointCloud2, "uncertainty/response",
-                                                   qos.QUERY)
-        self.create_subscription(PointCloud2, "samples", self._on_samples, qos.SAMPLES)
-        # Queries and services each get a group, so that a multi-threaded executor runs a
-        # prediction for a query beside incoming samples and service calls.
-        self.create_subscription(PointCloud2, "uncertainty/query", self._on_query, qos.QUERY,
-                                 callback_group=MutuallyExclusiveCallbackGroup())
+        self._response_pub = self.create_lifecycle_publisher(
+            PointCloud2, "uncertainty/response", qos.QUERY)
         services = MutuallyExclusiveCallbackGroup()
         self.create_service(Trigger, "~/save", self._on_save, callback_group=services)
         self.create_service(Trigger, "~/reset", self._on_reset, callback_group=services)
@@ -137,6 +140,22 @@ class MapperNode(StartingNode):
             f"mapping with {mapping.method} on {opened.model.device}, "
             f"{config.grid.shape[0]} x {config.grid.shape[1]} map grid in "
             f"'{settings.map_frame}'")
+
+    def _activate(self) -> None:
+        self.create_subscription(PointCloud2, "samples", self._on_samples, qos.SAMPLES)
+        # Queries get a group, so that a multi-threaded executor runs a prediction for a
+        # query beside incoming samples and service calls (which have theirs).
+        self.create_subscription(PointCloud2, "uncertainty/query", self._on_query, qos.QUERY,
+                                 callback_group=MutuallyExclusiveCallbackGroup())
+        # The served map again: maps made while inactive (a journal's replay, a loaded
+        # state, an update that was under way) were not published.
+        self._worker.configure()
+
+    def _cleanup(self) -> None:
+        if self._worker is not None:
+            self._worker.stop()
+        if self._persistence is not None:  # an orderly end: the next start begins a new map
+            self._persistence.close()
 
     def _make_grid(self, grid: MapGridConfig, workspace: WorkspaceConfig) -> MapGrid:
         """The map grid of ``grid`` over ``workspace``, its scales for the samples' channels."""
@@ -280,16 +299,8 @@ class MapperNode(StartingNode):
                             f"resumed: {buffered} buffered batches go into the next update")
         return response
 
-    def destroy_node(self) -> None:
-        if self._worker is not None:
-            self._worker.stop()
-            self._worker = None
-        if self._persistence is not None:  # an orderly end: the next start begins a new map
-            self._persistence.close()
-        super().destroy_node()
 
-
-def _ros_logger(node: StartingNode) -> logging.Logger:
+def _ros_logger(node: Node) -> logging.Logger:
     """A logger of the node's own (outside logging's registry, which outlives nodes)."""
     logger = logging.Logger(node.get_name())
     logger.addHandler(RosLogBridge(node.get_logger(), logging.INFO))
@@ -306,7 +317,7 @@ def _evaluation_points(settings: MapperSettings,
 def main(args=None) -> None:
     # Threads for a query's prediction beside incoming samples and service calls.
     run_node(MapperNode, "mapper", args, lambda: MultiThreadedExecutor(num_threads=3),
-             start_errors=(StateFileError,))
+             start_errors=MapperNode.start_errors)
 
 
 if __name__ == "__main__":

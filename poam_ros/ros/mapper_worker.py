@@ -35,7 +35,6 @@ from typing import Sequence
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
-from rclpy.node import Node
 from std_msgs.msg import Header
 
 from poam_ros import messages as msg
@@ -49,6 +48,7 @@ from poam_ros.models import MappingConfig, OnlineSparseGP, UpdateReport, resolve
 from poam_ros.params.node_settings import MapperSettings
 from poam_ros.ros import conversions as cv
 from poam_ros.ros import qos
+from poam_ros.ros.managed import ManagedNode
 from poam_ros.ros.map_publishers import MapPublishers
 from poam_ros.workspace import Workspace
 
@@ -83,10 +83,10 @@ class MapperConfig:
 
 
 class MapperWorker:
-    """The update thread of ``node`` (its clock, log and publishers) over the map ``opened``
-    at start by ``persistence``; ``channels`` are the samples'."""
+    """The update thread of ``node`` (its clock, log, lifecycle state and publishers) over the
+    map ``opened`` at start by ``persistence``; ``channels`` are the samples'."""
 
-    def __init__(self, node: Node, config: MapperConfig, persistence: MapPersistence,
+    def __init__(self, node: ManagedNode, config: MapperConfig, persistence: MapPersistence,
                  opened: OpenedMap, channels: Sequence[str] = ()) -> None:
         self._node = node
         self._config = config
@@ -201,8 +201,10 @@ class MapperWorker:
                 if self._stopping:
                     return
                 level, text = self._tally.health(self._served is not None, self._paused)
-                record = self._tally.record(self._paused, [len(b.z) for b in self._incoming],
-                                            self._persistence.state)
+                record = replace(self._tally.record(self._paused,
+                                                    [len(b.z) for b in self._incoming],
+                                                    self._persistence.state),
+                                 lifecycle_state=self._node.lifecycle_state)
                 device = self._tally.device
             message = DiagnosticArray(status=[cv.diagnostic_status(
                 self._node.get_name(), LEVELS[level], text, record, hardware_id=device)])

@@ -82,8 +82,9 @@ from poam_ros.planners.input_check import (
 )
 from poam_ros.ros import conversions as cv
 from poam_ros.ros import qos
+from poam_ros.ros.managed import ManagedNode
 from poam_ros.ros.parameters import add_config_callback, declare_config
-from poam_ros.ros.run import StartingNode, run_node
+from poam_ros.ros.run import run_node
 from poam_ros.setup.mission_setup import MissionSetup, PlanningConfig
 from poam_ros.workspace import Workspace, WorkspaceConfig
 
@@ -108,15 +109,21 @@ class _Query:
     error: str = "no answer"
 
 
-class PlannerNode(StartingNode):
-    """Pilot survey and informative planning; see the module docstring for its interface."""
+class PlannerNode(ManagedNode):
+    """Pilot survey and informative planning; see the module docstring for its interface.
+
+    A managed node (:mod:`poam_ros.ros.managed`): configure builds the planner and draws the
+    pilot survey, activate subscribes and publishes the plan (the pilot at the first
+    activation, else a plan made while inactive), deactivate stops listening and planning
+    (a query under way fails and its draws are rewound), keeping the plan and its progress.
+    """
 
     _worker: threading.Thread | None = None
 
     def __init__(self, node_name: str = "planner", **kwargs) -> None:
         super().__init__(node_name, **kwargs)
 
-    def _start(self, node_name: str) -> None:
+    def _configure(self) -> None:
         configs = {prefix: declare_config(self, cls, prefix,
                                           read_only=[spec.name for spec in cls.specs()])
                    for prefix, cls in (("planning", PlanningConfig),
@@ -147,6 +154,10 @@ class PlannerNode(StartingNode):
         self._lock = threading.Condition()
         self._state = PILOT
         self._stopping = False
+        self._active = False  # plans are published and made only while active
+        self._path: Path | None = None  # the plan, sent while active, else at activation
+        self._path_sent = False
+        self._replayed_map: Header | None = None  # the last map's, at activation
         self._position: np.ndarray | None = None
         self._heading: float | None = None  # rad, the vehicle's yaw with _position
         self._progress: PlanProgress | None = None
@@ -170,11 +181,24 @@ class PlannerNode(StartingNode):
         self._last_plan_time = float("nan")
         self._drops_at_last_report = 0
 
-        self._plan_pub = self.create_publisher(Path, "plan", qos.LATCHED)
-        self._goal_pub = self.create_publisher(PoseStamped, "goal", qos.LATCHED)
-        self._query_pub = self.create_publisher(PointCloud2, "uncertainty/query", qos.QUERY)
+        self._last_map: Header | None = None
+        self._plan_pub = self.create_lifecycle_publisher(Path, "plan", qos.LATCHED)
+        self._goal_pub = self.create_lifecycle_publisher(PoseStamped, "goal", qos.LATCHED)
+        self._query_pub = self.create_lifecycle_publisher(PointCloud2, "uncertainty/query",
+                                                          qos.QUERY)
         self._diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics",
                                                       qos.DIAGNOSTICS)
+        self.create_timer(self._settings.diagnostics_period, self._publish_diagnostics)
+
+        self._issue(pilot, None, PILOT)
+        self._worker = threading.Thread(target=self._work, name=f"{self.get_name()}_worker",
+                                        daemon=True)
+        self._worker.start()
+        self.get_logger().info(
+            f"{self._settings.mode} {self._planner_name} planning in {self._workspace!r}; "
+            f"pilot survey of {len(pilot)} waypoints drawn")
+
+    def _activate(self) -> None:
         # A robot's odometry may be best-effort: qos_overrides./<odom>.subscription.* (as the
         # ingest's sensors).
         self.create_subscription(Odometry, "odom", self._on_odom, qos.ODOMETRY,
@@ -183,15 +207,34 @@ class PlannerNode(StartingNode):
         self.create_subscription(PointCloud2, "map", self._on_map, qos.LATCHED)
         self.create_subscription(PointCloud2, "uncertainty/response", self._on_response,
                                  qos.QUERY)
-        self.create_timer(self._settings.diagnostics_period, self._publish_diagnostics)
+        with self._lock:
+            self._active = True
+            # The latched map comes again to the new subscription: the same one is no news.
+            self._replayed_map = self._last_map
+            if not self._path_sent:
+                self._send_plan()
+            self._lock.notify_all()
 
-        self._issue(pilot, None, PILOT)
-        self._worker = threading.Thread(target=self._work, name=f"{node_name}_worker",
-                                        daemon=True)
-        self._worker.start()
-        self.get_logger().info(
-            f"{self._settings.mode} {self._planner_name} planning in {self._workspace!r}; "
-            f"pilot survey of {len(pilot)} waypoints published")
+    def _deactivate(self) -> None:
+        with self._lock:
+            self._active = False
+            self._fail_query("deactivated")
+            self._lock.notify_all()
+
+    def _cleanup(self) -> None:
+        if self._worker is not None:
+            with self._lock:
+                self._stopping = True
+                self._fail_query("shutting down")
+                self._lock.notify_all()
+            self._worker.join(timeout=1.0)
+            self._worker = None
+
+    def _fail_query(self, why: str) -> None:
+        """End the wait for an answer to the query under way (call with the lock)."""
+        if self._query is not None:
+            self._query.error = why
+            self._query.done.set()
 
     # ---------------------------------------------------------------- parameters
     def _apply_settings(self, settings: PlannerSettings) -> None:
@@ -232,6 +275,10 @@ class PlannerNode(StartingNode):
             return
         stamp = msg.time_to_nanoseconds(message.header.stamp)
         with self._lock:
+            replayed, self._replayed_map = self._replayed_map, None
+            if replayed is not None and message.header == replayed:
+                return
+            self._last_map = message.header
             if not self._inputs.map_frame(message.header.frame_id):
                 self._warn_dropped()
                 return
@@ -277,7 +324,8 @@ class PlannerNode(StartingNode):
         the odometry that reached it, or, since a map can overtake a burst of odometry, one
         that arrived during this plan and holds samples at least as new as that odometry.
         """
-        if self._state != WAITING or self._position is None or self._map_event is None:
+        if (not self._active or self._state != WAITING or self._position is None
+                or self._map_event is None):
             return False
         if time.monotonic() < self._not_before:
             return False
@@ -306,7 +354,10 @@ class PlannerNode(StartingNode):
                 with self._lock:
                     if self._stopping:
                         return
-                    self._state, self._not_before = WAITING, time.monotonic() + RETRY_PERIOD
+                    self._state = WAITING
+                    if not self._active:  # deactivated: plan again once active
+                        continue
+                    self._not_before = time.monotonic() + RETRY_PERIOD
                     self._failures += 1
                     self._failed, self._last_failure = True, str(error)
                 self.warn_throttled("planning", f"planning failed, retrying: {error}")
@@ -337,10 +388,11 @@ class PlannerNode(StartingNode):
         return query.spread
 
     def _issue(self, waypoints: np.ndarray, position: np.ndarray | None, state: str) -> None:
-        """Publish ``waypoints`` (K, 2) as the plan and its last pose as the goal."""
+        """Publish ``waypoints`` (K, 2) as the plan and its last pose as the goal (while
+        inactive: at the next activation)."""
         yaws = None if position is None else cv.arrival_headings(position, waypoints)
         # Under the lock, so that progress is measured against the plan from its first
-        # odometry on, and nothing is published once destroy_node has begun.
+        # odometry on, and nothing is published once the node is deactivated or cleaned up.
         with self._lock:
             if self._stopping:
                 return
@@ -350,10 +402,17 @@ class PlannerNode(StartingNode):
             if state == DRIVING:
                 self._goals += 1
             header = Header(stamp=self.get_clock().now().to_msg(), frame_id=frame)
-            path = cv.path_from_waypoints(header, waypoints, yaws)
-            self._plan_pub.publish(path)
-            self._goal_pub.publish(path.poses[-1])
+            self._path = cv.path_from_waypoints(header, waypoints, yaws)
+            self._path_sent = False
+            if self._active:
+                self._send_plan()
         self._publish_diagnostics()
+
+    def _send_plan(self) -> None:
+        """Publish the plan and its goal (call with the lock, while active)."""
+        self._plan_pub.publish(self._path)
+        self._goal_pub.publish(self._path.poses[-1])
+        self._path_sent = True
 
     # ---------------------------------------------------------------- diagnostics
     def _publish_diagnostics(self) -> None:
@@ -369,7 +428,8 @@ class PlannerNode(StartingNode):
                 maps_received=self._maps, failures=self._failures,
                 clock_resets=self._inputs.clock_resets, last_failure=self._last_failure,
                 last_plan_time=self._last_plan_time,
-                dropped={reason: self._inputs.dropped[reason] for reason in REASONS})
+                dropped={reason: self._inputs.dropped[reason] for reason in REASONS},
+                lifecycle_state=self.lifecycle_state)
             new_drops = self._inputs.total - self._drops_at_last_report
             self._drops_at_last_report = self._inputs.total
             if self._failed:
@@ -385,18 +445,6 @@ class PlannerNode(StartingNode):
                 self.get_name(), level, text, record)])
             message.header.stamp = self.get_clock().now().to_msg()
             self._diagnostics_pub.publish(message)
-
-    def destroy_node(self) -> None:
-        if self._worker is not None:
-            with self._lock:
-                self._stopping = True
-                if self._query is not None:
-                    self._query.error = "shutting down"
-                    self._query.done.set()
-                self._lock.notify_all()
-            self._worker.join(timeout=1.0)
-            self._worker = None
-        super().destroy_node()
 
 
 def main(args=None) -> None:

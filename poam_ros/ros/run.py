@@ -74,38 +74,24 @@ def init_rclpy(args=None, context=None) -> None:
 
 
 def spin_until_stopped(executor: Executor, stop: threading.Event,
-                       duration: float | None = None) -> None:
-    """Spin ``executor`` until ``stop`` is set, its context shuts down, or ``duration``
-    seconds have passed (``None``: no limit)."""
+                       duration: float | None = None,
+                       finished: threading.Event | None = None) -> None:
+    """Spin ``executor`` until ``stop`` (or ``finished``: a managed node's shutdown
+    transition) is set, its context shuts down, or ``duration`` seconds have passed
+    (``None``: no limit)."""
     end = None if duration is None else time.monotonic() + duration
     context = executor.context
-    while not stop.is_set() and context.ok() and (end is None or time.monotonic() < end):
+    while (not stop.is_set() and not (finished is not None and finished.is_set())
+           and context.ok() and (end is None or time.monotonic() < end)):
         executor.spin_once(timeout_sec=STOP_CHECK_PERIOD)
 
 
-class StartingNode(Node):
-    """The base of every node of the package: a node whose set-up, :meth:`_start`, may fail (a
-    bad parameter, an unreadable file): the node then leaves the graph at once, rather than
-    when its context shuts down, and the error propagates to :func:`run_node` or the caller.
-    Before it, :func:`~poam_ros.ros.parameter_sources.check_parameter_sources` reports a
-    parameter file that gives the node nothing and refuses unset required values.
+class ThrottledWarnings:
+    """A node's warnings, each kind at most every ``WARN_INTERVAL`` seconds (a mixin of
+    :class:`StartingNode` and :class:`~poam_ros.ros.managed.ManagedNode`, which set
+    ``_warned``: key -> time.monotonic() of its last warning)."""
 
-    A subclass with arguments of its own keeps them as attributes before it calls
-    ``super().__init__(node_name, **node_kwargs)``, which calls :meth:`_start`.
-    """
-
-    def __init__(self, node_name: str, **kwargs) -> None:
-        super().__init__(node_name, **kwargs)
-        self._warned: dict[str, float] = {}  # key -> time.monotonic() of its last warning
-        try:
-            check_parameter_sources(self)
-            self._start(node_name)
-        except BaseException:
-            Node.destroy_node(self)  # not the subclass's: its set-up did not complete
-            raise
-
-    def _start(self, node_name: str) -> None:
-        raise NotImplementedError
+    _warned: dict[str, float]
 
     def warn_throttled(self, key: str, message: str, expected: bool = False) -> None:
         """Log ``message`` as a warning (as information when ``expected``) unless one of the
@@ -123,19 +109,46 @@ class StartingNode(Node):
             self.get_logger().warning(message)
 
 
+class StartingNode(ThrottledWarnings, Node):
+    """The base of the package's plain nodes: a node whose set-up, :meth:`_start`, may fail (a
+    bad parameter, an unreadable file): the node then leaves the graph at once, rather than
+    when its context shuts down, and the error propagates to :func:`run_node` or the caller.
+
+    Before it, :func:`~poam_ros.ros.parameter_sources.check_parameter_sources` reports a
+    parameter file that gives the node nothing and refuses unset required values.
+
+    A subclass with arguments of its own keeps them as attributes before it calls
+    ``super().__init__(node_name, **node_kwargs)``, which calls :meth:`_start`.
+    """
+
+    def __init__(self, node_name: str, **kwargs) -> None:
+        super().__init__(node_name, **kwargs)
+        self._warned = {}
+        try:
+            check_parameter_sources(self)
+            self._start(node_name)
+        except BaseException:
+            Node.destroy_node(self)  # not the subclass's: its set-up did not complete
+            raise
+
+    def _start(self, node_name: str) -> None:
+        raise NotImplementedError
+
+
 def spin_node(node: Node, stop: threading.Event,
               make_executor: Callable[[], Executor] = SingleThreadedExecutor,
               duration: float | None = None) -> None:
     """Spin ``node`` until ``stop`` (or ``duration`` s, see :func:`spin_until_stopped`);
     then callbacks in flight get ``CALLBACK_GRACE`` seconds to finish, the node is destroyed
-    and rclpy shut down. The log marks the start and the end of that teardown, so that a
-    process that does not exit shows where it stands."""
+    and rclpy shut down. A managed node's shutdown transition (its ``finalized`` event, set
+    when a supervisor shuts it down) also ends the spin. The log marks the start and the end
+    of that teardown, so that a process that does not exit shows where it stands."""
     executor = None
     logger = node.get_logger()
     try:
         executor = make_executor()
         executor.add_node(node)
-        spin_until_stopped(executor, stop, duration)
+        spin_until_stopped(executor, stop, duration, getattr(node, "finalized", None))
     finally:
         logger.info("stopping")
         if executor is not None:
@@ -172,8 +185,10 @@ def run_node(make_node: Callable[[], Node], name: str, args=None,
     or SIGTERM, also one that came while it was being built. A :class:`ConfigError` while
     building (a bad parameter), or one of the node's ``start_errors`` (a file it needs that
     cannot be used, with a message that names it), is logged as one line and exits with
-    status 1, without a traceback. The package's ``logging`` warnings go to the node's
-    ROS log (:class:`RosLogBridge`)."""
+    status 1, without a traceback: for a managed node, a failed configure at autostart
+    (with ``autostart: false`` the node stays up, unconfigured, and the failure of a
+    supervisor's configure is the transition's, logged by the node). The package's
+    ``logging`` warnings go to the node's ROS log (:class:`RosLogBridge`)."""
     bridge = RosLogBridge(rclpy.logging.get_logger(name))
     bridge.setFormatter(logging.Formatter("%(name)s: %(message)s"))
     logging.getLogger("poam_ros").addHandler(bridge)
