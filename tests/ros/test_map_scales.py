@@ -12,6 +12,19 @@ from poam_ros.ros.map_publishers import MapPublishers
 EXTENT = (0.0, 4.0, 0.0, 2.0)
 
 
+@pytest.fixture
+def lifecycle_node(ros_context, nodes_to_destroy):
+    """``lifecycle_node(name)``: a lifecycle node (the mapper's publishers are lifecycle
+    publishers), destroyed after the test."""
+    from rclpy.lifecycle import Node as LifecycleNode
+
+    def make(name: str) -> LifecycleNode:
+        nodes_to_destroy.append(LifecycleNode(name, context=ros_context))
+        return nodes_to_destroy[-1]
+
+    return make
+
+
 def layers(std: np.ndarray, channel_mean=None, channel_std=None) -> MapLayers:
     return MapLayers(mean=np.zeros_like(std), std=std, lengthscale=None,
                      inducing=np.empty((0, 2)), inducing_mean=np.empty(0), predict_time=0.0,
@@ -19,8 +32,8 @@ def layers(std: np.ndarray, channel_mean=None, channel_std=None) -> MapLayers:
                      channel_stds=None if channel_std is None else channel_std[None])
 
 
-def test_the_same_std_gives_the_same_cells_on_two_maps(make_node):
-    publishers = MapPublishers(make_node("scales_probe"))
+def test_the_same_std_gives_the_same_cells_on_two_maps(lifecycle_node):
+    publishers = MapPublishers(lifecycle_node("scales_probe"))
     grid = MapGrid(EXTENT, 1.0, scales=GridScales((0.0, 20.0)))
     calm = np.full(grid.shape, 2.0)
     rough = calm.copy()
@@ -35,10 +48,10 @@ def test_the_same_std_gives_the_same_cells_on_two_maps(make_node):
     assert (over == 100).all()  # clipped above the scale
 
 
-def test_channel_grids_follow_their_scales(make_node):
+def test_channel_grids_follow_their_scales(lifecycle_node):
     config = MapGridConfig(resolution=1.0, channel_scales=[0.0, 10.0, 2.0])
     grid = MapGrid(EXTENT, 1.0, scales=GridScales.from_config(config, ("salinity",)))
-    publishers = MapPublishers(make_node("channel_scales_probe"), ("salinity",))
+    publishers = MapPublishers(lifecycle_node("channel_scales_probe"), ("salinity",))
     mean, std = np.full(grid.shape, 5.0), np.full(grid.shape, 0.5)
     mean_grid, std_grid = publishers.messages(Header(), grid,
                                               layers(std, mean, std)).channel_grids
