@@ -71,6 +71,7 @@ from poam_ros.params import ConfigError
 from poam_ros.ros import conversions as cv
 from poam_ros.ros import qos
 from poam_ros.ros.managed import ManagedNode
+from poam_ros.ros.node_status import node_status, status_array
 from poam_ros.ros.parameters import add_config_callback, declare_config
 from poam_ros.ros.run import run_node
 from poam_ros.workspace import Workspace, WorkspaceConfig
@@ -281,9 +282,8 @@ class IngestNode(ManagedNode):
             channel_dropped={name: received[name] - placed[name]
                              - core.channel_waiting(name) for name in channels},
             lifecycle_state=self.lifecycle_state)
-        status = cv.diagnostic_status(self.get_name(), level, message, record)
-        self._diagnostics_pub.publish(cv.diagnostic_array(latest[0] if latest else 0.0,
-                                                          [status]))
+        self._diagnostics_pub.publish(status_array(self, [node_status(self, level, message,
+                                                                      record)]))
 
 
 def main(args=None) -> None:

@@ -50,6 +50,7 @@ from poam_ros.ros import conversions as cv
 from poam_ros.ros import qos
 from poam_ros.ros.managed import ManagedNode
 from poam_ros.ros.map_publishers import MapPublishers
+from poam_ros.ros.node_status import node_status, status_array
 from poam_ros.workspace import Workspace
 
 SNAPSHOT_WAIT = 10.0  # s a query waits at most for the model of a map just published
@@ -206,10 +207,8 @@ class MapperWorker:
                                                     self._persistence.state),
                                  lifecycle_state=self._node.lifecycle_state)
                 device = self._tally.device
-            message = DiagnosticArray(status=[cv.diagnostic_status(
-                self._node.get_name(), LEVELS[level], text, record, hardware_id=device)])
-            message.header.stamp = self._node.get_clock().now().to_msg()
-            self._diagnostics.publish(message)
+            self._diagnostics.publish(status_array(self._node, [node_status(
+                self._node, LEVELS[level], text, record, device)]))
 
     def stop(self) -> None:
         """Publish nothing more and wait for an update in progress: the process must not exit

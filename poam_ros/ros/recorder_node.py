@@ -56,9 +56,9 @@ from poam_ros.bags import (
 from poam_ros.diagnostics import RecorderStatus
 from poam_ros.ingest import SequenceGaps
 from poam_ros.params import ConfigError
-from poam_ros.ros import conversions as cv
 from poam_ros.ros import qos
 from poam_ros.ros.bag_qos import message_class, qos_to_dict, subscription_qos
+from poam_ros.ros.node_status import node_status, status_array
 from poam_ros.ros.parameters import declare_config
 from poam_ros.ros.run import StartingNode, run_node
 
@@ -279,10 +279,8 @@ class RecorderNode(StartingNode):
         record = RecorderStatus(messages=sum(counts.values()), queued=queued, lost=lost,
                                 topics=len(counts), count=dict(counts),
                                 lost_per_topic=dict(self.lost), refused=dict(self.refused))
-        status = cv.diagnostic_status(self.get_name(), level, message, record)
-        array = DiagnosticArray(status=[status])
-        array.header.stamp = self.get_clock().now().to_msg()
-        self._diagnostics_pub.publish(array)
+        self._diagnostics_pub.publish(status_array(self, [node_status(self, level, message,
+                                                                      record)]))
 
 
 def _never_called(_message) -> None:

@@ -41,6 +41,7 @@ from poam_ros.geo.georeference import GeoConfig, GeoReference
 from poam_ros.params import ConfigError
 from poam_ros.ros import conversions as cv
 from poam_ros.ros import qos
+from poam_ros.ros.node_status import node_status, status_array
 from poam_ros.ros.parameters import add_config_callback, declare_config
 from poam_ros.ros.run import StartingNode, run_node
 from poam_ros.setup.terrain import TerrainConfig, terrain_from_config
@@ -251,8 +252,9 @@ class SimulatedAuvNode(StartingNode):
                                  waypoints_reached=reached, waypoints=total, holding=holding,
                                  plans_refused=self.plans_refused,
                                  pings_off_terrain=auv.pings_off_terrain)
-        status = cv.diagnostic_status(self.get_name(), level, message, record)
-        self._diagnostics_pub.publish(cv.diagnostic_array(auv.time, [status]))
+        # stamped with the simulation's time: this node's clock is the /clock it publishes
+        self._diagnostics_pub.publish(status_array(self, [node_status(self, level, message,
+                                                                      record)], auv.time))
 
 
 def missing_nodes(required: list[str], subscribers: list[tuple[str, str]]) -> list[str]:
