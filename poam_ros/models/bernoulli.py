@@ -35,8 +35,6 @@ units. A core class used offline (``poam_ros.benchmark.dual_gp_paper``), saved a
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import torch
 from scipy.special import ndtr
@@ -44,6 +42,7 @@ from torch import Tensor
 
 from poam_ros.models.batch_terms import CrossCovariance, KernelCross
 from poam_ros.models.dual_gp import Conditioned, DualGP, DualObjective, marginals, site_terms
+from poam_ros.models.likelihoods import GAUSS_HERMITE_POINTS, LIKELIHOODS
 from poam_ros.models.objectives import TrainingObjective
 from poam_ros.models.posterior import (
     TERMS_DTYPE,
@@ -55,24 +54,13 @@ from poam_ros.models.posterior import (
 from poam_ros.models.prediction import Prediction
 from poam_ros.models.samples import MALFORMED_BATCH, BatchReport, InvalidBatchError
 
-GAUSS_HERMITE_POINTS = 20
-
 
 def probit_expectations(y: Tensor, mean: Tensor, var: Tensor,
                         points: int = GAUSS_HERMITE_POINTS) -> tuple[Tensor, Tensor, Tensor]:
-    """E_q[log Φ(y f)], α̂ and β̂ (each (N,)) for labels y = ±1 and q(f) = N(mean, var > 0)."""
-    nodes, weights = np.polynomial.hermite.hermgauss(points)
-    nodes, weights = (torch.as_tensor(a, dtype=mean.dtype, device=mean.device)
-                      for a in (nodes, weights / math.sqrt(math.pi)))
-    spread = (2.0 * var).sqrt().unsqueeze(-1)
-    z = y.unsqueeze(-1) * (mean.unsqueeze(-1) + spread * nodes)
-    log_cdf = torch.special.log_ndtr(z)
-    slope = y.unsqueeze(-1) * torch.exp(-0.5 * z.square() - 0.5 * math.log(2 * math.pi)
-                                        - log_cdf)  # ∂_f log Φ(y f) = y φ/Φ
-    expected = (weights * log_cdf).sum(-1)
-    alpha = (weights * slope).sum(-1)
-    beta = -2.0 * (weights * nodes * slope / spread).sum(-1)
-    return expected, alpha, beta
+    """E_q[log Φ(y f)], α̂ and β̂ (each (N,)) for labels y = ±1 and q(f) = N(mean, var > 0):
+    the Bernoulli channel's quadrature (:class:`~.likelihoods.Bernoulli`)."""
+    return LIKELIHOODS["bernoulli"].expectations(0.5 * (y + 1.0), mean, var,
+                                                 torch.ones((), dtype=mean.dtype), points)
 
 
 class BernoulliPrediction(Prediction):

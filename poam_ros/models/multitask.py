@@ -44,12 +44,14 @@ from poam_ros.kernels import make_kernel
 from poam_ros.models import state as model_state
 from poam_ros.models.buffer import SampleBuffer
 from poam_ros.models.intake import Intake
+from poam_ros.models.likelihoods import LIKELIHOODS
 from poam_ros.models.linalg import NumericalError, robust_cholesky
 from poam_ros.models.lmc import LMCKernel, block_cholesky, predictive_covariance
 from poam_ros.models.prediction import Prediction
 from poam_ros.models.report import UpdateReport
 from poam_ros.models.samples import InvalidBatchError
 from poam_ros.models.sparse_gp import OnlineSparseGP
+from poam_ros.params import ConfigError
 from poam_ros.scalers import StandardScaler
 
 
@@ -63,9 +65,12 @@ class ChannelScalers:
     mission on the embedded terrain (K = 20) that made the predictive standard deviations ~10×
     too small (MSLL 42 against POAM's −0.55)."""
 
-    def __init__(self, output_dim: int, min_samples: int):
+    def __init__(self, output_dim: int, min_samples: int, standardised: list[bool] | None = None):
         self.scalers = [StandardScaler() for _ in range(output_dim)]
         self.min_samples = min_samples
+        #: per channel: False for a non-Gaussian one, whose targets (labels, counts) its
+        #: likelihood reads as they are (fitted to the identity)
+        self.standardised = [True] * output_dim if standardised is None else list(standardised)
 
     @property
     def active(self) -> np.ndarray:
@@ -79,7 +84,10 @@ class ChannelScalers:
         for d, scaler in enumerate(self.scalers):
             values = y[:, d][np.isfinite(y[:, d])]
             if not scaler.fitted and len(values) >= self.min_samples:
-                scaler.fit(values)
+                if self.standardised[d]:
+                    scaler.fit(values)
+                else:
+                    scaler.mean, scaler.std = 0.0, 1.0
                 fresh.append(d)
         return fresh
 
@@ -106,13 +114,14 @@ class ChannelScalers:
         return np.array([scaler.std if scaler.fitted else np.nan for scaler in self.scalers])
 
     def state_dict(self) -> dict:
-        return {"min_samples": self.min_samples,
+        return {"min_samples": self.min_samples, "standardised": self.standardised,
                 "channels": [scaler.state_dict() if scaler.fitted else None
                              for scaler in self.scalers]}
 
     @classmethod
     def from_state_dict(cls, state: dict) -> "ChannelScalers":
-        scalers = cls(len(state["channels"]), int(state["min_samples"]))
+        scalers = cls(len(state["channels"]), int(state["min_samples"]),
+                      state.get("standardised"))
         scalers.scalers = [StandardScaler() if channel is None
                            else StandardScaler.from_state_dict(channel)
                            for channel in state["channels"]]
@@ -184,7 +193,7 @@ class MultiTaskPrediction(Prediction):
         var = cov.diagonal(dim1=1, dim2=2)
         var.copy_(var.clamp_min(1e-9 * prior))
         if include_noise:
-            var += model.noise
+            var += model.noise * model.gaussian_channels
         mean, cov = mean.cpu().double().numpy(), cov.cpu().double().numpy()  # two transfers
         std = np.sqrt(np.diagonal(cov, axis1=1, axis2=2))
         active = model.y_scaler.active
@@ -210,6 +219,12 @@ class MultiTaskSparseGP(OnlineSparseGP):
             raise ValueError(f"output_dim must be at least 1, got {output_dim}")
         self.output_dim = int(output_dim)
         config = self.config
+        names = config.channel_likelihoods or ["gaussian"] * self.output_dim
+        if len(names) != self.output_dim:
+            raise ConfigError(f"mapping.channel_likelihoods names {len(names)} channels, the "
+                              f"model has {self.output_dim}")
+        #: p_d(y | f) per channel (:mod:`.likelihoods`)
+        self.likelihoods = [LIKELIHOODS[name] for name in names]
         # Latent 0 is the kernel the base built after seeding: with Q = 1 the initial kernel is
         # that of the single-channel models.
         latents = [self.kernel] + [make_kernel(config.kernel, input_dim, config)
@@ -222,7 +237,8 @@ class MultiTaskSparseGP(OnlineSparseGP):
         self.likelihood.noise = config.initial_noise_variance
         self.trainer = self._make_trainer()
         self.intake = Intake(input_dim, ChannelBuffer(input_dim, self.output_dim),
-                             ChannelScalers(self.output_dim, config.channel_min_samples),
+                             ChannelScalers(self.output_dim, config.channel_min_samples,
+                                            [p.gaussian for p in self.likelihoods]),
                              self._as_batch)
         self._backlog: tuple[np.ndarray, list[int]] | None = None
         self._estep_batch: tuple[Tensor, Tensor] | None = None
@@ -245,7 +261,12 @@ class MultiTaskSparseGP(OnlineSparseGP):
         if y.shape != (x.shape[0], self.output_dim):
             raise InvalidBatchError(f"targets must have shape ({x.shape[0]}, {self.output_dim}), "
                                     f"got {y.shape}")
-        return x, np.where(np.isfinite(y), y, np.nan)  # ±inf: not measured
+        y = np.where(np.isfinite(y), y, np.nan)  # ±inf: not measured
+        for d, likelihood in enumerate(self.likelihoods):
+            if not likelihood.check(y[:, d]):
+                raise InvalidBatchError(f"channel {d} is {likelihood.name}: its targets must "
+                                        f"be {likelihood.targets}")
+        return x, y
 
     # ------------------------------------------------------------------ update
     def update(self, max_new: int | None = None) -> UpdateReport:
@@ -274,6 +295,8 @@ class MultiTaskSparseGP(OnlineSparseGP):
         correlation = self.channel_correlation()
         pairs = {f"correlation_{d}_{e}": float(correlation[d, e])
                  for d in range(self.output_dim) for e in range(d + 1, self.output_dim)}
+        gaussian = np.array([p.gaussian for p in self.likelihoods])
+        noise = np.where(gaussian, noise, np.nan).tolist()  # none for a non-Gaussian channel
         noise_std = np.sqrt(noise) * self.y_scaler.stds  # NaN for channels not in the model
         return {"num_latents": self.config.num_latents,
                 "active_channels": int(self.y_scaler.active.sum()),
@@ -316,6 +339,24 @@ class MultiTaskSparseGP(OnlineSparseGP):
     def noise(self) -> Tensor:
         """σ_d² (D,), scaled units."""
         return self.likelihood.noise.reshape(-1)
+
+    @property
+    def gaussian_channels(self) -> Tensor:
+        """1 for a Gaussian channel, 0 for another (D,), in the model's dtype."""
+        return torch.as_tensor([float(p.gaussian) for p in self.likelihoods], dtype=self.dtype,
+                               device=self.device)
+
+    @property
+    def term_noise(self) -> Tensor:
+        """The noise variance each channel's data terms are divided by (D, detached): σ_d² for a
+        Gaussian channel, 1 for another, whose terms carry their sites' precisions."""
+        gaussian = self.gaussian_channels
+        return self.noise.detach() * gaussian + (1.0 - gaussian)
+
+    @property
+    def heterogeneous(self) -> bool:
+        """Whether some channel is not Gaussian (its E-step then iterates, :mod:`.sites`)."""
+        return not all(p.gaussian for p in self.likelihoods)
 
     @property
     def mixing(self) -> Tensor:
