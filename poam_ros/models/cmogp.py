@@ -26,8 +26,9 @@ q(u) = Π_q q(u_q), each N(m_q, S_q) over the Q latents' outputs at the shared i
    other factors is the closed form of :func:`~.posterior.streaming_posterior` with that site
    on b itself (the residual targets y_d − Σ_{p≠q} a_{p,d} μ_p, weights a_{q,d}²/σ_d²). The
    paper follows the gradient of F; coordinate ascent reaches the same optimum without a
-   learning rate. With Q = 1 one step is exact; ``cmogp.sweeps`` sweeps otherwise, started
-   from q̃'s means. At unchanged ψ, p_new and p_old cancel: q is q̃ conditioned on the batch.
+   learning rate. With Q = 1 one step is exact; otherwise at most ``cmogp.sweeps`` sweeps,
+   started from q̃'s means, until no mean moves. At unchanged ψ, p_new and p_old cancel: q is
+   q̃ conditioned on the batch.
    A non-Gaussian channel (Sec. 3.4: Bernoulli, Poisson; ``channel_likelihoods``) has its
    expected log-likelihood by Gauss–Hermite quadrature (:mod:`.likelihoods`) and enters the
    E-step through Gaussian sites iterated to the bound's stationary point (:mod:`.sites`).
@@ -70,6 +71,9 @@ from poam_ros.models.objectives import TrainingObjective
 from poam_ros.models.posterior import StreamingPrior, VariationalPosterior, streaming_posterior
 from poam_ros.models.selection import InducingUpdate
 from poam_ros.models.sites import BatchSites, iterate_sites
+
+#: relative change of the means below which the coordinate sweeps stop
+SWEEP_TOLERANCE = 1e-12
 
 
 class ContinualBound(TrainingObjective):
@@ -155,11 +159,14 @@ class CMOGP(MultiTaskSparseGP):
         config, kernel = self.config, self.kernel
         cross = LatentCross(kernel, z, x)
         fixed = channel_terms(cross, sites.gaussian_targets())
+        latest: list[VariationalPosterior] = []  # the previous iteration's q, a warm start
 
         def solve() -> VariationalPosterior:
             terms = fixed if not sites.any else tuple(
                 a + b for a, b in zip(fixed, channel_terms(cross, *sites.site_targets())))
-            return self._mean_field(z, terms, priors)
+            latest[:] = [self._mean_field(z, terms, priors,
+                                          latest[0].mean if latest else None)]
+            return latest[0]
 
         def marginals(posterior: VariationalPosterior) -> tuple[Tensor, Tensor]:
             chols = self.latent_choleskys(z)
@@ -170,9 +177,12 @@ class CMOGP(MultiTaskSparseGP):
         return iterate_sites(sites, solve, marginals, config.site_steps, config.site_rate)
 
     def _mean_field(self, z: Tensor, terms: tuple[Tensor, Tensor],
-                    priors: list[StreamingPrior] | None) -> VariationalPosterior:
+                    priors: list[StreamingPrior] | None,
+                    start: Tensor | None = None) -> VariationalPosterior:
         """The factorised q(u) at inducing inputs z from the batch's per-channel terms
-        (:func:`~.lmc.channel_terms`, sites included) and ``priors``."""
+        (:func:`~.lmc.channel_terms`, sites included) and ``priors``: at most ``cmogp.sweeps``
+        sweeps from the means ``start`` (QM; default q̃'s), fewer once no mean moves by more
+        than ``SWEEP_TOLERANCE`` of the largest."""
         config, kernel = self.config, self.kernel
         num_latents, size = kernel.num_latents, z.shape[0]
         chols = self.latent_choleskys(z)
@@ -183,13 +193,17 @@ class CMOGP(MultiTaskSparseGP):
         one = torch.ones((), dtype=self.dtype, device=self.device)
         k_ab = [None] * num_latents if priors is None else [
             self.latent_inducing_cross(q, prior.inducing, z) for q, prior in enumerate(priors)]
-        means = ([torch.zeros(size, dtype=self.dtype, device=self.device)] * num_latents
-                 if priors is None else
-                 [continual_prior(prior, k)[0] for prior, k in zip(priors, k_ab)])
+        if start is not None:
+            means = list(start.reshape(num_latents, size))
+        elif priors is None:
+            means = [torch.zeros(size, dtype=self.dtype, device=self.device)] * num_latents
+        else:
+            means = [continual_prior(prior, k)[0] for prior, k in zip(priors, k_ab)]
         alphas = [torch.cholesky_solve(m.unsqueeze(-1), chol).squeeze(-1)
                   for m, chol in zip(means, chols)]  # K_q⁻¹ m_q
         factors = [None] * num_latents
         for _ in range(1 if num_latents == 1 else config.cmogp.sweeps):
+            previous = torch.cat(means)
             for q in range(num_latents):
                 residual = vector[:, q] - sum(
                     mixing[p].unsqueeze(1) * (matrix[:, q, :, p] @ alphas[p])
@@ -202,6 +216,10 @@ class CMOGP(MultiTaskSparseGP):
                                                  config.max_jitter_tries)
                 alphas[q] = torch.cholesky_solve(factors[q].mean.unsqueeze(-1),
                                                  chols[q]).squeeze(-1)
+                means[q] = factors[q].mean
+            moved = (torch.cat(means) - previous).abs().max()
+            if moved <= SWEEP_TOLERANCE * previous.abs().max().clamp_min(1.0):
+                break
         return VariationalPosterior(torch.cat([f.mean for f in factors]),
                                     torch.block_diag(*[f.sqrt for f in factors]),
                                     sum(f.logdet for f in factors))

@@ -14,8 +14,12 @@ M-step's Adam or L-BFGS, bad-input counting, the state file) is inherited from
   (the pilot survey's, or about its first K for a slow channel) and frozen, and its earlier
   samples join the E-step of that update (once).
 * ``predict(x)`` returns means and standard deviations (N × D; (N,) arrays when D = 1, the
-  single-channel API) and with ``covariance=True`` the cross-channel covariance (N × D × D).
-  A channel not in the model yet predicts NaN.
+  single-channel API) and with ``covariance=True`` the cross-channel covariance (N × D × D);
+  for a non-Gaussian channel those of its latent f_d, and :meth:`predict_response` its
+  expected observation (a probability, a rate). A channel not in the model yet predicts NaN.
+* Each channel's likelihood (``mapping.channel_likelihoods``, :mod:`.likelihoods`): a
+  non-Gaussian channel's targets (labels 0/1, counts) are checked, not scaled, and it has no
+  noise variance (``noise_<d>`` NaN).
 * Q latent kernels (each the configured kernel, ``num_latents``), mixing weights a (Q × D,
   each latent's row of unit length, so that the latents' amplitudes alone scale the channels'
   variances: :class:`~.lmc.LMCKernel`) and a noise variance per channel, all learned by the
@@ -391,6 +395,19 @@ class MultiTaskSparseGP(OnlineSparseGP):
         """Per-channel means and standard deviations at x (N × input_dim, world units), with
         ``covariance`` the cross-channel covariance: :meth:`MultiTaskPrediction.predict`."""
         return self.prediction.predict(x, include_noise, block_rows, kernel_dtype, covariance)
+
+    def predict_response(self, x) -> np.ndarray:
+        """E[y_d] at x (N × input_dim, world units) per channel (N × D; (N,) when D = 1): the
+        mean of a Gaussian channel, P(y = 1) = Φ(μ/√(1 + v)) of a Bernoulli one, the rate
+        e^{μ + v/2} of a Poisson one (:meth:`.likelihoods.Likelihood.response` of the latent
+        f_d's N(μ, v))."""
+        mean, std = (np.reshape(a, (len(a), self.output_dim)) for a in self.predict(x))
+        out = mean.copy()
+        for d, likelihood in enumerate(self.likelihoods):
+            if not likelihood.gaussian:
+                out[:, d] = likelihood.response(torch.as_tensor(mean[:, d]),
+                                                torch.as_tensor(std[:, d] ** 2)).numpy()
+        return out[:, 0] if self.output_dim == 1 else out
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict:
