@@ -28,9 +28,11 @@ objective with the same quadrature (the all-data objective is the Gaussian ELBO)
 not scaled; :meth:`predict` gives the latent f, :meth:`predict_proba` P(y = 1) =
 Φ(μ/√(1 + v)).
 
-Not a registered mapping method: its output is a probability, not a (mean, std) in target
-units. A core class used offline (``poam_ros.benchmark.dual_gp_paper``), saved and loaded with
-``BernoulliDualGP.save`` / ``BernoulliDualGP.load``; the rate and step count are not saved.
+The mapping method ``dual-gp-bernoulli`` (its one channel's ``channel_likelihoods`` is
+``bernoulli``): its map is the latent f's mean and standard deviation, from which
+:meth:`~BernoulliDualGP.predict_proba` gives the probability; the ``dual.*`` options as
+``dual-gp``'s. The rate and step count are constructor arguments (the mapper's: 0.8 and 10),
+not saved.
 """
 
 from __future__ import annotations
@@ -81,6 +83,7 @@ class BernoulliDualGP(DualGP):
 
     method = "dual-gp-bernoulli"
     prediction_type = BernoulliPrediction
+    channel_likelihoods = ("bernoulli",)
 
     def __init__(self, config=None, input_dim: int = 2, blr_rate: float = 0.8,
                  blr_steps: int = 10):
@@ -150,9 +153,12 @@ class BernoulliDualGP(DualGP):
     def _expected_log_lik(self, mean: Tensor, var: Tensor, y: Tensor) -> Tensor:
         return probit_expectations(y, mean, var)[0]
 
-    def predict(self, x) -> tuple[np.ndarray, np.ndarray]:
+    def predict(self, x, include_noise: bool = False, block_rows: int = 2048,
+                kernel_dtype: torch.dtype | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Mean and standard deviation of the latent f at x (N × D, world units), (N,) each:
-        :meth:`BernoulliPrediction.predict`."""
+        :meth:`BernoulliPrediction.predict`. The other arguments are the mappers' interface: a
+        label has no observation noise to include, and the kernel blocks are bounded by
+        memory, evaluated in the model's precision."""
         return self.prediction.predict(x)
 
     def predict_proba(self, x) -> np.ndarray:

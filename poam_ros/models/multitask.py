@@ -55,7 +55,6 @@ from poam_ros.models.prediction import Prediction
 from poam_ros.models.report import UpdateReport
 from poam_ros.models.samples import InvalidBatchError
 from poam_ros.models.sparse_gp import OnlineSparseGP
-from poam_ros.params import ConfigError
 from poam_ros.scalers import StandardScaler
 
 
@@ -217,18 +216,14 @@ class MultiTaskSparseGP(OnlineSparseGP):
 
     prediction_type = MultiTaskPrediction
 
+    channel_likelihoods = tuple(LIKELIHOODS)
+
     def __init__(self, config=None, input_dim: int = 2, output_dim: int = 1):
-        super().__init__(config, input_dim)
         if int(output_dim) < 1:
             raise ValueError(f"output_dim must be at least 1, got {output_dim}")
         self.output_dim = int(output_dim)
+        super().__init__(config, input_dim)
         config = self.config
-        names = config.channel_likelihoods or ["gaussian"] * self.output_dim
-        if len(names) != self.output_dim:
-            raise ConfigError(f"mapping.channel_likelihoods names {len(names)} channels, the "
-                              f"model has {self.output_dim}")
-        #: p_d(y | f) per channel (:mod:`.likelihoods`)
-        self.likelihoods = [LIKELIHOODS[name] for name in names]
         # Latent 0 is the kernel the base built after seeding: with Q = 1 the initial kernel is
         # that of the single-channel models.
         latents = [self.kernel] + [make_kernel(config.kernel, input_dim, config)

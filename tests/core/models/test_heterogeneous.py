@@ -8,13 +8,14 @@ import torch
 from gp_reference import fit_stream
 from scipy.special import ndtr
 
-from poam_ros.models import MappingConfig, load_model
+from poam_ros.models import MappingConfig, load_model, make_model
 from poam_ros.models.cmogp import CMOGP, CMOGPBui, ContinualBound
 from poam_ros.models.likelihoods import LIKELIHOODS, Gaussian
 from poam_ros.models.lmc import expected_log_likelihood, kl_to_prior, whitened_posterior
 from poam_ros.models.poam_mt import PoamMT
 from poam_ros.models.posterior import VariationalPosterior
 from poam_ros.models.samples import InvalidBatchError
+from poam_ros.params import ConfigError
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
@@ -185,10 +186,14 @@ def test_labels_and_counts_are_checked_and_not_scaled():
 
 
 def test_declared_likelihoods_must_match_the_channels():
-    with pytest.raises(Exception, match="channel_likelihoods"):
+    with pytest.raises(ConfigError, match="channel_likelihoods"):
         CMOGP(config(["gaussian", "bernoulli"]), output_dim=3)
-    with pytest.raises(Exception, match="channel_likelihoods"):
+    with pytest.raises(ConfigError, match="channel_likelihoods"):
         config(["gaussian", "binary"])
+    with pytest.raises(ConfigError, match="dual-gp maps 1 channel"):
+        make_model(config(["bernoulli"], method="dual-gp"))
+    assert make_model(config([], method="dual-gp-bernoulli")).likelihoods == [
+        LIKELIHOODS["bernoulli"]]
 
 
 @pytest.mark.parametrize("cls", MULTI)
