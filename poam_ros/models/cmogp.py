@@ -40,9 +40,10 @@ q(u) = Π_q q(u_q), each N(m_q, S_q) over the Q latents' outputs at the shared i
 ``cmogp-bui`` (:class:`CMOGPBui`) is the form of Bui, Nguyen, Turner (2017) that the paper
 departs from (Sec. 2.3): the old posterior enters as the factor q(u_old)/p(u_old | ψ_old) over
 the old inducing outputs, projected through p(u_old | u_new, ψ_new), i.e. the continual terms
-E_q[log q(a) − log p(a | ψ_old)] over a = u_old, whose gradient reaches ψ_new. The two agree
-when Z_new ⊇ Z_old and ψ_new = ψ_old (q̃ is then q(u_old) times the prior's conditional of the
-new points); otherwise they are different posteriors (tests/core/models/test_continual_prior.py).
+E_q[log q(a) − log p(a | ψ_old)] over a = u_old, whose gradient reaches ψ_new. The two are one
+method whenever Z_new ⊇ Z_old, whatever ψ_new: q̃ is then q(u_old) times the old prior's
+conditional of the other points, so that q̃/p(u_new | ψ_old) = q(u_old)/p(u_old | ψ_old);
+otherwise they are different posteriors (tests/core/models/test_continual_prior.py).
 
 Where this differs from the authors' code: a and σ_d are learned (their scripts hold a at its
 true value and σ_d fixed), and Z is selected, not optimised. Cost per update: Q M³ per sweep

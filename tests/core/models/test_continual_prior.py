@@ -85,15 +85,19 @@ def test_one_batch_is_sgpr():
     assert torch.allclose(ours[1], cov, rtol=1e-6, atol=1e-9)
 
 
-def test_new_inducing_inputs_containing_the_old_give_buis_posterior():
-    """Z_new ⊇ Z_old, θ unchanged: q̃(u_new) = p(u_new | u_old) q(u_old) is Bui et al.'s factor
-    q(u_old)/p(u_old) times the prior, so cmogp and cmogp-bui make the same q(u_new)."""
+@pytest.mark.parametrize("train_steps", [0, 5])
+def test_new_inducing_inputs_containing_the_old_give_buis_posterior(train_steps):
+    """Z_new ⊇ Z_old: q̃(u_new)/p(u_new | ψ_old) = p(u_new∖old | u_old, ψ_old) q(u_old) /
+    [p(u_new∖old | u_old, ψ_old) p(u_old | ψ_old)] is Bui et al.'s factor q(u_old)/p(u_old | ψ_old),
+    so cmogp and cmogp-bui make the same q(u_new), and with training steps (ψ_new ≠ ψ_old) the
+    same bound and hyper-parameters too."""
     rng = np.random.default_rng(5)
     z_old = rng.uniform(-30, 30, (8, 2))
     z_new = np.vstack([z_old, rng.uniform(-30, 30, (7, 2))])
     batches = one_channel(2, 40, seed=1)
-    paper, _ = two_batches(CMOGP, z_old, z_new, batches)
-    bui, _ = two_batches(CMOGPBui, z_old, z_new, batches)
+    settings = dict(train_steps=train_steps, lr_hyper=0.05)
+    paper, _ = two_batches(CMOGP, z_old, z_new, batches, **settings)
+    bui, _ = two_batches(CMOGPBui, z_old, z_new, batches, **settings)
     for ours, theirs in zip(moments(paper), moments(bui)):
         assert torch.allclose(ours, theirs, rtol=1e-6, atol=1e-8)
 
