@@ -28,14 +28,14 @@ objective with the same quadrature (the all-data objective is the Gaussian ELBO)
 not scaled; :meth:`predict` gives the latent f, :meth:`predict_proba` P(y = 1) =
 Φ(μ/√(1 + v)).
 
-Not a registered mapping method: its output is a probability, not a (mean, std) in target
-units. A core class used offline (``poam_ros.benchmark.dual_gp_paper``), saved and loaded with
-``BernoulliDualGP.save`` / ``BernoulliDualGP.load``; the rate and step count are not saved.
+The mapping method ``dual-gp-bernoulli`` (its one channel's ``channel_likelihoods`` is
+``bernoulli``): its map is the latent f's mean and standard deviation, from which
+:meth:`~BernoulliDualGP.predict_proba` gives the probability; the ``dual.*`` options as
+``dual-gp``'s. The rate and step count are constructor arguments (the mapper's: 0.8 and 10),
+not saved.
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 import torch
@@ -44,6 +44,7 @@ from torch import Tensor
 
 from poam_ros.models.batch_terms import CrossCovariance, KernelCross
 from poam_ros.models.dual_gp import Conditioned, DualGP, DualObjective, marginals, site_terms
+from poam_ros.models.likelihoods import GAUSS_HERMITE_POINTS, LIKELIHOODS
 from poam_ros.models.objectives import TrainingObjective
 from poam_ros.models.posterior import (
     TERMS_DTYPE,
@@ -55,24 +56,13 @@ from poam_ros.models.posterior import (
 from poam_ros.models.prediction import Prediction
 from poam_ros.models.samples import MALFORMED_BATCH, BatchReport, InvalidBatchError
 
-GAUSS_HERMITE_POINTS = 20
-
 
 def probit_expectations(y: Tensor, mean: Tensor, var: Tensor,
                         points: int = GAUSS_HERMITE_POINTS) -> tuple[Tensor, Tensor, Tensor]:
-    """E_q[log Φ(y f)], α̂ and β̂ (each (N,)) for labels y = ±1 and q(f) = N(mean, var > 0)."""
-    nodes, weights = np.polynomial.hermite.hermgauss(points)
-    nodes, weights = (torch.as_tensor(a, dtype=mean.dtype, device=mean.device)
-                      for a in (nodes, weights / math.sqrt(math.pi)))
-    spread = (2.0 * var).sqrt().unsqueeze(-1)
-    z = y.unsqueeze(-1) * (mean.unsqueeze(-1) + spread * nodes)
-    log_cdf = torch.special.log_ndtr(z)
-    slope = y.unsqueeze(-1) * torch.exp(-0.5 * z.square() - 0.5 * math.log(2 * math.pi)
-                                        - log_cdf)  # ∂_f log Φ(y f) = y φ/Φ
-    expected = (weights * log_cdf).sum(-1)
-    alpha = (weights * slope).sum(-1)
-    beta = -2.0 * (weights * nodes * slope / spread).sum(-1)
-    return expected, alpha, beta
+    """E_q[log Φ(y f)], α̂ and β̂ (each (N,)) for labels y = ±1 and q(f) = N(mean, var > 0):
+    the Bernoulli channel's quadrature (:class:`~.likelihoods.Bernoulli`)."""
+    return LIKELIHOODS["bernoulli"].expectations(0.5 * (y + 1.0), mean, var,
+                                                 torch.ones((), dtype=mean.dtype), points)
 
 
 class BernoulliPrediction(Prediction):
@@ -93,6 +83,7 @@ class BernoulliDualGP(DualGP):
 
     method = "dual-gp-bernoulli"
     prediction_type = BernoulliPrediction
+    channel_likelihoods = ("bernoulli",)
 
     def __init__(self, config=None, input_dim: int = 2, blr_rate: float = 0.8,
                  blr_steps: int = 10):
@@ -162,9 +153,12 @@ class BernoulliDualGP(DualGP):
     def _expected_log_lik(self, mean: Tensor, var: Tensor, y: Tensor) -> Tensor:
         return probit_expectations(y, mean, var)[0]
 
-    def predict(self, x) -> tuple[np.ndarray, np.ndarray]:
+    def predict(self, x, include_noise: bool = False, block_rows: int = 2048,
+                kernel_dtype: torch.dtype | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Mean and standard deviation of the latent f at x (N × D, world units), (N,) each:
-        :meth:`BernoulliPrediction.predict`."""
+        :meth:`BernoulliPrediction.predict`. The other arguments are the mappers' interface: a
+        label has no observation noise to include, and the kernel blocks are bounded by
+        memory, evaluated in the model's precision."""
         return self.prediction.predict(x)
 
     def predict_proba(self, x) -> np.ndarray:

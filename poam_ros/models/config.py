@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping
 
+from poam_ros.models.likelihoods import LIKELIHOODS
 from poam_ros.params import ConfigError, Params, group, param
 
 
@@ -91,11 +92,11 @@ class DualOptions(Params):
 
 @dataclass
 class CmogpOptions(Params):
-    """cmogp's own options (cmogp.py)."""
+    """cmogp's and cmogp-bui's own options (cmogp.py)."""
 
     sweeps: int = param(
-        10, "cmogp: coordinate-ascent sweeps over the latents' factors of q(u) per E-step "
-        "(one is exact when num_latents is 1)", low=1, high=10000)
+        10, "cmogp, cmogp-bui: coordinate-ascent sweeps over the latents' factors of q(u) per "
+        "E-step (one is exact when num_latents is 1)", low=1, high=10000)
 
 
 @dataclass
@@ -176,6 +177,17 @@ class MappingConfig(Params):
         20, "cmogp, poam-mt: samples a channel needs before it enters the model; its target "
         "scaler is then fitted on its samples so far (about this many for a slow channel, the "
         "pilot survey's for a dense one)", low=1, high=1000000)
+    channel_likelihoods: list[str] = param(
+        [], "cmogp, cmogp-bui, poam-mt: each output channel's likelihood in order (the depth "
+        "first), gaussian, bernoulli (labels 0/1, probit) or poisson (counts, log link), "
+        "sharing the latents (CMOGP Sec. 3.4); empty: every channel gaussian. dual-gp-bernoulli "
+        "maps its one channel as bernoulli")
+    site_steps: int = param(
+        20, "cmogp, cmogp-bui, poam-mt with a non-Gaussian channel: most damped site iterations "
+        "of its E-step per update (they stop earlier once the sites settle)", low=1, high=10000)
+    site_rate: float = param(
+        1.0, "cmogp, cmogp-bui, poam-mt with a non-Gaussian channel: step of each site "
+        "iteration, 1 for Newton's step in the natural parameters", low=1e-3, high=1.0)
     input_scaling: str = param(
         "auto", "what the frozen input scaling spans: the first update's samples (first_batch: "
         "the pilot survey, as the POAM paper) or the workspace's bounding box (workspace); "
@@ -212,5 +224,9 @@ class MappingConfig(Params):
                               for name, value in values.items()})
 
     def validate(self) -> None:
+        unknown = sorted(set(self.channel_likelihoods) - set(LIKELIHOODS))
+        if unknown:
+            raise ConfigError(f"MappingConfig.channel_likelihoods: {unknown} not among "
+                              f"{list(LIKELIHOODS)}")
         if self.min_lengthscale > self.max_lengthscale:
             raise ConfigError("MappingConfig.min_lengthscale must not exceed max_lengthscale")

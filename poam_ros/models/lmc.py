@@ -4,9 +4,10 @@ Moreno-Muñoz, Artés-Rodríguez, Álvarez, "Continual Multi-task Gaussian Proce
 Eq. 13: D channels f_d(x) = Σ_q a_{q,d} u_q(x) of Q independent latent GPs u_q ~ GP(0, s_q k_q)
 with unit-diagonal kernels k_q, so that cov(f_d(x), f_d'(x')) = Σ_q a_{q,d} a_{q,d'} s_q k_q(x, x')
 (B_q = a_q a_qᵀ of rank one). Gaussian likelihood per channel, y_d = f_d + ε_d, ε_d ~ N(0, σ_d²)
-(Eq. 12). The Q latents share the M inducing inputs Z; u = [u_1(Z); …; u_Q(Z)] (QM, latent-major)
-has the block-diagonal prior covariance K = diag(K_1, …, K_Q) with K_q = s_q k_q(Z, Z), so that
-L = chol K = diag(L_q) costs Q M³ and a joint q(u) = N(m, S) over all QM outputs (QM)³.
+(Eq. 12), or another of :mod:`.likelihoods` (Sec. 3.4). The Q latents share the M inducing
+inputs Z; u = [u_1(Z); …; u_Q(Z)] (QM, latent-major) has the block-diagonal prior covariance
+K = diag(K_1, …, K_Q) with K_q = s_q k_q(Z, Z), so that L = chol K = diag(L_q) costs Q M³ and
+a joint q(u) = N(m, S) over all QM outputs (QM)³.
 
 A sample of channel d at x sees u through φ_d(x) = [a_{1,d} k_1(x, Z) … a_{Q,d} k_Q(x, Z)] K⁻¹.
 The data terms of a batch are therefore kept per channel and per latent pair,
@@ -21,14 +22,14 @@ constant on each diagonal block and commutes with L⁻¹: whitened terms combine
 
 from __future__ import annotations
 
-import math
-from typing import Iterator
+from typing import Iterator, Sequence
 
 import torch
 from gpytorch.kernels import ScaleKernel
 from torch import Tensor
 
 from poam_ros.models.batch_terms import CHUNK_ELEMENTS, CrossCovariance
+from poam_ros.models.likelihoods import Gaussian, Likelihood
 from poam_ros.models.linalg import solve_lower
 from poam_ros.models.posterior import StreamingPrior
 
@@ -132,19 +133,26 @@ class LatentCross(CrossCovariance):
             yield rows, self.lmc.stacked_cross(self.inducing, self.data[rows]).to(torch.float64)
 
 
-def channel_terms(cross: CrossCovariance, y: Tensor) -> tuple[Tensor, Tensor]:
-    """Per-channel data terms b_d = K_uf y_d (D × QM) and C_d = K_uf K_fu (D × QM × QM) over the
-    samples where channel d is measured (y: N × D, NaN where not), in float64."""
+def channel_terms(cross: CrossCovariance, y: Tensor,
+                  weights: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """Per-channel data terms b_d = K_uf W_d y_d (D × QM) and C_d = K_uf W_d K_fu (D × QM × QM)
+    over the samples where channel d is measured (y: N × D, NaN where not), in float64. W_d is
+    the identity, or diag(w_d) of ``weights`` (N × D): the precisions of a non-Gaussian
+    channel's sites, whose y are then the sites' targets."""
     y = y.to(torch.float64)
     observed = torch.isfinite(y)
-    filled = torch.where(observed, y, torch.zeros((), dtype=y.dtype, device=y.device))
+    zero = torch.zeros((), dtype=y.dtype, device=y.device)
+    filled = torch.where(observed, y, zero)
+    scale = observed.to(y.dtype) if weights is None else torch.where(
+        observed, weights.to(y.dtype), zero)
+    filled = filled * scale
     channels, size = y.shape[1], cross.num_inducing
     vector = torch.zeros(channels, size, dtype=torch.float64, device=cross.device)
     matrix = torch.zeros(channels, size, size, dtype=torch.float64, device=cross.device)
     for rows, block in cross.blocks():
         vector += (block @ filled[rows]).transpose(0, 1)
         for d in range(channels):
-            matrix[d].addmm_(block * observed[rows, d].to(block.dtype), block.transpose(0, 1))
+            matrix[d].addmm_(block * scale[rows, d].to(block.dtype), block.transpose(0, 1))
     return vector, matrix
 
 
@@ -181,30 +189,45 @@ def whitened_posterior(chols: list[Tensor], mean: Tensor,
     return mean_w, sqrt_w
 
 
-def expected_log_likelihood(chols: list[Tensor], k_uf: list[Tensor], scales: Tensor,
-                            mixing: Tensor, noise: Tensor, y: Tensor, mean_w: Tensor,
-                            sqrt_w: Tensor) -> Tensor:
-    """Σ over the measured (sample, channel) pairs of E_q[log N(y_nd | f_d(x_n), σ_d²)] (Eq. 12).
-
-    q(u) = N(m, F Fᵀ) is given whitened (:func:`whitened_posterior`), so that a q(u) held fixed
-    in the unwhitened parameterisation while the kernels move (POAM's M-step) is re-whitened by
-    the caller. With V_q = L_q⁻¹ K_q(Z, X):
+def channel_marginals(chols: list[Tensor], k_uf: list[Tensor], scales: Tensor, mixing: Tensor,
+                      mean_w: Tensor, sqrt_w: Tensor) -> tuple[Tensor, Tensor]:
+    """q(f_d(x_n)) = N(μ_nd, v_nd) (each N × D) of q(u) = N(m, F Fᵀ) given whitened
+    (:func:`whitened_posterior`), so that a q(u) held fixed in the unwhitened parameterisation
+    while the kernels move (POAM's M-step) is re-whitened by the caller. With
+    V_q = L_q⁻¹ K_q(Z, X):
 
         μ_d = Σ_q a_{q,d} V_qᵀ μ_{w,q},
         v_d = Σ_q a_{q,d}² (s_q − |V_q|²) + |Σ_q a_{q,d} R_{w,q}ᵀ V_q|²
 
     ``chols``: L_q; ``k_uf``: K_q(Z, X) (M × N each); ``scales``: s_q (Q,); ``mixing``: a
-    (Q × D); ``noise``: σ_d² (D,); ``y``: N × D with NaN where not measured. Differentiable.
-    """
+    (Q × D). Differentiable."""
     v = torch.stack([solve_lower(chol, block) for chol, block in zip(chols, k_uf)])  # Q×M×N
     mu = torch.einsum("qmn,qm->nq", v, mean_w) @ mixing  # N × D
     prior_part = (scales.unsqueeze(0) - v.square().sum(1).transpose(0, 1)) @ mixing.square()
     spread = torch.einsum("qmk,qmn->qkn", sqrt_w, v)  # R_{w,q}ᵀ V_q, Q × QM × N
     var = prior_part + torch.einsum("qd,qkn->dkn", mixing, spread).square().sum(1).transpose(0, 1)
+    return mu, var
+
+
+def expected_log_likelihood(chols: list[Tensor], k_uf: list[Tensor], scales: Tensor,
+                            mixing: Tensor, noise: Tensor, y: Tensor, mean_w: Tensor,
+                            sqrt_w: Tensor, likelihoods: Sequence[Likelihood] | None = None
+                            ) -> Tensor:
+    """Σ over the measured (sample, channel) pairs of E_q[log p_d(y_nd | f_d(x_n))] (Eq. 12;
+    Eq. 24 with heterogeneous channels) under :func:`channel_marginals` (arguments as there).
+    ``noise``: σ_d² (D,); ``y``: N × D with NaN where not measured; ``likelihoods``: p_d per
+    channel (:mod:`.likelihoods`), all Gaussian when None: in closed form, the others by
+    Gauss–Hermite quadrature. Differentiable."""
+    mu, var = channel_marginals(chols, k_uf, scales, mixing, mean_w, sqrt_w)
     observed = torch.isfinite(y)
     zero = torch.zeros((), dtype=y.dtype, device=y.device)
     filled = torch.where(observed, y, zero)
-    loglik = -0.5 * (math.log(2 * math.pi) + noise.log() + ((filled - mu).square() + var) / noise)
+    loglik = Gaussian.closed_form(filled, mu, var, noise)
+    for d, likelihood in enumerate(likelihoods or ()):
+        if not likelihood.gaussian:
+            column = likelihood.expectations(filled[:, d], mu[:, d], var[:, d], noise[d])[0]
+            loglik = loglik.index_copy(1, torch.tensor([d], device=y.device),
+                                       column.unsqueeze(1))
     return torch.where(observed, loglik, zero).sum()
 
 
@@ -229,12 +252,15 @@ def continual_prior(prior: StreamingPrior, k_ab: Tensor) -> tuple[Tensor, Tensor
 
 def old_site_term(prior: StreamingPrior, k_aa: Tensor, k_ab: Tensor, chol: Tensor,
                   mean_w: Tensor, sqrt_w: Tensor) -> Tensor:
-    """E_q(a)[log q_old(a) − log p(a | θ_old)] for one latent: Bui et al.'s continual term, the
-    paper's KL(q(a) ‖ p(a)) − KL(q(a) ‖ q_old(a)) of Eq. 10 (the entropies cancel). q(a) is the
-    new q(b)'s predictive at the old inducing inputs a under the current kernel; with b's
-    whitened mean μ_w = L⁻¹m (M,) and rows R_w = L⁻¹F (M × ·) and G = L⁻¹ K_ba:
-    μ = Gᵀ μ_w, Σ = K_aa − GᵀG + Gᵀ R_w R_wᵀ G. ``k_aa`` carries the jitter of K_bb as a
-    white-noise term (as :func:`~.elbo.online_elbo`). Differentiable."""
+    """E_q(a)[log q_old(a) − log p(a | θ_old)] for one latent, = KL(q(a) ‖ p(a | θ_old)) −
+    KL(q(a) ‖ q_old(a)) (the entropies cancel): the continual terms of the bound (CMOGP
+    Eq. 10) with ``prior`` = (q_old, p(· | θ_old)) at inputs a. q(a) is the new q(b)'s
+    predictive at a under the current kernel; with b's whitened mean μ_w = L⁻¹m (M,) and rows
+    R_w = L⁻¹F (M × ·) and G = L⁻¹ K_ba: μ = Gᵀ μ_w, Σ = K_aa − GᵀG + Gᵀ R_w R_wᵀ G. With
+    a = b (the paper's continual prior q̃ at the new inducing inputs) q(a) is q(b) itself and
+    the term does not depend on the current kernel; with a = Z_old it is Bui et al.'s.
+    ``k_aa`` carries the jitter of K_bb as a white-noise term (as :func:`~.elbo.online_elbo`).
+    Differentiable."""
     g = solve_lower(chol, k_ab.transpose(0, 1))
     mu = g.transpose(0, 1) @ mean_w
     spread = sqrt_w.transpose(0, 1) @ g

@@ -14,8 +14,12 @@ M-step's Adam or L-BFGS, bad-input counting, the state file) is inherited from
   (the pilot survey's, or about its first K for a slow channel) and frozen, and its earlier
   samples join the E-step of that update (once).
 * ``predict(x)`` returns means and standard deviations (N × D; (N,) arrays when D = 1, the
-  single-channel API) and with ``covariance=True`` the cross-channel covariance (N × D × D).
-  A channel not in the model yet predicts NaN.
+  single-channel API) and with ``covariance=True`` the cross-channel covariance (N × D × D);
+  for a non-Gaussian channel those of its latent f_d, and :meth:`predict_response` its
+  expected observation (a probability, a rate). A channel not in the model yet predicts NaN.
+* Each channel's likelihood (``mapping.channel_likelihoods``, :mod:`.likelihoods`): a
+  non-Gaussian channel's targets (labels 0/1, counts) are checked, not scaled, and it has no
+  noise variance (``noise_<d>`` NaN).
 * Q latent kernels (each the configured kernel, ``num_latents``), mixing weights a (Q × D,
   each latent's row of unit length, so that the latents' amplitudes alone scale the channels'
   variances: :class:`~.lmc.LMCKernel`) and a noise variance per channel, all learned by the
@@ -44,6 +48,7 @@ from poam_ros.kernels import make_kernel
 from poam_ros.models import state as model_state
 from poam_ros.models.buffer import SampleBuffer
 from poam_ros.models.intake import Intake
+from poam_ros.models.likelihoods import LIKELIHOODS
 from poam_ros.models.linalg import NumericalError, robust_cholesky
 from poam_ros.models.lmc import LMCKernel, block_cholesky, predictive_covariance
 from poam_ros.models.prediction import Prediction
@@ -63,9 +68,12 @@ class ChannelScalers:
     mission on the embedded terrain (K = 20) that made the predictive standard deviations ~10×
     too small (MSLL 42 against POAM's −0.55)."""
 
-    def __init__(self, output_dim: int, min_samples: int):
+    def __init__(self, output_dim: int, min_samples: int, standardised: list[bool] | None = None):
         self.scalers = [StandardScaler() for _ in range(output_dim)]
         self.min_samples = min_samples
+        #: per channel: False for a non-Gaussian one, whose targets (labels, counts) its
+        #: likelihood reads as they are (fitted to the identity)
+        self.standardised = [True] * output_dim if standardised is None else list(standardised)
 
     @property
     def active(self) -> np.ndarray:
@@ -79,7 +87,10 @@ class ChannelScalers:
         for d, scaler in enumerate(self.scalers):
             values = y[:, d][np.isfinite(y[:, d])]
             if not scaler.fitted and len(values) >= self.min_samples:
-                scaler.fit(values)
+                if self.standardised[d]:
+                    scaler.fit(values)
+                else:
+                    scaler.mean, scaler.std = 0.0, 1.0
                 fresh.append(d)
         return fresh
 
@@ -106,13 +117,14 @@ class ChannelScalers:
         return np.array([scaler.std if scaler.fitted else np.nan for scaler in self.scalers])
 
     def state_dict(self) -> dict:
-        return {"min_samples": self.min_samples,
+        return {"min_samples": self.min_samples, "standardised": self.standardised,
                 "channels": [scaler.state_dict() if scaler.fitted else None
                              for scaler in self.scalers]}
 
     @classmethod
     def from_state_dict(cls, state: dict) -> "ChannelScalers":
-        scalers = cls(len(state["channels"]), int(state["min_samples"]))
+        scalers = cls(len(state["channels"]), int(state["min_samples"]),
+                      state.get("standardised"))
         scalers.scalers = [StandardScaler() if channel is None
                            else StandardScaler.from_state_dict(channel)
                            for channel in state["channels"]]
@@ -184,7 +196,7 @@ class MultiTaskPrediction(Prediction):
         var = cov.diagonal(dim1=1, dim2=2)
         var.copy_(var.clamp_min(1e-9 * prior))
         if include_noise:
-            var += model.noise
+            var += model.noise * model.gaussian_channels
         mean, cov = mean.cpu().double().numpy(), cov.cpu().double().numpy()  # two transfers
         std = np.sqrt(np.diagonal(cov, axis1=1, axis2=2))
         active = model.y_scaler.active
@@ -204,11 +216,13 @@ class MultiTaskSparseGP(OnlineSparseGP):
 
     prediction_type = MultiTaskPrediction
 
+    channel_likelihoods = tuple(LIKELIHOODS)
+
     def __init__(self, config=None, input_dim: int = 2, output_dim: int = 1):
-        super().__init__(config, input_dim)
         if int(output_dim) < 1:
             raise ValueError(f"output_dim must be at least 1, got {output_dim}")
         self.output_dim = int(output_dim)
+        super().__init__(config, input_dim)
         config = self.config
         # Latent 0 is the kernel the base built after seeding: with Q = 1 the initial kernel is
         # that of the single-channel models.
@@ -222,7 +236,8 @@ class MultiTaskSparseGP(OnlineSparseGP):
         self.likelihood.noise = config.initial_noise_variance
         self.trainer = self._make_trainer()
         self.intake = Intake(input_dim, ChannelBuffer(input_dim, self.output_dim),
-                             ChannelScalers(self.output_dim, config.channel_min_samples),
+                             ChannelScalers(self.output_dim, config.channel_min_samples,
+                                            [p.gaussian for p in self.likelihoods]),
                              self._as_batch)
         self._backlog: tuple[np.ndarray, list[int]] | None = None
         self._estep_batch: tuple[Tensor, Tensor] | None = None
@@ -245,7 +260,12 @@ class MultiTaskSparseGP(OnlineSparseGP):
         if y.shape != (x.shape[0], self.output_dim):
             raise InvalidBatchError(f"targets must have shape ({x.shape[0]}, {self.output_dim}), "
                                     f"got {y.shape}")
-        return x, np.where(np.isfinite(y), y, np.nan)  # ±inf: not measured
+        y = np.where(np.isfinite(y), y, np.nan)  # ±inf: not measured
+        for d, likelihood in enumerate(self.likelihoods):
+            if not likelihood.check(y[:, d]):
+                raise InvalidBatchError(f"channel {d} is {likelihood.name}: its targets must "
+                                        f"be {likelihood.targets}")
+        return x, y
 
     # ------------------------------------------------------------------ update
     def update(self, max_new: int | None = None) -> UpdateReport:
@@ -274,6 +294,8 @@ class MultiTaskSparseGP(OnlineSparseGP):
         correlation = self.channel_correlation()
         pairs = {f"correlation_{d}_{e}": float(correlation[d, e])
                  for d in range(self.output_dim) for e in range(d + 1, self.output_dim)}
+        gaussian = np.array([p.gaussian for p in self.likelihoods])
+        noise = np.where(gaussian, noise, np.nan).tolist()  # none for a non-Gaussian channel
         noise_std = np.sqrt(noise) * self.y_scaler.stds  # NaN for channels not in the model
         return {"num_latents": self.config.num_latents,
                 "active_channels": int(self.y_scaler.active.sum()),
@@ -318,6 +340,24 @@ class MultiTaskSparseGP(OnlineSparseGP):
         return self.likelihood.noise.reshape(-1)
 
     @property
+    def gaussian_channels(self) -> Tensor:
+        """1 for a Gaussian channel, 0 for another (D,), in the model's dtype."""
+        return torch.as_tensor([float(p.gaussian) for p in self.likelihoods], dtype=self.dtype,
+                               device=self.device)
+
+    @property
+    def term_noise(self) -> Tensor:
+        """The noise variance each channel's data terms are divided by (D, detached): σ_d² for a
+        Gaussian channel, 1 for another, whose terms carry their sites' precisions."""
+        gaussian = self.gaussian_channels
+        return self.noise.detach() * gaussian + (1.0 - gaussian)
+
+    @property
+    def heterogeneous(self) -> bool:
+        """Whether some channel is not Gaussian (its E-step then iterates, :mod:`.sites`)."""
+        return not all(p.gaussian for p in self.likelihoods)
+
+    @property
     def mixing(self) -> Tensor:
         """a (Q × D)."""
         return self.kernel.mixing
@@ -350,6 +390,19 @@ class MultiTaskSparseGP(OnlineSparseGP):
         """Per-channel means and standard deviations at x (N × input_dim, world units), with
         ``covariance`` the cross-channel covariance: :meth:`MultiTaskPrediction.predict`."""
         return self.prediction.predict(x, include_noise, block_rows, kernel_dtype, covariance)
+
+    def predict_response(self, x) -> np.ndarray:
+        """E[y_d] at x (N × input_dim, world units) per channel (N × D; (N,) when D = 1): the
+        mean of a Gaussian channel, P(y = 1) = Φ(μ/√(1 + v)) of a Bernoulli one, the rate
+        e^{μ + v/2} of a Poisson one (:meth:`.likelihoods.Likelihood.response` of the latent
+        f_d's N(μ, v))."""
+        mean, std = (np.reshape(a, (len(a), self.output_dim)) for a in self.predict(x))
+        out = mean.copy()
+        for d, likelihood in enumerate(self.likelihoods):
+            if not likelihood.gaussian:
+                out[:, d] = likelihood.response(torch.as_tensor(mean[:, d]),
+                                                torch.as_tensor(std[:, d] ** 2)).numpy()
+        return out[:, 0] if self.output_dim == 1 else out
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict:

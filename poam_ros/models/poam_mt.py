@@ -19,6 +19,13 @@ Per update, with the newest batch and the inducing inputs Z shared by the Q late
    uncollapsed ELBO on mini-batches of all data with q(u) held fixed (POAM's M-step),
    −ELBO/N = −1/B Σ_b Σ_{d measured} E_q[log N(y_bd | f_d, σ_d²)] + KL(q(u) ‖ p(u))/N.
 
+A non-Gaussian channel (``channel_likelihoods``: Bernoulli, Poisson; CMOGP Sec. 3.4) enters
+step 3 through Gaussian sites of its new samples, iterated to the optimum of the batch's ELBO
+given the carried terms (:mod:`.sites`), then frozen into the stored terms as the batch's data
+terms (weighted by the sites' precisions, unit noise): the old data's sites are not revisited,
+as POAM's terms are not. Step 4 takes their expected log-likelihoods by Gauss–Hermite
+quadrature (:mod:`.likelihoods`).
+
 No step reads old data except the M-step's mini-batches: an update costs
 O(D (QM)³ + N_new D (QM)²) whatever the number of samples. With D = Q = 1 (a = 1) it is
 POAM's update, M-step included. The stored terms stay valid while a and σ_d² are learned,
@@ -33,6 +40,7 @@ from torch import Tensor
 from poam_ros.models.linalg import solve_lower
 from poam_ros.models.lmc import (
     LatentCross,
+    channel_marginals,
     channel_terms,
     combine_terms,
     expected_log_likelihood,
@@ -48,6 +56,7 @@ from poam_ros.models.posterior import (
     whitened_optimal_posterior,
 )
 from poam_ros.models.selection import InducingUpdate
+from poam_ros.models.sites import BatchSites, iterate_sites
 
 _TERMS = ("data_vector", "data_matrix", "data_chol", "data_inducing")
 
@@ -69,7 +78,7 @@ class LatentElbo(TrainingObjective):
         k_uf = [kernel.latent_covariance(q, z, x) for q in range(kernel.num_latents)]
         mean_w, sqrt_w = whitened_posterior(chols, posterior.mean, posterior.sqrt)
         loglik = expected_log_likelihood(chols, k_uf, kernel.scales, kernel.mixing, model.noise,
-                                         y, mean_w, sqrt_w)
+                                         y, mean_w, sqrt_w, model.likelihoods)
         kl = kl_to_prior(chols, mean_w, sqrt_w, posterior.logdet)
         return -(loglik / x.shape[0] - kl / model.num_fitted)
 
@@ -87,15 +96,35 @@ class PoamMT(MultiTaskSparseGP):
     def _update_variational(self, selection: InducingUpdate, x_new: Tensor, y_new: Tensor) -> None:
         z = selection.inducing
         chol = self.k_uu_cholesky(z, dtype=TERMS_DTYPE)
-        terms = whiten_terms(chol, *channel_terms(LatentCross(self.kernel, z, x_new), y_new))
+        cross = LatentCross(self.kernel, z, x_new)
+        sites = BatchSites(self.likelihoods, y_new)
+        terms = whiten_terms(chol, *channel_terms(cross, sites.gaussian_targets()))
         vector, matrix = terms.vector, terms.matrix
         if self.data_vector is not None:
             carried_vector, carried_matrix = self._carried_terms(z, chol)
             vector, matrix = vector + carried_vector, matrix + carried_matrix
-        posterior = self._optimal_posterior(chol, vector, matrix)
+
+        def with_sites() -> tuple[Tensor, Tensor]:
+            if not sites.any:
+                return vector, matrix
+            site = whiten_terms(chol, *channel_terms(cross, *sites.site_targets()))
+            return vector + site.vector, matrix + site.matrix
+
+        posterior = iterate_sites(sites, lambda: self._optimal_posterior(chol, *with_sites()),
+                                  lambda q: self._marginals(z, x_new, q), self.config.site_steps,
+                                  self.config.site_rate)
         self.inducing = self.data_inducing = z
         self.posterior = posterior
-        self.data_vector, self.data_matrix, self.data_chol = vector, matrix, chol
+        self.data_chol = chol
+        self.data_vector, self.data_matrix = with_sites()  # the batch's sites, now frozen
+
+    def _marginals(self, z: Tensor, x: Tensor, posterior) -> tuple[Tensor, Tensor]:
+        """q(f_d) at the batch's inputs x (N × D means and variances)."""
+        kernel = self.kernel
+        chols = self.latent_choleskys(z)
+        k_uf = [kernel.latent_covariance(q, z, x) for q in range(kernel.num_latents)]
+        mean_w, sqrt_w = whitened_posterior(chols, posterior.mean, posterior.sqrt)
+        return channel_marginals(chols, k_uf, kernel.scales, self.mixing, mean_w, sqrt_w)
 
     def _carried_terms(self, z: Tensor, chol: Tensor) -> tuple[Tensor, Tensor]:
         """The stored terms carried to Z' = ``z`` (Pᵀ b_d, Pᵀ C_d P) and whitened by its
@@ -111,7 +140,7 @@ class PoamMT(MultiTaskSparseGP):
     def _optimal_posterior(self, chol: Tensor, vector: Tensor, matrix: Tensor):
         """The optimal joint q(u) from whitened per-channel terms, with the current a and σ_d²."""
         combined = WhitenedTerms(*combine_terms(vector, matrix, self.mixing.detach(),
-                                                self.noise.detach()))
+                                                self.term_noise))
         one = torch.ones((), dtype=TERMS_DTYPE, device=chol.device)
         return whitened_optimal_posterior(chol, combined, one,
                                           self.config.max_jitter_tries).to(self.dtype)

@@ -18,8 +18,11 @@ whose ``method`` is its name, reading its family's options ``config.<family>``, 
                              and by a conditional-variance tolerance (cv.py)
     vips, poam-vips          model size by the bound's gap, Pescador-Barrios et al. (vips.py)
     dual-gp                  memory-based dual GP, Chang et al. 2023 (dual_gp.py)
+    dual-gp-bernoulli        the dual GP of a binary channel, probit link (bernoulli.py)
     cmogp, poam-mt           several channels: continual multi-task GP, Moreno-Muñoz et al.
                              2019 (cmogp.py), and POAM lifted to its LMC (poam_mt.py)
+    cmogp-bui                cmogp with Bui et al.'s streaming factor over the old inducing
+                             outputs instead of the paper's continual prior (cmogp.py)
     poam-independent         several channels, one POAM map each: their baseline
                              (independent.py)
 """
@@ -33,7 +36,8 @@ from poam_ros.models.ablations import (
     PoamZRand,
 )
 from poam_ros.models.batch import PAM, SVGP, Full
-from poam_ros.models.cmogp import CMOGP
+from poam_ros.models.bernoulli import BernoulliDualGP
+from poam_ros.models.cmogp import CMOGP, CMOGPBui
 from poam_ros.models.cv import ConditionalVariance
 from poam_ros.models.dual_gp import DualGP
 from poam_ros.models.exact import ExactGP
@@ -56,7 +60,7 @@ METHODS: dict[str, type[OnlineSparseGP]] = {cls.method: cls for cls in (
     Vips, PoamVips,
     Oips, PoamOips,
     ConditionalVariance,
-    DualGP,
-    CMOGP, PoamMT,
+    DualGP, BernoulliDualGP,
+    CMOGP, CMOGPBui, PoamMT,
     IndependentChannels,
 )}

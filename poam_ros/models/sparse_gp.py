@@ -47,6 +47,7 @@ from poam_ros.models.batch_terms import KernelCross
 from poam_ros.models.config import MappingConfig
 from poam_ros.models.device import resolve_device
 from poam_ros.models.intake import Intake
+from poam_ros.models.likelihoods import LIKELIHOODS, Likelihood
 from poam_ros.models.linalg import BatchTooLargeError, robust_cholesky
 from poam_ros.models.objectives import FixedPosteriorElbo, TrainingObjective
 from poam_ros.models.posterior import VariationalPosterior
@@ -55,6 +56,7 @@ from poam_ros.models.report import UpdateReport
 from poam_ros.models.samples import BatchReport
 from poam_ros.models.selection import InducingUpdate, pivot_blocks, pivoted_selection
 from poam_ros.models.training import Trainer, TrainingTask
+from poam_ros.params import ConfigError
 
 
 class OnlineSparseGP(ABC):
@@ -69,10 +71,17 @@ class OnlineSparseGP(ABC):
     trains_on_whole_batch: bool = False
     #: The owner of the prediction factors and the queries answered from them.
     prediction_type: type[Prediction] = Prediction
+    #: The likelihoods a channel of the method may have (:mod:`.likelihoods`), the first its
+    #: default; ``mapping.channel_likelihoods`` names one per channel.
+    channel_likelihoods: tuple[str, ...] = ("gaussian",)
+    #: The channels (outputs) the model maps.
+    output_dim: int = 1
 
     def __init__(self, config: MappingConfig | None = None, input_dim: int = 2):
         self.config = config or MappingConfig()
         self.input_dim = input_dim
+        #: p_d(y | f) per channel, as declared
+        self.likelihoods = self._declared_likelihoods()
         self.device = resolve_device(self.config.device)
         self.dtype = getattr(torch, self.config.dtype)
         torch.manual_seed(self.config.seed)  # the attention network's initial weights
@@ -89,6 +98,17 @@ class OnlineSparseGP(ABC):
         self.inducing: Tensor | None = None  # Z, M × D, scaled units
         self.posterior: VariationalPosterior | None = None
         self.prediction = self.prediction_type(self)
+
+    def _declared_likelihoods(self) -> list[Likelihood]:
+        """``mapping.channel_likelihoods`` (empty: the method's default for every channel);
+        ``ConfigError`` unless it names one of the method's for each channel."""
+        default = [self.channel_likelihoods[0]] * self.output_dim
+        names = self.config.channel_likelihoods or default
+        if len(names) != self.output_dim or not set(names) <= set(self.channel_likelihoods):
+            raise ConfigError(f"mapping.channel_likelihoods {names}: {self.method} maps "
+                              f"{self.output_dim} channel(s), each one of "
+                              f"{list(self.channel_likelihoods)}")
+        return [LIKELIHOODS[name] for name in names]
 
     def _make_trainer(self, fused: bool | None = None) -> Trainer:
         """The M-step over the current kernel and likelihood, with fused Adam by default on

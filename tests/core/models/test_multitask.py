@@ -1,6 +1,6 @@
-"""The multi-channel methods (cmogp, poam-mt) against closed forms: the single-output continual
-bound and SGPR, POAM, independent channels, the exact multi-output GP, heterotopic coupling,
-symmetries, NaN intake, per-channel scalers and the state file."""
+"""The multi-channel methods (cmogp, cmogp-bui, poam-mt) against closed forms: SGPR, POAM,
+independent channels, the exact multi-output GP, heterotopic coupling, symmetries, NaN intake,
+per-channel scalers and the state file."""
 
 import numpy as np
 import pytest
@@ -8,17 +8,15 @@ import torch
 from gp_reference import fit_stream
 
 from poam_ros.models import MappingConfig, load_model
-from poam_ros.models.cmogp import CMOGP, ContinualBound
-from poam_ros.models.elbo import online_elbo
-from poam_ros.models.lmc import continual_prior
+from poam_ros.models.cmogp import CMOGP, CMOGPBui, ContinualBound
 from poam_ros.models.poam import POAM
 from poam_ros.models.poam_mt import PoamMT
-from poam_ros.models.posterior import StreamingPrior, VariationalPosterior
+from poam_ros.models.posterior import VariationalPosterior
 from poam_ros.models.samples import InvalidBatchError
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
-MULTI = (CMOGP, PoamMT)
+MULTI = (CMOGP, CMOGPBui, PoamMT)
 QUERY = np.array([[0.0, 0.0], [12.5, -3.0], [-29.0, 29.0], [20.0, 20.0], [5.0, -17.0]])
 
 
@@ -94,25 +92,6 @@ def test_one_channel_streams_to_the_batch_sgpr_posterior(cls):
     assert torch.allclose(streamed, cov, rtol=1e-7, atol=1e-9)
 
 
-def test_one_channel_bound_is_the_single_output_continual_bound():
-    """At the E-step's q(b), the continual bound (Eq. 10) equals Bui et al.'s collapsed bound
-    of the batch with the old posterior as prior, new inducing inputs b ≠ a."""
-    first, second = [(x, y[:, 0]) for x, y in channel_stream(2, 40)]
-    model = fit_stream(CMOGP(config(num_inducing=15, channel_min_samples=40)), [first, second])
-    prior = model.streamed_from[0]
-    assert not torch.equal(prior.inducing, model.inducing)
-    x, y = scaled_data(model, [second])
-    z = model.inducing
-    with torch.no_grad():
-        ours = ContinualBound(model, model.streamed_from, x, y).bound()
-        k_ab = model.latent_inducing_cross(0, prior.inducing, z)
-        k_aa = model.latent_inducing_cross(0, prior.inducing, prior.inducing)
-        theirs = online_elbo(model.covariance(z, z), model.covariance(z, x), model.amplitude,
-                             model.noise[0], y[:, 0], prior, k_ab, k_aa, model.config.jitter,
-                             model.config.max_jitter_tries)
-    assert torch.allclose(ours, theirs, rtol=1e-9)
-
-
 @pytest.mark.parametrize("kernel", ["rbf", "attentive"])
 @pytest.mark.parametrize("train_steps", [0, 5])
 def test_poam_mt_with_one_channel_is_poam(kernel, train_steps):
@@ -145,35 +124,6 @@ def test_poam_mt_training_objective_with_one_channel_is_poams():
     assert torch.allclose(losses[1], losses[0], rtol=1e-10)
     for mine, theirs in zip(grads[1], grads[0]):
         assert torch.allclose(mine.reshape(-1), theirs.reshape(-1), rtol=1e-7, atol=1e-10)
-
-
-def test_continual_prior_at_the_same_inducing_inputs_is_the_old_posterior():
-    """Z_new = Z_old (with K'_aa's jitter in K_ab): q̃ = q_old."""
-    model = fit_stream(CMOGP(config()), [(x, y[:, 0]) for x, y in channel_stream(1, 40)])
-    prior = model.priors[0]
-    k_ab = model.latent_inducing_cross(0, prior.inducing, prior.inducing)
-    with torch.no_grad():
-        mean, correction = continual_prior(prior, k_ab)
-        cov_old = prior.cov_chol @ prior.cov_chol.T
-        k_aa = prior.prior_chol @ prior.prior_chol.T
-    assert torch.allclose(mean, prior.mean, rtol=1e-9, atol=1e-10)
-    assert torch.allclose(k_aa + correction, cov_old, rtol=1e-8, atol=1e-10)
-
-
-def test_continual_prior_is_the_predictive_of_the_old_posterior():
-    """Against the dense predictive mean K_ba K_aa⁻¹ m and covariance at other inputs."""
-    rng = np.random.default_rng(3)
-    a, b = torch.as_tensor(rng.uniform(-1, 1, (6, 2))), torch.as_tensor(rng.uniform(-1, 1, (4, 2)))
-    kernel = lambda x1, x2: torch.exp(-0.5 * torch.cdist(x1, x2).square() / 0.3)  # noqa: E731
-    k_aa = kernel(a, a) + 1e-6 * torch.eye(6, dtype=a.dtype)
-    sqrt = torch.as_tensor(rng.normal(size=(6, 6))) * 0.1
-    cov = sqrt @ sqrt.T + 1e-3 * torch.eye(6, dtype=a.dtype)
-    m = torch.as_tensor(rng.normal(size=6))
-    prior = StreamingPrior(a, m, torch.linalg.cholesky(cov), torch.linalg.cholesky(k_aa))
-    mean, correction = continual_prior(prior, kernel(a, b))
-    proj = torch.linalg.solve(k_aa, kernel(a, b))
-    assert torch.allclose(mean, proj.T @ m)
-    assert torch.allclose(correction, proj.T @ (cov - k_aa) @ proj)
 
 
 # ---------------------------------------------------------------- several channels
