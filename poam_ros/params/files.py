@@ -74,6 +74,11 @@ def dump_parameters(tree: Mapping[str, Any]) -> str:
     return yaml.dump(tree, Dumper=_PlainDumper, sort_keys=False)
 
 
+def read_yaml_value(text: str) -> Any:
+    """A value written as rcl reads ``-p name:=value``: YAML, ``1e-3`` a float."""
+    return yaml.load(text, Loader=_RosYamlLoader)
+
+
 def load_parameter_tree(path: str | Path) -> dict[str, Any]:
     """The parameter file at ``path`` as nested dicts, read as rcl reads it ({} if empty)."""
     path = Path(path)
