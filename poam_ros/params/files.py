@@ -74,6 +74,18 @@ def dump_parameters(tree: Mapping[str, Any]) -> str:
     return yaml.dump(tree, Dumper=_PlainDumper, sort_keys=False)
 
 
+def nest_parameters(parameters: Mapping[str, Any]) -> dict[str, Any]:
+    """``{dotted name: value}`` as the nested mapping a ``ros__parameters`` section holds."""
+    nested: dict[str, Any] = {}
+    for name, value in parameters.items():
+        *parents, leaf = name.split(".")
+        level = nested
+        for parent in parents:
+            level = level.setdefault(parent, {})
+        level[leaf] = value
+    return nested
+
+
 def read_yaml_value(text: str) -> Any:
     """A value written as rcl reads ``-p name:=value``: YAML, ``1e-3`` a float."""
     return yaml.load(text, Loader=_RosYamlLoader)
