@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -119,7 +120,8 @@ def child_environment() -> dict[str, str]:
 
 class Child:
     """One node's process, ``python -m module *arguments``, its output in
-    ``<log_dir>/<name>.log``; ``executable`` says which of the package's it runs."""
+    ``<log_dir>/<name>.log`` after a first line with the command; ``executable`` says which of
+    the package's it runs."""
 
     def __init__(self, name: str, module: str, arguments: list[str], log_dir: Path,
                  env: dict[str, str], executable: str | None = None) -> None:
@@ -127,6 +129,8 @@ class Child:
         self.log_path = log_dir / f"{name}.log"
         self.command = [sys.executable, "-m", module, *arguments]
         with open(self.log_path, "wb") as log:
+            log.write(f"{shlex.join(self.command)}\n".encode())
+            log.flush()
             # Its own session: a Ctrl-C at the terminal reaches this process alone, which
             # then stops the children in order.
             self.process = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT,
