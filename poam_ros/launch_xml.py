@@ -92,6 +92,10 @@ class InlineParameter:
     name: str
     value: str
 
+    def tree(self) -> dict[str, Any]:
+        """As the parameter file launch_ros writes for it."""
+        return {self.key: {PARAMETERS_KEY: {self.name: read_yaml_value(self.value)}}}
+
 
 @dataclass(frozen=True)
 class LaunchNode:
@@ -119,13 +123,9 @@ class LaunchNode:
 
     def parameter_values(self) -> dict[str, Any]:
         """The node's parameters, ``{dotted name: value}``, as rcl merges its sources."""
-        trees = []
-        for source in self.parameters:
-            if isinstance(source, ParameterFile):
-                trees.append((source.path, load_parameter_tree(source.path)))
-            else:
-                trees.append(("<launch>", {source.key: {PARAMETERS_KEY: {
-                    source.name: read_yaml_value(source.value)}}}))
+        trees = [(source.path, load_parameter_tree(source.path))
+                 if isinstance(source, ParameterFile) else ("<launch>", source.tree())
+                 for source in self.parameters]
         return parameters_for(parameter_table(trees), self.fqn)
 
     def ros_arguments(self, inline_dir: Path) -> list[str]:
@@ -143,8 +143,7 @@ class LaunchNode:
             else:
                 path = inline_dir / f"{self.fqn.strip('/').replace('/', '.')}.{index}.yaml"
                 path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(dump_parameters({source.key: {PARAMETERS_KEY: {
-                    source.name: read_yaml_value(source.value)}}}))
+                path.write_text(dump_parameters(source.tree()))
                 arguments += ["--params-file", str(path)]
         for remap_from, remap_to in self.remaps:
             arguments += ["-r", f"{remap_from}:={remap_to}"]
