@@ -186,10 +186,8 @@ class MissionSetup:
         seeds derived from ``mission.seed`` and the vehicle's start pose (as :class:`Mission`
         derives them), the planner's workspace for the mapper (its map covers the workspace)
         and the ingest (it drops samples outside), the map frame's anchor ``geo`` for the
-        nodes of :data:`GEO_NODES`, the ingest's channels for the mapper, the mission's
-        evaluation grid for the mapper's ``map/evaluation`` and float64 samples (the model
-        gets the positions the ingest computed, unrounded; ranges stay float32, as
-        ``sensor_msgs/Range`` carries them). Empty lists are left out: ROS
+        nodes of :data:`GEO_NODES`, the ingest's channels for the mapper and the mission's
+        evaluation grid for the mapper's ``map/evaluation``. Empty lists are left out: ROS
         cannot tell their element type, and each such field's default is empty.
         """
         if node not in self.NODES:
@@ -209,8 +207,6 @@ class MissionSetup:
                                                    evaluation_grid=self.mission.eval_grid)
         if node == "planner":
             configs[""] = self.planner_node.replace(seed=seeds["planner"])
-        if node == "sensor_ingest":  # the model gets the positions the ingest computed
-            configs[""] = self.ingest.replace(float64_samples=True)
         parameters = {}
         for prefix, config in configs.items():
             values = config.to_parameters()

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from poam_ros.bags import RecorderConfig
+from poam_ros.ingest import IngestConfig
 from poam_ros.launch_xml import InlineParameter, ParameterFile, expand
 from poam_ros.params.files import read_yaml_value
 from poam_ros.params.kinds import check_value_kind, parameter_kind
@@ -20,7 +21,8 @@ from poam_ros.sim.simulated_auv import SimulatedAuvConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 # The configs of the executables that launch files give single parameters to.
-CONFIGS = {"simulated_auv": SimulatedAuvConfig, "recorder": RecorderConfig}
+CONFIGS = {"simulated_auv": SimulatedAuvConfig, "recorder": RecorderConfig,
+           "sensor_ingest": IngestConfig}
 LAUNCH_FILES = sorted((ROOT / "launch").glob("*.launch.xml"))
 
 

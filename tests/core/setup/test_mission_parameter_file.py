@@ -29,19 +29,18 @@ def test_the_package_file_loads():
 def test_the_package_file_spells_out_the_defaults():
     """A file naming only some keys (config/authors_robot.yaml) means the package file's
     values for the others, except those the simulated graph needs from every file
-    (MissionSetup.node_parameters: the seeds, float64 samples, the evaluation grid)."""
+    (MissionSetup.node_parameters: the seeds, the evaluation grid)."""
     setup, default = MissionSetup.from_file(CONFIG), MissionSetup()
     seeds = mission_seeds(default.mission.seed)
     assert setup.mapping == default.mapping.replace(seed=seeds["model"])
     assert setup.planner_node == default.planner_node.replace(seed=seeds["planner"])
     assert setup.mapper_node == default.mapper_node.replace(
         evaluation_grid=default.mission.eval_grid)
-    assert setup.ingest == default.ingest.replace(float64_samples=True)
     setup.mapping, setup.planner_node = default.mapping, default.planner_node
-    setup.mapper_node, setup.ingest = default.mapper_node, default.ingest
+    setup.mapper_node = default.mapper_node
     assert setup == default
     ingest = load_configs(CONFIG, "sensor_ingest", INGEST_CONFIGS)
-    assert ingest == {"": IngestConfig(float64_samples=True), "workspace": WorkspaceConfig()}
+    assert ingest == {"": IngestConfig(), "workspace": WorkspaceConfig()}
     assert load_configs(CONFIG, "recorder", {"": RecorderConfig}) == {"": RecorderConfig()}
 
 
