@@ -6,7 +6,7 @@ anywhere under poam_ros/ (the simulator's sim/ included) is on it, every rosdep 
 an ``exec_depend`` of package.xml and every ``exec_depend`` a key on it, a module without a key
 is a pip step package.xml and the README name, and setup.py's ``install_requires`` are its pip
 requirements. The executables: the names setup.py installs are those of
-:data:`poam_ros.ros.executables.EXECUTABLES`, of ``poam-ros sim``'s graph and of the launch
+:data:`poam_ros.launch_xml.EXECUTABLES`, of ``poam-ros sim``'s graph and of the launch
 files, each running the module the graph runs; a real install into a scratch prefix puts them
 in ``lib/poam_ros`` (executable, the launcher checking the dependencies first) and only
 ``poam-ros`` in ``bin``.
@@ -25,7 +25,7 @@ import pytest
 
 from poam_ros import dependencies
 from poam_ros.dependencies import DEPENDENCIES
-from poam_ros.ros.executables import EXECUTABLES
+from poam_ros.launch_xml import EXECUTABLES
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE_XML = REPO / "package.xml"
@@ -128,11 +128,8 @@ def node_executables() -> list[str]:
     return sorted(path.name for path in (REPO / "nodes").iterdir() if path.is_symlink())
 
 
-def test_executables_are_the_graph_s_and_the_launch_files_nodes():
-    from poam_ros.ros.graph import NODES, RECORDER
-
+def test_executables_are_the_launch_files_nodes():
     assert node_executables() == sorted(EXECUTABLES)
-    assert EXECUTABLES == {**NODES, RECORDER[0]: RECORDER[1]}
     for path in (REPO / "launch").glob("*.launch.xml"):
         for node in ET.parse(path).getroot().iter("node"):
             if node.get("pkg") == "poam_ros":

@@ -17,7 +17,7 @@ MAX_MODULE_LINES = 500
 FLOORS = (
     ("params", "attitude", "processes", "kernels", "inducing", "scalers", "diagnostics",
      "dependencies"),
-    ("workspace", "messages", "sim", "models"),
+    ("workspace", "messages", "sim", "models", "launch_xml"),
     ("geo", "figures"),
     ("ingest", "mapping"),
     ("planners", "view"),

@@ -69,9 +69,10 @@ def survey_batches(setup: MissionSetup, legs: int) -> list[tuple[np.ndarray, np.
 
 
 def mapper_parameter_file(setup: MissionSetup, directory: Path) -> Path:
-    """The mapper's parameters as a --params-file, from MissionSetup.node_parameters."""
+    """The mapper's parameters as a --params-file, from MissionSetup.node_parameters, without
+    the simulated mission's evaluation points (a robot's mapper predicts its map alone)."""
     nested: dict = {}
-    for name, value in setup.node_parameters("mapper").items():
+    for name, value in {**setup.node_parameters("mapper"), "evaluation_grid": 0}.items():
         *parents, leaf = name.split(".")
         branch = nested
         for parent in parents:

@@ -53,6 +53,7 @@ from poam_ros.params.files import (
     config_from_parameters,
     load_node_parameters,
     load_parameter_tree,
+    section_matches,
 )
 from poam_ros.setup.mission_setup import MissionError, MissionSetup, default_parameter_file
 from poam_ros.sim import TerrainError
@@ -101,7 +102,8 @@ def method_parameters(entries: list[str], methods: list[str]
             raise ConfigError(f"--method-params: no parameter file at {path}")
         parameters = load_node_parameters(path, "mapper")
         others = sorted(name for name in parameters if not _own_mapping_value(name))
-        if set(load_parameter_tree(path)) != {"mapper"} or others:
+        if len(tree := load_parameter_tree(path)) != 1 or not section_matches(
+                next(iter(tree)), "mapper") or others:
             extra = f" (not {', '.join(others)})" if others else ""
             raise ConfigError(f"--method-params: {path} may hold only mapper: ros__parameters: "
                               f"mapping: values{extra}")

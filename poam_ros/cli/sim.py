@@ -44,7 +44,13 @@ def sim(argv) -> int:
     except (*setup_errors(), BagWriteError, StateFileError) as error:
         return fail("sim", error)
     try:
-        from poam_ros.ros.graph import CLOCK_SOURCE, GraphError, GraphOptions, run_graph
+        from poam_ros.ros.graph import (
+            CLOCK_SOURCE,
+            GraphError,
+            GraphOptions,
+            run_graph,
+            write_graph_file,
+        )
     except ImportError as error:
         return fail("sim", f"needs rclpy ({error}); install the ROS 2 Kilted wheels "
                            f"(scripts/setup.sh), or run the same mission without ROS: "
@@ -54,7 +60,9 @@ def sim(argv) -> int:
                            record=args.record)
     logs = args.out / "logs"
     logs.mkdir(parents=True, exist_ok=True)
+    effective = write_graph_file(setup, params, options, logs)
     print(f"sim: {describe(setup)}; node logs in {logs}")
+    print_launch(params, effective, args.record is not None)
     with EpochLog(args.out) as log:
         def started(child) -> None:
             print(f"started {child.name} (pid {child.process.pid})", flush=True)
@@ -62,7 +70,7 @@ def sim(argv) -> int:
                 print(log.header, flush=True)
 
         try:
-            run = run_graph(setup, terrain, params, options, logs, log, started)
+            run = run_graph(setup, terrain, effective, options, logs, log, started)
         except GraphError as error:
             return fail("sim", error, 1)
     status = 0 if run.outcome == "budget" else INTERRUPTED
@@ -127,6 +135,19 @@ def _check_graph_options(args, setup, params: Path) -> None:
         raise ConfigError(f"--stall-timeout must be > 0 s, got {args.stall_timeout}")
     if args.record is not None:
         check_new_bag(args.record)
+
+
+def print_launch(params: Path, effective: Path, record: bool) -> None:
+    """The launch the graph is, and the values the command line sets otherwise than the
+    parameter file (which ``ros2 launch`` with that file alone would not get)."""
+    from poam_ros.setup.sim_launch import differences
+
+    print(f"the graph: ros2 launch poam_ros sim.launch.xml params_file:={effective}"
+          + (" record:=true" if record else ""))
+    changed = differences(params, effective, record)
+    if changed:
+        print(f"set otherwise than in {params} (by the command line, or missing there): "
+              f"{'; '.join(changed)}")
 
 
 def describe_bag(path: Path) -> dict:

@@ -6,16 +6,23 @@ benchmark. The format is the one ``--ros-args --params-file`` takes::
     /**:                      # every node
       ros__parameters:
         use_sim_time: true
-    mapper:                   # the node /mapper; "ns: {mapper: ...}" is /ns/mapper
+    /**/mapper:               # a node named mapper in any namespace
       ros__parameters:
         world_frame: map
         model:                # nested keys are dotted names: model.num_inducing
           num_inducing: 500
+    planner:                  # the node /planner only; "ns: {planner: ...}" is /ns/planner
+      ros__parameters:
+        world_frame: odom
 
-Node keys may use ``*`` (one name token) and ``**`` (any number of them). Every section
-matching the node applies, in file order, so a later section overrides an earlier one,
-as ROS applies them. Values are held to the types the nodes declare
-(:mod:`poam_ros.params.kinds`), so ``lengthscale: 1`` is refused here as it would be by
+Sections apply to a node as rcl applies them (:func:`section_matches`,
+:func:`parameter_table`): a key's tokens are names, ``*`` (one name) or ``**`` (any number of
+names), a key without a leading ``/`` is absolute; the sections of every file a node is given
+form one table in the order their keys first appear, a key seen again (in the same or a later
+file, or ``/**`` for a ``-p name:=value``) updating its first entry in place, and every entry
+matching the node applies in table order, a later over an earlier. So a later file's ``/**``
+does not override an earlier file's ``/**/mapper``. Values are held to the types the nodes
+declare (:mod:`poam_ros.params.kinds`), so ``lengthscale: 1`` is refused here as it would be by
 the node. This module imports no ROS.
 """
 
@@ -23,7 +30,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 import yaml
 
@@ -71,6 +78,23 @@ def dump_parameters(tree: Mapping[str, Any]) -> str:
     return yaml.dump(tree, Dumper=_PlainDumper, sort_keys=False)
 
 
+def nest_parameters(parameters: Mapping[str, Any]) -> dict[str, Any]:
+    """``{dotted name: value}`` as the nested mapping a ``ros__parameters`` section holds."""
+    nested: dict[str, Any] = {}
+    for name, value in parameters.items():
+        *parents, leaf = name.split(".")
+        level = nested
+        for parent in parents:
+            level = level.setdefault(parent, {})
+        level[leaf] = value
+    return nested
+
+
+def read_yaml_value(text: str) -> Any:
+    """A value written as rcl reads ``-p name:=value``: YAML, ``1e-3`` a float."""
+    return yaml.load(text, Loader=_RosYamlLoader)
+
+
 def load_parameter_tree(path: str | Path) -> dict[str, Any]:
     """The parameter file at ``path`` as nested dicts, read as rcl reads it ({} if empty)."""
     path = Path(path)
@@ -83,25 +107,54 @@ def load_parameter_tree(path: str | Path) -> dict[str, Any]:
     return tree
 
 
-def load_node_parameters(path: str | Path, node_name: str) -> dict[str, Any]:
-    """Parameters the file gives the node ``node_name`` (``mapper`` or ``/ns/mapper``),
-    as ``{dotted name: value}``. A node no section matches gets ``{}``."""
-    path = Path(path)
-    tree = load_parameter_tree(path)
-    node = _absolute(node_name)
-    parameters: dict[str, Any] = {}
-    for pattern, section in _sections(tree, path):
-        if _node_pattern(pattern).fullmatch(node):
-            parameters.update(_flatten(section))
-    return parameters
+def load_node_parameters(paths: str | Path | Iterable[str | Path],
+                         node_name: str) -> dict[str, Any]:
+    """Parameters the file (or the files, in command-line order) give the node ``node_name``
+    (``mapper`` or ``/ns/mapper``), as ``{dotted name: value}``, merged as rcl merges them.
+    A node no section matches gets ``{}``."""
+    paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    table = parameter_table((path, load_parameter_tree(path)) for path in paths)
+    return parameters_for(table, node_name)
 
 
 def section_matches(key: str, node_name: str) -> bool:
     """Whether the section ``key`` (``/**``, ``/**/mapper``, ``/auv1/mapper``, ``mapper``)
     applies to the node ``node_name`` (fully qualified; a name without ``/`` is in the root
-    namespace), by rcl's rule: ``*`` stands for one name, ``**`` for any number of them, and
-    a key is absolute with or without its leading ``/``."""
+    namespace), by rcl's rule: ``/*`` stands for one name, ``/**`` for any number of them,
+    and a key is absolute with or without its leading ``/``."""
     return _node_pattern(key).fullmatch(_absolute(node_name)) is not None
+
+
+def sections_for(tree: Mapping[str, Any], node_name: str, source: str | Path = "<tree>"
+                 ) -> list[tuple[str, dict[str, Any]]]:
+    """The sections of one parameter file's ``tree`` that apply to ``node_name``, as
+    ``(key, {dotted name: value})`` in the order rcl applies them (a later one overrides an
+    earlier one); ``[]``: the file gives the node nothing. ``source`` names the tree in
+    errors."""
+    return [(key, parameters) for key, parameters in parameter_table([(source, tree)]).items()
+            if section_matches(key, node_name)]
+
+
+def parameter_table(trees: Iterable[tuple[str | Path, Mapping[str, Any]]]
+                    ) -> dict[str, dict[str, Any]]:
+    """The sections of several parameter trees ``(source, tree)``, in command-line order, as
+    rcl holds them: ``{key: {dotted name: value}}`` in the order each key first appears, a
+    key seen again updating its first entry."""
+    table: dict[str, dict[str, Any]] = {}
+    for source, tree in trees:
+        for key, section in _sections(tree, Path(source)):
+            table.setdefault(key, {}).update(_flatten(section))
+    return table
+
+
+def parameters_for(table: Mapping[str, Mapping[str, Any]], node_name: str) -> dict[str, Any]:
+    """What a :func:`parameter_table` gives ``node_name``: its matching entries merged in
+    table order."""
+    parameters: dict[str, Any] = {}
+    for key, section in table.items():
+        if section_matches(key, node_name):
+            parameters.update(section)
+    return parameters
 
 
 def section_keys(path: str | Path) -> list[str]:
@@ -184,20 +237,32 @@ def _new_names(names: list[str], configs: Mapping[str, type[Params]]) -> list[st
     return named
 
 
-def _sections(tree: dict, path: Path, namespace: tuple[str, ...] = ()
+def _sections(tree: Mapping[str, Any], path: Path, namespace: str = ""
               ) -> Iterator[tuple[str, dict]]:
-    """``(node pattern, ros__parameters mapping)`` in file order."""
+    """``(key, ros__parameters mapping)`` in file order; a key nested under others is joined
+    to them with ``/`` (``auv1: {mapper: ...}`` is ``auv1/mapper``), as rcl's parser does."""
     for key, value in tree.items():
         if key == PARAMETERS_KEY:
             if not isinstance(value, dict):
-                raise ConfigError(f"{path}: {PARAMETERS_KEY} of /{'/'.join(namespace)} "
+                raise ConfigError(f"{path}: {PARAMETERS_KEY} of {_absolute(namespace)} "
                                   f"must be a mapping")
-            yield "/" + "/".join(namespace), value
+            _check_key(namespace, path)
+            yield namespace, value
         elif isinstance(value, dict):
-            yield from _sections(value, path, namespace + tuple(str(key).strip("/").split("/")))
+            yield from _sections(value, path, f"{namespace}/{key}" if namespace else str(key))
         else:
-            raise ConfigError(f"{path}: {key!r} under /{'/'.join(namespace)} is neither a "
+            raise ConfigError(f"{path}: {key!r} under {_absolute(namespace)} is neither a "
                               f"node nor {PARAMETERS_KEY}")
+
+
+def _check_key(key: str, path: Path) -> None:
+    """rcl refuses a file whose node key has an empty token or one that is neither a name
+    nor a wildcard (``auv*`` is not one)."""
+    tokens = key.removeprefix("/").split("/")
+    bad = [token for token in tokens if not _KEY_TOKEN.fullmatch(token)]
+    if bad:
+        raise ConfigError(f"{path}: node key {key!r}: {bad[0]!r} is neither a name "
+                          f"(letters, digits, _) nor * or **")
 
 
 def _flatten(section: dict, lead: str = "") -> dict[str, Any]:
@@ -211,14 +276,16 @@ def _flatten(section: dict, lead: str = "") -> dict[str, Any]:
     return flat
 
 
-def _node_pattern(pattern: str) -> re.Pattern:
-    """rcl's node-name wildcards: ``*`` within one token, ``**`` over any number of them."""
+_KEY_TOKEN = re.compile(r"\*\*?|[A-Za-z0-9_]+")
+
+
+def _node_pattern(key: str) -> re.Pattern:
+    """rcl's regular expression of a section key: ``/*`` is ``(/\\w+)``, so ``/**`` is
+    ``(/\\w+)*``."""
     regex = ""
-    for token in pattern.strip("/").split("/"):
-        if token == "**":
-            regex += "(?:/[^/]+)*"
-        else:
-            regex += "/" + re.escape(token).replace(r"\*", "[^/]*")
+    for token in key.removeprefix("/").split("/"):
+        regex += {"*": "/[A-Za-z0-9_]+", "**": "(?:/[A-Za-z0-9_]+)*"}.get(
+            token, "/" + re.escape(token))
     return re.compile(regex)
 
 

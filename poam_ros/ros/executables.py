@@ -6,7 +6,8 @@ launch_ros look. The package installs the one launcher ``nodes/node`` there unde
 (setup.py's ``data_files``; ``nodes/<name>`` are links to it), never into a ``bin`` folder, so
 neither colcon nor pip puts a bare ``mapper`` on ``$PATH``; ``poam-ros`` is the one console
 script. The launcher checks the Python dependencies (:mod:`poam_ros.dependencies`), then runs
-its name's module as ``python3 -m <module>`` does, which is how ``poam-ros sim`` starts them.
+its name's module (:data:`poam_ros.launch_xml.EXECUTABLES`) as ``python3 -m <module>`` does,
+which is how ``poam-ros sim`` starts them.
 """
 
 from __future__ import annotations
@@ -15,14 +16,7 @@ import os
 import runpy
 import sys
 
-#: executable name -> the module it runs (as ``__main__``)
-EXECUTABLES = {
-    "simulated_auv": "poam_ros.ros.simulated_auv_node",
-    "sensor_ingest": "poam_ros.ros.ingest_node",
-    "mapper": "poam_ros.ros.mapper_node",
-    "planner": "poam_ros.ros.planner_node",
-    "recorder": "poam_ros.ros.recorder_node",
-}
+from poam_ros.launch_xml import EXECUTABLES  # the one table of executables
 
 
 def main(argv0: str | None = None) -> None:

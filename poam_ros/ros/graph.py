@@ -1,13 +1,15 @@
 """The simulated mission's graph as processes, supervised: what ``poam-ros sim`` runs.
 
-The nodes of ``launch/sim.launch.xml`` (simulated AUV, sensor ingest, mapper, planner) each
-run as their own process, ``python -m <module> --ros-args --params-file <file>
---params-file <graph parameters>``: the user's parameter file, then what
-:meth:`MissionSetup.node_parameters` derives from it (the seeds and the start of the ROS-free
-mission, the command line's overrides), so that a lockstep graph replays
-:class:`~poam_ros.mission.Mission`. A :class:`MissionMonitor` in this process scores every
-map; the simulated AUV, the clock source, starts once the monitor hears the other nodes,
-so that it misses no batch and no map.
+The nodes are those ``launch/sim.launch.xml`` starts, read by the launch interpreter
+(:mod:`poam_ros.launch_xml`) with ``params_file:=`` the run's effective parameter file
+(:func:`~poam_ros.setup.sim_launch.write_effective_file`: the user's file with the command
+line's values written over it) and ``record:=`` whether a bag is recorded. Each runs as its
+own process, ``python -m <module> --ros-args -r __node:=<name> --params-file <file>
+-p <name>:=<value> ... -r <from>:=<to>``, exactly as launch_ros would start it, so a
+lockstep graph replays :class:`~poam_ros.mission.Mission` and ``ros2 launch poam_ros
+sim.launch.xml params_file:=<out>/logs/parameters.yaml`` starts the same graph. A
+:class:`MissionMonitor` in this process scores every map; the simulated AUV, the clock
+source, starts once the monitor hears the other nodes, so that it misses no batch and no map.
 
 The run ends when a map holds the sample budget, on Ctrl-C or SIGTERM, or with a
 :class:`GraphError` when a node exits on its own, the nodes do not come up, or no map comes
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -34,25 +37,23 @@ from rclpy.executors import SingleThreadedExecutor
 
 import poam_ros
 from poam_ros.bags import RecorderConfig
+from poam_ros.launch_xml import LaunchNode
 from poam_ros.mapping.epochs import EpochRecord
-from poam_ros.params.files import PARAMETERS_KEY, dump_parameters, load_config
+from poam_ros.params.files import load_config
 from poam_ros.processes import wait_or_kill
 from poam_ros.ros.mission_monitor import MissionMonitor
 from poam_ros.ros.run import StopSignals, init_rclpy
 from poam_ros.setup.mission_setup import MissionSetup
+from poam_ros.setup.sim_launch import sim_nodes, write_effective_file
 from poam_ros.setup.truth import survey_fields
 from poam_ros.sim import Terrain
 from poam_ros.sim.multibeam import MultibeamStreamConfig
 
-#: node name -> module, in start order; the last one is the clock source
-NODES = {"sensor_ingest": "poam_ros.ros.ingest_node", "mapper": "poam_ros.ros.mapper_node",
-         "planner": "poam_ros.ros.planner_node",
-         "simulated_auv": "poam_ros.ros.simulated_auv_node"}
-CLOCK_SOURCE = "simulated_auv"
-RECORDER = ("recorder", "poam_ros.ros.recorder_node")  # with GraphOptions.record
-RECORDER_DISCOVERY = 0.1  # s: the graph's recorder searches for new topics this often
-RECORDER_INTAKE = f"{RECORDER[0]}_intake"  # the recorder's node that holds its subscriptions
+CLOCK_SOURCE = "simulated_auv"  # the executable that publishes /clock: started last
+RECORDER = "recorder"  # with GraphOptions.record: started first, stopped last
+RECORDER_INTAKE = f"{RECORDER}_intake"  # the recorder's node that holds its subscriptions
 SENSOR_TOPICS = ("/odom", "/sonar/range")  # the simulated AUV's, "/sonar/swath" with multibeam
+EFFECTIVE_FILE = "parameters.yaml"  # in the log folder: what every node runs with
 SPIN_PERIOD = 0.1  # s: children and deadlines are checked this often
 LOG_TAIL = 20  # lines of a failed child's log that the error quotes
 SETTLE_TIME = 2.5  # s the nodes' diagnostics get to catch up at the end
@@ -87,48 +88,22 @@ class GraphRun:
     exit_codes: dict[str, int | str] = field(default_factory=dict)  # "killed" if it had to be
 
 
-def graph_parameters(setup: MissionSetup, options: GraphOptions,
-                     recording: Callable[[str], bool] | None = None,
-                     sensor_topics: tuple[str, ...] = SENSOR_TOPICS) -> dict[str, dict[str, Any]]:
-    """Per node, the parameters given on top of the parameter file. ``recording`` says which
-    topics the recorder takes (None: no recorder); ``sensor_topics`` are the vehicle's."""
-    parameters = {node: setup.node_parameters(node)
-                  for node in ("simulated_auv", "sensor_ingest", "mapper", "planner")}
-    # float64 samples: the model gets the positions the ingest computed, unrounded (the
-    # ranges stay float32, as sensor_msgs/Range carries them).
-    parameters["sensor_ingest"]["float64_samples"] = True
-    for node in ("sensor_ingest", "mapper", "planner"):
-        parameters[node]["use_sim_time"] = True  # as sim.launch.xml: the AUV is the clock
-    parameters["mapper"]["evaluation_grid"] = setup.mission.eval_grid  # for the monitor
+def graph_overrides(options: GraphOptions, log_dir: Path) -> dict[str, dict[str, Any]]:
+    """Per node, what the command line writes into the effective parameter file besides the
+    setup's values: ``mode``, ``time_scale`` and ``torch_threads`` when given, the mission's
+    own crash journal (a killed run never resumes into the next one) and the bag."""
+    overrides: dict[str, dict[str, Any]] = {
+        "simulated_auv": {}, "planner": {},
+        "mapper": {"journal.path": str(log_dir / "mapper.journal")}}
     if options.mode is not None:
-        parameters["simulated_auv"]["mode"] = parameters["planner"]["mode"] = options.mode
+        overrides["simulated_auv"]["mode"] = overrides["planner"]["mode"] = options.mode
     if options.time_scale is not None:
-        parameters["simulated_auv"]["time_scale"] = float(options.time_scale)
+        overrides["simulated_auv"]["time_scale"] = float(options.time_scale)
     if options.torch_threads is not None:
-        parameters["mapper"]["torch_threads"] = options.torch_threads
+        overrides["mapper"]["torch_threads"] = options.torch_threads
     if options.record is not None:
-        parameters["recorder"] = {"output": str(options.record),
-                                  "discovery_period": RECORDER_DISCOVERY}
-        if recording is not None and all(map(recording, sensor_topics)):
-            # The vehicle's first reading reaches the ingest and the recorder both.
-            parameters["simulated_auv"]["hold_for"] = ["sensor_ingest", RECORDER_INTAKE]
-    return parameters
-
-
-def write_parameter_file(path: Path, parameters: dict[str, dict[str, Any]]) -> Path:
-    """``parameters`` (node -> {dotted name: value}) as a ROS 2 ``--params-file``."""
-    tree: dict[str, Any] = {}
-    for node, values in parameters.items():
-        section = tree.setdefault(node, {}).setdefault(PARAMETERS_KEY, {})
-        for name, value in values.items():
-            *parents, leaf = name.split(".")
-            level = section
-            for parent in parents:
-                level = level.setdefault(parent, {})
-            level[leaf] = value
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(dump_parameters(tree))
-    return path
+        overrides[RECORDER] = {"output": str(options.record)}
+    return overrides
 
 
 def child_environment() -> dict[str, str]:
@@ -144,44 +119,68 @@ def child_environment() -> dict[str, str]:
 
 
 class Child:
-    """One node's process, running ``module``, its output in ``<log_dir>/<name>.log``."""
+    """One node's process, ``python -m module *arguments``, its output in
+    ``<log_dir>/<name>.log`` after a first line with the command; ``executable`` says which of
+    the package's it runs."""
 
-    def __init__(self, name: str, module: str, parameter_files: list[Path], log_dir: Path,
-                 env: dict[str, str]) -> None:
-        self.name = name
+    def __init__(self, name: str, module: str, arguments: list[str], log_dir: Path,
+                 env: dict[str, str], executable: str | None = None) -> None:
+        self.name, self.executable = name, executable or name
         self.log_path = log_dir / f"{name}.log"
-        files = [arg for path in parameter_files for arg in ("--params-file", str(path))]
-        self.command = [sys.executable, "-m", module, "--ros-args", *files]
+        self.command = [sys.executable, "-m", module, *arguments]
         with open(self.log_path, "wb") as log:
+            log.write(f"{shlex.join(self.command)}\n".encode())
+            log.flush()
             # Its own session: a Ctrl-C at the terminal reaches this process alone, which
             # then stops the children in order.
             self.process = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT,
                                             stdin=subprocess.DEVNULL, env=env,
                                             start_new_session=True, preexec_fn=_die_with_parent)
 
+    @classmethod
+    def launch(cls, node: LaunchNode, log_dir: Path, env: dict[str, str]) -> "Child":
+        """``node`` started as launch_ros starts it."""
+        arguments = [*node.arguments, "--ros-args", *node.ros_arguments(log_dir / "launch")]
+        return cls(node.name, node.module, arguments, log_dir, env, node.executable)
+
     def tail(self) -> str:
         with open(self.log_path, errors="replace") as log:
             return "".join(deque(log, maxlen=LOG_TAIL))
 
 
-def run_graph(setup: MissionSetup, terrain: Terrain, params_file: Path, options: GraphOptions,
+def start_order(nodes: list[LaunchNode]) -> list[LaunchNode]:
+    """The launch file's nodes in its order, the clock source moved last."""
+    return sorted(nodes, key=lambda node: node.executable == CLOCK_SOURCE)
+
+
+def write_graph_file(setup: MissionSetup, params_file: Path, options: GraphOptions,
+                     log_dir: Path) -> Path:
+    """The run's effective parameter file, ``<log_dir>/parameters.yaml``: ``params_file``
+    with ``setup``'s values and :func:`graph_overrides` written over it."""
+    return write_effective_file(setup, params_file, log_dir / EFFECTIVE_FILE,
+                                graph_overrides(options, log_dir))
+
+
+def run_graph(setup: MissionSetup, terrain: Terrain, effective: Path, options: GraphOptions,
               log_dir: Path, on_epoch: Callable[[EpochRecord], None] | None = None,
               on_start: Callable[[Child], None] | None = None) -> GraphRun:
-    """Run the graph until a map holds ``setup.mission.max_samples`` samples (or Ctrl-C);
-    see the module docstring. ``terrain``: the setup's, which the monitor scores against
-    (:func:`~poam_ros.setup.truth.mission_terrain`; the caller's checks have loaded it).
-    ``on_start`` sees each node's process as it starts."""
+    """Run sim.launch.xml's graph with the parameter file ``effective``
+    (:func:`write_graph_file`) until a map holds ``setup.mission.max_samples`` samples (or
+    Ctrl-C); see the module docstring. ``terrain``: the setup's, which the monitor scores
+    against (:func:`~poam_ros.setup.truth.mission_terrain`; the caller's checks have loaded
+    it). ``on_start`` sees each node's process as it starts."""
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")  # the monitor's too
-    recording = _recording(params_file) if options.record is not None else None
-    sensors = SENSOR_TOPICS + (("/sonar/swath",) if load_config(
-        params_file, CLOCK_SOURCE, MultibeamStreamConfig, "multibeam").enabled else ())
-    parameters = graph_parameters(setup, options, recording, sensors)
-    # The mission's own crash journal: a killed run never resumes into the next one.
-    parameters["mapper"]["journal.path"] = str(log_dir / "mapper.journal")
-    files = [params_file, write_parameter_file(log_dir / "graph_parameters.yaml", parameters)]
+    starts = start_order(sim_nodes(effective, record=options.record is not None))
+    recording = _recording(effective) if options.record is not None else None
+    if recording is not None:
+        sensors = SENSOR_TOPICS + (("/sonar/swath",) if load_config(
+            effective, CLOCK_SOURCE, MultibeamStreamConfig, "multibeam").enabled else ())
+        unrecorded = [topic for topic in sensors if not recording(topic)]
+        if unrecorded:  # sim.launch.xml's record:=true holds the clock for the recorder
+            raise GraphError(f"the recorder does not record {', '.join(unrecorded)}: with "
+                             f"--record the clock waits until it subscribes to every sensor; "
+                             f"add them to its topics (or all_topics: true)")
     env = child_environment()
-    # The recorder first, so that it hears every node from its first message; stopped last.
-    starts = ([RECORDER] if options.record is not None else []) + list(NODES.items())
     context = rclpy.Context()
     with StopSignals() as signals:  # Ctrl-C, SIGTERM: the children stop in order
         init_rclpy(context=context)
@@ -195,14 +194,14 @@ def run_graph(setup: MissionSetup, terrain: Terrain, params_file: Path, options:
             monitor = MissionMonitor(terrain, setup.mission.max_samples, on_epoch,
                                      fields=survey_fields(setup, terrain)[0], context=context)
             executor.add_node(monitor)
-            for name, module in starts:
-                if name == CLOCK_SOURCE:
+            for node in starts:
+                if node.executable == CLOCK_SOURCE:
                     deadline = time.monotonic() + options.start_timeout
                     _spin_until(lambda: not _not_ready(monitor, recording), executor, children,
                                 stop, lambda: time.monotonic() > deadline and (
                                     f"no sign of {', '.join(_not_ready(monitor, recording))} "
                                     f"within {options.start_timeout:g} s"))
-                children.append(Child(name, module, files, log_dir, env))
+                children.append(Child.launch(node, log_dir, env))
                 if on_start is not None:
                     on_start(children[-1])
             _spin_until(lambda: monitor.finished, executor, children, stop,
@@ -232,7 +231,7 @@ def run_graph(setup: MissionSetup, terrain: Terrain, params_file: Path, options:
 def _recording(params_file: Path) -> Callable[[str], bool]:
     """Whether the graph's recorder, as ``params_file`` configures it, takes a topic (by
     its absolute name)."""
-    config = load_config(params_file, RECORDER[0], RecorderConfig)
+    config = load_config(params_file, RECORDER, RecorderConfig)
     if config.all_topics:
         return lambda name: True
     topics = {topic if topic.startswith("/") else f"/{topic}" for topic in config.topics}
@@ -281,9 +280,9 @@ def stop_in_stages(children: list[Child], timeout: float) -> dict[str, int | str
     they publish until they are gone). A stage starts once the one before has exited, so
     that no node tears down its DDS endpoints while its peers tear down theirs. The exit
     status of each child, "killed" for one that had to be."""
-    stages = ([c for c in children if c.name == CLOCK_SOURCE],
-              [c for c in children if c.name not in (CLOCK_SOURCE, RECORDER[0])],
-              [c for c in children if c.name == RECORDER[0]])
+    stages = ([c for c in children if c.executable == CLOCK_SOURCE],
+              [c for c in children if c.executable not in (CLOCK_SOURCE, RECORDER)],
+              [c for c in children if c.executable == RECORDER])
     codes: dict[str, int | str] = {}
     for stage in stages:
         for child in stage:

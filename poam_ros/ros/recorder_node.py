@@ -97,7 +97,11 @@ class RecorderNode(StartingNode):
         self.refused: dict[str, str] = {}  # topic -> why it is not recorded
         self.lost: Counter = Counter()  # per topic, gaps in sequence numbers
         self._gaps = SequenceGaps()
-        self._intake_node = Node(f"{node_name}_intake", context=self.context,
+        # Its own name even under a process-wide __node:= remap (as launch_ros starts a
+        # node), which would otherwise rename it too: local arguments take precedence.
+        intake_name = f"{self.get_name()}_intake"
+        self._intake_node = Node(intake_name, context=self.context,
+                                 cli_args=["--ros-args", "-r", f"__node:={intake_name}"],
                                  start_parameter_services=False)
         self._recording: list = []  # (subscription, topic name), read by the intake thread
         self._recording_changed = threading.Event()

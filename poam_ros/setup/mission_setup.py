@@ -120,7 +120,8 @@ class MissionSetup:
         # a georeferenced terrain is placed with the mapper's anchor (repeated in a file)
         "simulated_auv": {"": SimulatedAuvConfig, "multibeam": MultibeamStreamConfig,
                           "geo": GeoConfig},
-        "mapper": {"journal": JournalConfig},
+        # the map covers the planner's workspace (a complete file repeats it here)
+        "mapper": {"journal": JournalConfig, "workspace": WorkspaceConfig},
         # a robot's file (robot.launch.xml) repeats the mapper's anchor for these nodes
         "planner": {"odometry": InputCheckConfig, "geo": GeoConfig},
         "sensor_ingest": {"geo": GeoConfig},
@@ -147,11 +148,9 @@ class MissionSetup:
 
     @classmethod
     def _from_file(cls, path) -> "MissionSetup":
-        values, defaults = {}, cls()
+        values = {}
         for node, attributes in cls.NODES.items():
-            classes = {prefix: type(getattr(defaults, attribute))
-                       for prefix, attribute in attributes.items()}
-            loaded = load_configs(path, node, {**cls.ROS_ONLY.get(node, {}), **classes})
+            loaded = load_configs(path, node, cls.declared(node))
             values.update({attribute: loaded[prefix] for prefix, attribute in attributes.items()})
         return cls(**values)
 
@@ -179,15 +178,17 @@ class MissionSetup:
         return path
 
     def node_parameters(self, node: str) -> dict[str, Any]:
-        """The parameters a launcher gives ``node``, as ``{dotted name: value}``.
+        """The parameters ``node`` must run with for the ROS graph to make :class:`Mission`'s
+        decisions, as ``{dotted name: value}``; a complete parameter file (the shipped ones)
+        already holds every one of them.
 
-        The node's configs, plus what the ROS graph needs to run :class:`Mission`'s loop:
-        the simulator's, the mapper's model and the planner's seeds derived from
-        ``mission.seed`` and the vehicle's start pose (as :class:`Mission` derives them),
-        the planner's workspace for the mapper (its map covers the workspace) and the
-        ingest (it drops samples outside), and the map frame's anchor ``geo`` for the nodes
-        of :data:`GEO_NODES`. Empty lists are left out: ROS cannot tell their
-        element type, and each such field's default is empty.
+        The node's configs, plus: the simulator's, the mapper's model and the planner's
+        seeds derived from ``mission.seed`` and the vehicle's start pose (as :class:`Mission`
+        derives them), the planner's workspace for the mapper (its map covers the workspace)
+        and the ingest (it drops samples outside), the map frame's anchor ``geo`` for the
+        nodes of :data:`GEO_NODES`, the ingest's channels for the mapper and the mission's
+        evaluation grid for the mapper's ``map/evaluation``. Empty lists are left out: ROS
+        cannot tell their element type, and each such field's default is empty.
         """
         if node not in self.NODES:
             raise ConfigError(f"unknown node {node!r}; known: {', '.join(self.NODES)}")
@@ -202,7 +203,8 @@ class MissionSetup:
         if node == "mapper":
             configs["mapping"] = self.mapping.replace(seed=seeds["model"])
             # the samples' channels are the ingest's
-            configs[""] = self.mapper_node.replace(channels=list(self.ingest.channels))
+            configs[""] = self.mapper_node.replace(channels=list(self.ingest.channels),
+                                                   evaluation_grid=self.mission.eval_grid)
         if node == "planner":
             configs[""] = self.planner_node.replace(seed=seeds["planner"])
         parameters = {}
@@ -221,6 +223,14 @@ class MissionSetup:
             start = lower_right_start(Workspace.from_config(self.workspace).bounds)
             parameters["start_pose"] = [float(v) for v in start]
         return parameters
+
+    @classmethod
+    def declared(cls, node: str) -> dict[str, type[Params]]:
+        """``{prefix: config class}`` of every parameter group ``node`` declares."""
+        defaults = cls()
+        return {**cls.ROS_ONLY.get(node, {}),
+                **{prefix: type(getattr(defaults, attribute))
+                   for prefix, attribute in cls.NODES[node].items()}}
 
     def over_map(self, path) -> "MissionSetup":
         """This setup over the terrain file ``path`` (a command's ``--map``), read with the

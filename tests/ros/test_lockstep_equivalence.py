@@ -1,6 +1,9 @@
-"""A lockstep ``poam-ros sim`` on N17E073 (the paper's Env2) ends with the SMSE and MSLL of
-the ROS-free Mission with the same seed, on a reduced budget (a 5-waypoint pilot survey and
-a few goals, M = 40); ``poam-ros sim --compare`` reports that Mission exactly.
+"""The graph of ``launch/sim.launch.xml``, started from its content, makes the ROS-free
+Mission's decisions: a lockstep ``poam-ros sim`` on N17E073 (the paper's Env2), given one
+complete parameter file and no other setting, starts exactly the nodes ``ros2 launch poam_ros
+sim.launch.xml params_file:=<that file>`` starts with exactly their parameters, and ends with
+the SMSE and MSLL of the ROS-free Mission with the same seed, on a reduced budget (a
+5-waypoint pilot survey and a few goals, M = 40); ``--compare`` reports that Mission exactly.
 
 The graph is not bit-identical to the ROS-free loop: sonar ranges travel as float32
 (sensor_msgs/Range) and the ingest places each sounding at the pose interpolated at its
@@ -21,6 +24,7 @@ rclpy = pytest.importorskip("rclpy", exc_type=ModuleNotFoundError)
 from graph_helpers import ROOT, sim_then_mission  # noqa: E402
 
 from poam_ros.setup.mission_setup import MissionSetup  # noqa: E402
+from poam_ros.setup.sim_launch import differences, write_effective_file  # noqa: E402
 from poam_ros.setup.terrain import TerrainConfig  # noqa: E402
 
 ENV2 = ROOT.parent / "shared" / "data" / "srtm" / "N17E073_360.npz"
@@ -39,9 +43,12 @@ def runs(ros_domain_id, small_parameter_file, tmp_path_factory):
     setup = MissionSetup.from_file(params)
     setup.terrain = TerrainConfig(path=str(ENV2), extent=setup.terrain.extent)
     setup.mission = setup.mission.replace(seed=SEED, max_samples=BUDGET)
-    summary, records, result = sim_then_mission(
-        ["--params", str(params), "--map", str(ENV2), "--seed", str(SEED), "--max-samples",
-         str(BUDGET), "--compare"], tmp_path_factory.mktemp("equivalence"), setup)
+    folder = tmp_path_factory.mktemp("equivalence")
+    complete = write_effective_file(setup, params, folder / "complete.yaml")
+    summary, records, result = sim_then_mission(["--params", str(complete), "--compare"],
+                                                folder / "out", setup)
+    # what ran is what sim.launch.xml gives the nodes with the complete file alone
+    assert differences(complete, folder / "out" / "logs" / "parameters.yaml") == []
     return summary, records, result
 
 

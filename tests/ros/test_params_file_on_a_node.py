@@ -72,3 +72,62 @@ def test_loader_and_rcl_agree(tmp_path, ros_domain_id, namespace, expected):
         node.destroy_node()
     finally:
         rclpy.try_shutdown(context=context)
+
+
+FIRST = """
+    /**:
+      ros__parameters: {x: 1, y: 1, z: 1, w: 1}
+    /**/mapper:
+      ros__parameters: {x: 2, y: 2}
+    mapper:
+      ros__parameters: {y: 3}
+    /*/mapper:
+      ros__parameters: {z: 4}
+"""
+WILDCARD = "/**:\n  ros__parameters: {x: 10, w: 10}\n"
+SPECIFIC = """
+    /auv1/mapper:
+      ros__parameters: {y: 30}
+    /**/mapper:
+      ros__parameters: {y: 20, v: 20}
+"""
+
+
+@pytest.mark.parametrize("namespace", ["/", "/auv1"])
+@pytest.mark.parametrize("files, rule", [
+    (["first"], None), (["first", "wildcard"], None), (["first", "specific"], None),
+    (["specific", "first"], None), (["first"], "x:=99"), (["specific"], "w:=99"),
+])
+def test_several_files_and_a_rule_merge_as_rcl_merges_them(tmp_path, ros_domain_id, files,
+                                                          rule, namespace):
+    """The sections of several files (and ``-p``, a ``/**`` section) form rcl's one table:
+    what a live node gets is what :func:`load_node_parameters` and the launch interpreter
+    give."""
+    from poam_ros.launch_xml import InlineParameter, LaunchNode, ParameterFile
+
+    texts = {"first": FIRST, "wildcard": WILDCARD, "specific": SPECIFIC}
+    paths = []
+    for name in files:
+        paths.append(tmp_path / f"{name}.yaml")
+        paths[-1].write_text(textwrap.dedent(texts[name]))
+    arguments = ["--ros-args", *(a for p in paths for a in ("--params-file", str(p)))]
+    sources = [ParameterFile(p) for p in paths]
+    if rule is not None:
+        arguments += ["-p", rule]
+        sources.append(InlineParameter("/**", *rule.split(":=")))
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=ros_domain_id, args=arguments)
+    try:
+        node = Node("mapper", namespace=namespace, context=context,
+                    automatically_declare_parameters_from_overrides=True)
+        live = {name: node.get_parameter(name).value for name in "vwxyz"
+                if node.has_parameter(name)}
+        node.destroy_node()
+    finally:
+        rclpy.try_shutdown(context=context)
+    fqn = f"{namespace.rstrip('/')}/mapper"
+    launched = LaunchNode("poam_ros", "mapper", "mapper", namespace.rstrip("/"),
+                          tuple(sources)).parameter_values()
+    assert launched == live
+    if rule is None:
+        assert load_node_parameters(paths, fqn) == live

@@ -12,6 +12,7 @@ import json
 import os
 import pathlib
 import queue
+import shlex
 import signal
 import subprocess
 import sys
@@ -33,6 +34,7 @@ from poam_ros.diagnostics import LOST_IN_TRANSPORT  # noqa: E402
 from poam_ros.ingest.reasons import LATE, OUTSIDE_WORKSPACE  # noqa: E402
 from poam_ros.ros import qos  # noqa: E402
 from poam_ros.setup.mission_setup import MissionSetup  # noqa: E402
+from poam_ros.setup.sim_launch import sim_nodes  # noqa: E402
 from poam_ros.setup.terrain import terrain_from_config  # noqa: E402
 from poam_ros.workspace import Workspace  # noqa: E402
 
@@ -91,6 +93,25 @@ def test_the_command_reports_every_epoch_and_writes_its_records(mission):
     # One line per epoch, with its sample count.
     for epoch in epochs:
         assert f"{epoch['epoch']:>5} {epoch['num_samples']:>7}" in printed
+
+
+def test_the_nodes_are_sim_launch_xmls_with_its_command_lines(mission):
+    """poam-ros sim started exactly what ``ros2 launch poam_ros sim.launch.xml
+    params_file:=<logs/parameters.yaml> record:=true`` starts, as launch_ros starts it."""
+    setup, out, probe, samples, printed, params, _ = mission
+    logs = out / "logs"
+    effective = logs / "parameters.yaml"
+    assert (f"ros2 launch poam_ros sim.launch.xml params_file:={effective} record:=true"
+            in printed)
+    nodes = sim_nodes(effective, record=True)
+    assert sorted(node.name for node in nodes) == sorted({*NODES, "recorder"})
+    for node in nodes:
+        command = [sys.executable, "-m", node.module, *node.arguments, "--ros-args",
+                   *node.ros_arguments(logs / "launch")]
+        first = (logs / f"{node.name}.log").read_text().splitlines()[0]
+        assert first == shlex.join(command)
+    # The file's seeds are of seed 0; --seed and --max-samples changed the mission.
+    assert "mapper: mapping.seed" in printed
 
 
 def test_samples_lie_on_the_terrain_inside_the_workspace(mission):

@@ -33,7 +33,7 @@ UTM = {"anchor": "projected", "crs": "UTM 10N", "origin_easting": 512_345.5,
 def params_with(tmp_path, geo: dict | None = None, name: str = "params.yaml", **grid):
     """The small parameter file with ``geo.*`` and ``grid.*`` set in the mapper's section."""
     tree = yaml.safe_load(small_params(tmp_path).read_text())
-    mapper = tree["mapper"]["ros__parameters"]
+    mapper = tree["/**/mapper"]["ros__parameters"]
     mapper["geo"].update(geo or {})
     mapper["grid"].update(grid)
     path = tmp_path / name

@@ -16,10 +16,10 @@ from poam_ros.setup.mission_setup import default_parameter_file
 def small_params(tmp_path):
     """The package's parameter file with a small, fast model and a short pilot."""
     tree = yaml.safe_load(default_parameter_file().read_text())
-    tree["mapper"]["ros__parameters"]["mapping"].update(num_inducing=30, train_steps=2,
+    tree["/**/mapper"]["ros__parameters"]["mapping"].update(num_inducing=30, train_steps=2,
                                                         device="cpu")
-    tree["planner"]["ros__parameters"]["pilot"]["num_waypoints"] = 4
-    tree["mission"]["ros__parameters"]["mission"]["seed"] = 2
+    tree["/**/planner"]["ros__parameters"]["pilot"]["num_waypoints"] = 4
+    tree["/**/mission"]["ros__parameters"]["mission"]["seed"] = 2
     path = tmp_path / "params.yaml"
     path.write_text(yaml.safe_dump(tree))
     return path

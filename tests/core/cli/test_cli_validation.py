@@ -96,6 +96,7 @@ def graph(monkeypatch):
 
     module.GraphError, module.run_graph = GraphError, run_graph
     module.GraphOptions = lambda **options: options
+    module.write_graph_file = lambda setup, params, options, logs: params
     monkeypatch.setitem(sys.modules, "poam_ros.ros.graph", module)
     return module
 

@@ -10,7 +10,13 @@ from dataclasses import dataclass
 import pytest
 
 from poam_ros.params import ConfigError, Params, param
-from poam_ros.params.files import load_config, load_configs, load_node_parameters
+from poam_ros.params.files import (
+    load_config,
+    load_configs,
+    load_node_parameters,
+    section_matches,
+    sections_for,
+)
 
 
 @dataclass
@@ -70,7 +76,7 @@ def test_namespaces_and_wildcards_match_as_ros_does(tmp_path):
           ros__parameters: {c: 3}
         /**/planner:
           ros__parameters: {d: 4}
-        /auv*/sim:
+        /*/*/sim:
           ros__parameters: {e: 5}
     """)
     assert load_node_parameters(path, "/auv1/mapper") == {"a": 1, "c": 3}
@@ -78,8 +84,60 @@ def test_namespaces_and_wildcards_match_as_ros_does(tmp_path):
     assert load_node_parameters(path, "mapper") == {}
     assert load_node_parameters(path, "planner") == {"d": 4}
     assert load_node_parameters(path, "/x/y/planner") == {"d": 4}
-    assert load_node_parameters(path, "/auv7/sim") == {"e": 5}
+    assert load_node_parameters(path, "/auv7/sim") == {}
+    assert load_node_parameters(path, "/a/auv7/sim") == {"e": 5}
     assert load_node_parameters(write(tmp_path, "", "empty.yaml"), "mapper") == {}
+
+
+def test_sections_apply_in_rcls_table_order_across_files(tmp_path):
+    """As rclpy applies them (checked against a live node): one table of keys in the order
+    they first appear over all files; a key seen again updates its first entry."""
+    first = write(tmp_path, """
+        /**:
+          ros__parameters: {x: 1, y: 1, z: 1, w: 1}
+        /**/mapper:
+          ros__parameters: {x: 2, y: 2}
+        mapper:
+          ros__parameters: {y: 3}
+        /*/mapper:
+          ros__parameters: {z: 4}
+    """, "first.yaml")
+    later_wildcard = write(tmp_path, "/**:\n  ros__parameters: {x: 10, w: 10}\n", "b.yaml")
+    specific = write(tmp_path, """
+        /auv1/mapper:
+          ros__parameters: {y: 30}
+        /**/mapper:
+          ros__parameters: {y: 20, v: 20}
+    """, "c.yaml")
+    assert load_node_parameters(first, "mapper") == {"x": 2, "y": 3, "z": 1, "w": 1}
+    assert load_node_parameters(first, "/auv1/mapper") == {"x": 2, "y": 2, "z": 4, "w": 1}
+    # a later file's /** merges into the first /** entry: /**/mapper still overrides it
+    assert load_node_parameters([first, later_wildcard], "mapper") == {
+        "x": 2, "y": 3, "z": 1, "w": 10}
+    assert load_node_parameters([first, specific], "/auv1/mapper") == {
+        "x": 2, "y": 30, "z": 4, "w": 1, "v": 20}
+    assert load_node_parameters([specific, first], "/auv1/mapper") == {
+        "x": 1, "y": 1, "z": 4, "w": 1, "v": 20}
+
+
+def test_sections_for_names_the_matching_sections_in_order(tmp_path):
+    tree = {"/**": {"ros__parameters": {"a": 1}},
+            "auv1": {"mapper": {"ros__parameters": {"b": {"c": 2}}}},
+            "/**/planner": {"ros__parameters": {"d": 3}}}
+    assert sections_for(tree, "/auv1/mapper") == [("/**", {"a": 1}),
+                                                  ("auv1/mapper", {"b.c": 2})]
+    assert sections_for(tree, "/auv2/planner") == [("/**", {"a": 1}), ("/**/planner", {"d": 3})]
+    assert sections_for({"mapper": {"ros__parameters": {}}}, "/auv1/mapper") == []
+    assert section_matches("/**/mapper", "mapper") and section_matches("mapper", "/mapper")
+    assert not section_matches("mapper", "/auv1/mapper")
+    assert not section_matches("/*/mapper", "/a/b/mapper")
+
+
+@pytest.mark.parametrize("key", ["/auv*/sim", "auv1//mapper", "/mapper-1"])
+def test_keys_rcl_refuses_are_errors(tmp_path, key):
+    path = write(tmp_path, f"{key}:\n  ros__parameters: {{a: 1}}\n")
+    with pytest.raises(ConfigError, match="neither a name"):
+        load_node_parameters(path, "mapper")
 
 
 def test_config_from_its_section(tmp_path):

@@ -12,7 +12,7 @@ from poam_ros.geo import GeoReference
 from poam_ros.ingest import IngestConfig
 from poam_ros.params import ConfigError
 from poam_ros.params.files import load_configs
-from poam_ros.setup.mission_setup import MissionSetup
+from poam_ros.setup.mission_setup import MissionSetup, mission_seeds
 from poam_ros.setup.terrain import terrain_from_config
 from poam_ros.sim import lower_right_start
 from poam_ros.workspace import Workspace, WorkspaceConfig
@@ -28,8 +28,17 @@ def test_the_package_file_loads():
 
 def test_the_package_file_spells_out_the_defaults():
     """A file naming only some keys (config/authors_robot.yaml) means the package file's
-    values for the others."""
-    assert MissionSetup.from_file(CONFIG) == MissionSetup()
+    values for the others, except those the simulated graph needs from every file
+    (MissionSetup.node_parameters: the seeds, the evaluation grid)."""
+    setup, default = MissionSetup.from_file(CONFIG), MissionSetup()
+    seeds = mission_seeds(default.mission.seed)
+    assert setup.mapping == default.mapping.replace(seed=seeds["model"])
+    assert setup.planner_node == default.planner_node.replace(seed=seeds["planner"])
+    assert setup.mapper_node == default.mapper_node.replace(
+        evaluation_grid=default.mission.eval_grid)
+    setup.mapping, setup.planner_node = default.mapping, default.planner_node
+    setup.mapper_node = default.mapper_node
+    assert setup == default
     ingest = load_configs(CONFIG, "sensor_ingest", INGEST_CONFIGS)
     assert ingest == {"": IngestConfig(), "workspace": WorkspaceConfig()}
     assert load_configs(CONFIG, "recorder", {"": RecorderConfig}) == {"": RecorderConfig()}

@@ -1,0 +1,94 @@
+"""The simulated graph as ``launch/sim.launch.xml`` describes it, for a :class:`MissionSetup`.
+
+``poam-ros sim`` starts exactly the nodes that ``ros2 launch poam_ros sim.launch.xml
+params_file:=<file> record:=<bool>`` starts (:func:`sim_nodes`), with the file being the
+*effective parameter file* of :func:`write_effective_file`: each graph node's parameters as
+the user's file gives them, with what the command line changes written over them (``--seed``,
+``--method``, ``--map``, ``--mode``, ... through :meth:`MissionSetup.node_parameters`) and the
+run's own paths (the mapper's crash journal, the bag). So one file says what every node runs
+with, and launching sim.launch.xml with it starts the same graph. A shipped parameter file is
+complete: its effective file changes no value a node gets from it (:func:`differences`), so
+``ros2 launch poam_ros sim.launch.xml`` with it runs the mission ``poam-ros sim`` runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+from poam_ros.launch_xml import LaunchNode, expand, launch_file
+from poam_ros.params.files import (
+    PARAMETERS_KEY,
+    config_from_parameters,
+    dump_parameters,
+    load_parameter_tree,
+    nest_parameters,
+    parameter_table,
+    parameters_for,
+)
+from poam_ros.setup.mission_setup import MissionSetup
+
+SIM_LAUNCH = "sim.launch.xml"
+#: the sections of an effective file: the graph's nodes, and the mission's own
+SECTIONS = ("recorder", "simulated_auv", "sensor_ingest", "mapper", "planner", "mission")
+#: values that name a run's own files, not the mission: never counted as a difference
+RUN_PATHS = {"mapper": ("journal.path",), "recorder": ("output",)}
+
+
+def sim_nodes(params_file: str | Path, record: bool = False) -> list[LaunchNode]:
+    """The nodes sim.launch.xml starts with ``params_file`` (and a recorder)."""
+    return expand(launch_file(SIM_LAUNCH), {"params_file": str(params_file),
+                                            "record": "true" if record else "false"})
+
+
+def write_effective_file(setup: MissionSetup, params_file: str | Path, path: str | Path,
+                         overrides: Mapping[str, Mapping[str, Any]] | None = None) -> Path:
+    """The effective parameter file at ``path``: per section of :data:`SECTIONS`, keyed
+    ``/**/<node>``, the parameters ``params_file`` gives that node, ``setup``'s values
+    (:meth:`MissionSetup.node_parameters`) written over them, then ``overrides``
+    (node -> {dotted name: value})."""
+    table = parameter_table([(params_file, load_parameter_tree(params_file))])
+    tree: dict[str, Any] = {}
+    for node in SECTIONS:
+        values = parameters_for(table, node)
+        if node in MissionSetup.NODES:
+            values.update(setup.node_parameters(node))
+        values.update((overrides or {}).get(node, {}))
+        if values:
+            tree[f"/**/{node}"] = {PARAMETERS_KEY: nest_parameters(values)}
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(dump_parameters(tree))
+    return path
+
+
+def differences(params_file: str | Path, effective_file: str | Path,
+                record: bool = False) -> list[str]:
+    """``node: name`` of every value a node of sim.launch.xml gets otherwise from
+    ``effective_file`` than from ``params_file`` (a name one of them leaves out counts at
+    its declared default), :data:`RUN_PATHS` aside."""
+    changed = []
+    for given, effective in zip(sim_nodes(params_file, record),
+                                sim_nodes(effective_file, record)):
+        node = given.name
+        values, other = given.parameter_values(), effective.parameter_values()
+        defaults = _defaults(node)
+        for name in sorted(set(values) | set(other)):
+            if name in RUN_PATHS.get(node, ()):
+                continue
+            if values.get(name, defaults.get(name)) != other.get(name, defaults.get(name)):
+                changed.append(f"{node}: {name}")
+    return changed
+
+
+def _defaults(node: str) -> dict[str, Any]:
+    """``{dotted name: default}`` of the parameters :class:`MissionSetup` knows ``node``
+    declares ({} for a node it does not configure)."""
+    if node not in MissionSetup.NODES:
+        return {}
+    defaults = {}
+    for prefix, config_cls in MissionSetup.declared(node).items():
+        lead = f"{prefix}." if prefix else ""
+        values = config_from_parameters({}, config_cls, prefix).to_parameters()
+        defaults.update({lead + name: value for name, value in values.items()})
+    return defaults
