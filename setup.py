@@ -40,6 +40,7 @@ setup(
         "mcap>=1.2",  # rosbag2's default MCAP storage: its records and reader
         "zstandard>=0.20",  # MCAP chunk compression (mcap needs it too)
         "pyproj>=3.4",  # lon/lat <-> map metres (poam_ros.geo)
+        "pymavlink>=2.4.40",  # MAVLink to autopilots (poam_ros.vehicle)
         "rasterio>=1.4",  # GeoTIFF, NetCDF and SRTM terrain and COG export; wheels bundle GDAL
     ],
     extras_require={

@@ -18,7 +18,7 @@ FLOORS = (
     ("params", "attitude", "processes", "kernels", "inducing", "scalers", "diagnostics"),
     ("workspace", "messages", "sim", "models"),
     ("geo", "figures"),
-    ("ingest", "mapping"),
+    ("ingest", "mapping", "vehicle"),
     ("planners",),
     ("setup",),
     ("mission",),
