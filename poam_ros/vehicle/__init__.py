@@ -6,14 +6,16 @@
 * :mod:`.telemetry`: the autopilot's messages as map-frame records, bad ones counted.
 * :mod:`.link`: one pymavlink endpoint.
 * :mod:`.bridge`: :class:`VehicleBridge`, plans in, guided targets out.
+* :mod:`.autopilot`: :class:`SimulatedAutopilot`, the simulator behind MAVLink.
 
 docs/vehicle.md describes the conventions and the safety rules.
 """
 
+from poam_ros.vehicle.autopilot import SimulatedAutopilot
 from poam_ros.vehicle.bridge import VehicleBridge
 from poam_ros.vehicle.clock import AutopilotClock
 from poam_ros.vehicle.config import VehicleBridgeConfig
 from poam_ros.vehicle.safety import SafetyGate
 
-__all__ = ["AutopilotClock", "SafetyGate", "VehicleBridge",
+__all__ = ["AutopilotClock", "SafetyGate", "SimulatedAutopilot", "VehicleBridge",
            "VehicleBridgeConfig"]
