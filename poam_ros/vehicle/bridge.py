@@ -47,6 +47,7 @@ from collections import Counter
 
 import numpy as np
 
+from poam_ros.diagnostics import BridgeStatus
 from poam_ros.geo import GeoReference
 from poam_ros.vehicle import conversions as cv
 from poam_ros.vehicle.clock import AutopilotClock
@@ -150,7 +151,7 @@ class VehicleBridge:
             return self._refuse("stale_plan")
         reason = self.gate.check(poses)
         if reason is not None:
-            self.events["plans_refused"] += 1
+            self.events["refused_plans"] += 1
             return reason
         self.plan, self.plan_stamp, self.goal_index = poses, stamp, 0
         self.events["plans_accepted"] += 1
@@ -190,18 +191,19 @@ class VehicleBridge:
     def origin_ok(self) -> bool:
         return self.origin is not None and self.origin.offset <= self.config.origin_tolerance
 
-    def status(self, now: float) -> dict:
+    def status(self, now: float) -> BridgeStatus:
         """What diagnostics report: state, reason, link, counts by reason."""
         autopilot = self.autopilot
-        return {"state": self.state, "reason": self.reason, "link_up": self.link_up(now),
-                "heartbeat_age": None if autopilot is None else now - autopilot.t,
-                "mode": None if autopilot is None else autopilot.custom_mode,
-                "armed": None if autopilot is None else autopilot.armed,
-                "goal": (self.goal_index, 0 if self.plan is None else len(self.plan)),
-                "origin_offset": None if self.origin is None else self.origin.offset,
-                "clock_offset": self.clock.offset, "dropped": dict(self.telemetry.dropped),
-                "bad_data": dict(self.link.bad), "refused": dict(self.gate.refused),
-                "sent": dict(self.link.sent), "events": dict(self.events)}
+        return BridgeStatus(
+            state=self.state, reason=self.reason, link_up=self.link_up(now),
+            heartbeat_age=None if autopilot is None else now - autopilot.t,
+            mode=None if autopilot is None else autopilot.custom_mode,
+            armed=None if autopilot is None else autopilot.armed,
+            goal=(self.goal_index, 0 if self.plan is None else len(self.plan)),
+            origin_offset=None if self.origin is None else self.origin.offset,
+            clock_offset=self.clock.offset, dropped=dict(self.telemetry.dropped),
+            bad_data=dict(self.link.bad), refused=dict(self.gate.refused),
+            sent=dict(self.link.sent), events=dict(self.events))
 
     def close(self) -> None:
         self.link.close()
@@ -223,7 +225,7 @@ class VehicleBridge:
 
     def _refuse(self, reason: str) -> str:
         self.gate.refused[reason] += 1
-        self.events["plans_refused"] += 1
+        self.events["refused_plans"] += 1
         return reason
 
     def _origin_problem(self) -> str:

@@ -68,3 +68,20 @@ class VehicleBridgeConfig(Params):
         if self.command_period * 2 > self.link_timeout:
             raise ConfigError(f"VehicleBridgeConfig.command_period ({self.command_period:g} "
                               f"s) must be at most half link_timeout ({self.link_timeout:g} s)")
+
+
+@dataclass
+class VehicleNodeConfig(Params):
+    """The ``vehicle_bridge`` node's own settings: frames and its timer."""
+
+    world_frame: str = param("map", "frame of plans and odometry (REP-105)")
+    base_frame: str = param("base_link", "vehicle body frame, odometry child_frame_id")
+    altimeter_frame: str = param("altimeter_link", "frame of the downward Range")
+    gps_frame: str = param("gps_link", "frame of the NavSatFix")
+    depth_frame: str = param("base_link", "frame of the depth (FluidPressure)")
+    tick_rate: float = param(50.0, "rate of the bridge's read-and-command timer", unit="Hz",
+                             low=1.0, high=1000.0)
+    water_density: float = param(1025.0, "density turning depth into the gauge pressure "
+                                          "published on depth (the ingest's "
+                                          "depth_from_pressure inverts it)", unit="kg/m^3",
+                                 low=900.0, high=1100.0)
