@@ -206,7 +206,8 @@ class BridgeStatus:
     """The vehicle bridge (:mod:`poam_ros.vehicle.bridge`): its state and why it is not
     commanding, the link (heartbeat age s, None before one), the autopilot's mode and
     armed flag, the plan pose flown, the EKF origin's distance from the map origin (m), the
-    autopilot's boot on the stack's clock (s) and the counts: telemetry dropped, bad data, refusals, messages sent, events."""
+    autopilot's boot on the stack's clock (s) and the counts: telemetry dropped, bad data,
+    refusals, messages sent, events."""
 
     KIND: ClassVar[str] = "vehicle link"
 
