@@ -63,6 +63,7 @@ setup(
             "mapper = poam_ros.ros.mapper_node:main",
             "planner = poam_ros.ros.planner_node:main",
             "recorder = poam_ros.ros.recorder_node:main",
+            "vehicle_bridge = poam_ros.ros.vehicle_bridge_node:main",
         ],
     },
 )
