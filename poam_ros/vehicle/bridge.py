@@ -35,7 +35,8 @@ Each step follows documented MAVLink and ArduPilot behaviour:
   :meth:`~VehicleBridge.abort` holds the vehicle where it is (a position target at its
   current position, re-sent every period; with ``allow_mode_change``, the vehicle's own
   SURFACE or HOLD mode) at once, and the bridge then waits for :meth:`~VehicleBridge.start`.
-  A hold at the current position is not gated: it moves the vehicle nowhere.
+  A hold at the current position (its height relative to home, whatever ``vertical``) is
+  not gated: it moves the vehicle nowhere.
 * **Reboot**: the autopilot's boot time going back (:mod:`~poam_ros.vehicle.clock`) drops the
   guided state and the origin; the bridge waits for an explicit start.
 """
@@ -172,9 +173,10 @@ class VehicleBridge:
         return None
 
     def abort(self, now: float) -> None:
-        """Hold the vehicle where it is, at once; commanding resumes only on :meth:`start`."""
+        """Hold the vehicle where it is, at once; commanding resumes only on :meth:`start`.
+        Without commanding (idle, link lost) there is nothing to stop: only counted."""
         self.events["aborts"] += 1
-        if self.state == LINK_LOST:
+        if self.state not in (ACTIVE, HOLDING):
             return
         self.state, self.reason = HOLDING, "aborted: holding"
         odometry = self.odometry
@@ -271,7 +273,7 @@ class VehicleBridge:
                                        mavlink.MAV_MODE_FLAG_CUSTOM_MODE_ENABLED,
                                        ABORT_MODE[vehicle_type])
             elif self._hold is not None:
-                self._send_target(*self._hold, now)
+                self._send_target(*self._hold, now, frame=FRAMES["depth"])
             return
         if self.autopilot.custom_mode != GUIDED_MODE.get(vehicle_type):
             if self.config.allow_mode_change and vehicle_type in GUIDED_MODE:
@@ -309,15 +311,18 @@ class VehicleBridge:
             self._last["command"] = -math.inf  # the next pose at once
         return True
 
-    def _send_target(self, x: float, y: float, z: float, now: float) -> None:
+    def _send_target(self, x: float, y: float, z: float, now: float,
+                     frame: int | None = None) -> None:
+        """A position target; ``frame`` None: the plan's (``vertical``), a hold passes the
+        relative-altitude frame with the vehicle's own height."""
         lat, lon = cv.target_global_int(self.telemetry.frame, x, y)
         surface = self.config.vertical == "surface"
         mask = POSITION_ONLY | (IGNORE_Z if surface else 0)
         boot_ms = int((now - self._epoch) * 1000) & 0xFFFFFFFF
+        frame = FRAMES[self.config.vertical] if frame is None else frame
         self.link.send(self.link.mav.set_position_target_global_int_encode(
-            boot_ms, self.config.target_system, self.config.target_component,
-            FRAMES[self.config.vertical], mask, lat, lon, 0.0 if surface else float(z),
-            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
+            boot_ms, self.config.target_system, self.config.target_component, frame, mask,
+            lat, lon, 0.0 if surface else float(z), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
         self.target = (x, y, z)
 
     def _send_command(self, command: int, *params: float) -> None:

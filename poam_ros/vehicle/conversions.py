@@ -179,10 +179,11 @@ def fix_status(fix_type: int) -> int:
     return _FIX_STATUS.get(int(fix_type), STATUS_NO_FIX)
 
 
-def horizontal_variance(eph_cm: int) -> float | None:
-    """GPS_RAW_INT ``eph`` (HDOP · 100, or cm on ArduPilot) → a variance (m²); None when
-    unknown (UINT16_MAX)."""
-    return None if eph_cm == UINT16_MAX else (eph_cm / 100.0) ** 2
+def horizontal_variance(eph: int) -> float | None:
+    """GPS_RAW_INT ``eph`` (HDOP · 100) → a horizontal variance (m²) taking the HDOP as
+    metres (a user range error of 1 m: an approximation, as NavSatFix's
+    COVARIANCE_TYPE_APPROXIMATED says); None when unknown (UINT16_MAX)."""
+    return None if eph == UINT16_MAX else (eph / 100.0) ** 2
 
 
 def depth_from_altitude(altitude: float) -> float:

@@ -40,6 +40,10 @@ class Pair:
                 return True
         return until is None
 
+    def drain(self) -> None:
+        """Let the autopilot take what the bridge sent at the last step (no time passes)."""
+        self.autopilot.step(self.t - STEP)
+
     def ready(self) -> None:
         """Heartbeats and the origin exchanged; the operator in GUIDED and armed."""
         assert self.run(5.0, lambda: self.bridge.origin is not None)

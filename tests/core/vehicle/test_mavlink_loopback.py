@@ -136,22 +136,27 @@ def test_abort_holds_at_the_current_position_within_one_period(make_pair):
     pair = make_pair()
     pair.ready()
     bridge, autopilot = pair.bridge, pair.autopilot
+    bridge.abort(pair.t)  # not commanding: nothing to stop, nothing sent
+    pair.run(1.0)
+    assert bridge.state == IDLE and not autopilot.targets
     bridge.start(pair.t)
     bridge.set_plan([[-20.0, -20.0, -DEPTH]], pair.t, pair.t)
     pair.run(5.0)
-    where = bridge.odometry
+    pair.drain()
+    where, before = bridge.odometry, len(autopilot.targets)
     aborted = pair.t
     bridge.abort(pair.t)
     assert bridge.state == HOLDING
     pair.run(bridge.config.command_period)
-    hold = [target for target in autopilot.targets if target[0] >= aborted]
+    hold = autopilot.targets[before:]
     assert hold and hold[0][0] <= aborted + bridge.config.command_period
     assert math.hypot(hold[0][1] - where.x, hold[0][2] - where.y) < INTEGER_DEGREE
+    assert hold[0][3] == -DEPTH  # at its own height
     pair.run(5.0)
     x, y, _ = autopilot.simulator.pose
     assert math.hypot(x - where.x, y - where.y) < 1.0  # it stopped, well short of the goal
     assert all(math.hypot(t[1] - where.x, t[2] - where.y) < INTEGER_DEGREE
-               for t in autopilot.targets if t[0] >= aborted)
+               for t in autopilot.targets[before:])
 
 
 def test_an_ekf_origin_away_from_the_map_origin_is_refused(make_pair):
