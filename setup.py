@@ -54,7 +54,8 @@ setup(
         # websockets and protobuf: the tests' own Foxglove client of the live view; the tests
         # run the view and the sweep's Ray tasks too.
         "test": ["pytest>=8.2", "mcap-ros2-support>=0.5", "ruff==0.17.6", "websockets>=13",
-                 "protobuf>=4.21", "foxglove-sdk>=0.30,<0.31", "ray[client]>=2.9"],
+                 "protobuf>=4.21", "foxglove-sdk>=0.30,<0.31", "ray[client]>=2.9",
+                 "pymavlink>=2.4.40"],
         # Open3D's swath filters; without it the ingest uses equivalent numpy/scipy filters.
         "filters": ["open3d>=0.18"],
         # the live view's Foxglove WebSocket server (poam_ros.view): the 0.30 series speaks
@@ -62,6 +63,8 @@ setup(
         "view": ["foxglove-sdk>=0.30,<0.31"],
         # poam-ros bench sweep --cluster ray: the missions as Ray tasks
         "cluster": ["ray[client]>=2.9"],
+        # the vehicle bridge: MAVLink to ArduPilot and PX4 autopilots (poam_ros.vehicle)
+        "mavlink": ["pymavlink>=2.4.40"],
     },
     zip_safe=True,
     maintainer="poam_ros developers",

@@ -61,6 +61,7 @@ class Optional(NamedTuple):
 OPTIONAL = {
     "foxglove": Optional("view", "foxglove-sdk>=0.30,<0.31"),  # the live view
     "ray": Optional("cluster", "ray[client]>=2.9"),  # bench sweep --cluster ray
+    "pymavlink": Optional("mavlink", "pymavlink>=2.4.40"),  # the vehicle bridge (MAVLink)
 }
 
 

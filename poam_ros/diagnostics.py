@@ -4,7 +4,8 @@ A node's ``diagnostic_msgs/DiagnosticStatus`` carries its state as ``KeyValue`` 
 monitor of ``poam-ros sim``, the latency benchmark, the ingest benchmark and the offline
 remap read them back. Every key, its type and its text form are declared here, once, as a
 frozen, keyword-only dataclass per status (:class:`MapperStatus`, :class:`IngestStatus`,
-:class:`PlannerStatus`, :class:`SimulatorStatus`, :class:`RecorderStatus`); writers build a
+:class:`PlannerStatus`, :class:`SimulatorStatus`, :class:`RecorderStatus`,
+:class:`BridgeStatus`); writers build a
 record and :func:`encode` it, readers :func:`decode` (or :func:`read`) it and use its
 attributes. No key is spelled anywhere else (``tests/core/test_diagnostics.py`` scans the
 package), so a renamed key fails in a unit test, not in a graph run.
@@ -205,8 +206,36 @@ class RecorderStatus:
     refused: dict[str, str] = keyed("refused.{}")
 
 
-RECORDS = (MapperStatus, IngestStatus, PlannerStatus, SimulatorStatus, RecorderStatus)
-Record = Union[MapperStatus, IngestStatus, PlannerStatus, SimulatorStatus, RecorderStatus]
+@dataclass(frozen=True, kw_only=True)
+class BridgeStatus:
+    """The vehicle bridge (:mod:`poam_ros.vehicle.bridge`): its state and why it is not
+    commanding, the link (heartbeat age s, None before one), the autopilot's mode and
+    armed flag, the plan pose flown, the EKF origin's distance from the map origin (m), the
+    autopilot's boot on the stack's clock (s) and the counts: telemetry dropped, bad data,
+    refusals, messages sent, events."""
+
+    KIND: ClassVar[str] = "vehicle link"
+
+    state: str = key("state")
+    reason: str = key("reason")
+    link_up: bool = key("link_up")
+    heartbeat_age: float | None = key("heartbeat_age", spec=".3f", none="never")
+    mode: int | None = key("mode", none="unknown")
+    armed: bool | None = key("armed", none="unknown")
+    goal: tuple[int, int] = key("goal")
+    origin_offset: float | None = key("origin_offset", spec=".3f", none="unknown")
+    clock_offset: float | None = key("clock_offset", none="unknown")  # s, boot on stack time
+    dropped: dict[str, int] = keyed("dropped.{}")
+    bad_data: dict[str, int] = keyed("bad_data.{}")
+    refused: dict[str, int] = keyed("refused.{}")
+    sent: dict[str, int] = keyed("sent.{}")
+    events: dict[str, int] = keyed("events.{}")
+
+
+RECORDS = (MapperStatus, IngestStatus, PlannerStatus, SimulatorStatus, RecorderStatus,
+           BridgeStatus)
+Record = Union[MapperStatus, IngestStatus, PlannerStatus, SimulatorStatus, RecorderStatus,
+               BridgeStatus]
 
 
 def status_name(node_name: str, record_type: type) -> str:

@@ -52,6 +52,8 @@ EXECUTABLES = {
     "mapper": "poam_ros.ros.mapper_node",
     "planner": "poam_ros.ros.planner_node",
     "recorder": "poam_ros.ros.recorder_node",
+    "viewer": "poam_ros.ros.viewer_node",
+    "vehicle_bridge": "poam_ros.ros.vehicle_bridge_node",
 }
 WILDCARD_KEY = "/**"  # the key of a <param name value> on a node of unspecified namespace
 

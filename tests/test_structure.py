@@ -19,7 +19,7 @@ FLOORS = (
      "dependencies"),
     ("workspace", "messages", "sim", "models", "launch_xml"),
     ("geo", "figures"),
-    ("ingest", "mapping"),
+    ("ingest", "mapping", "vehicle"),
     ("planners", "view"),
     ("setup",),
     ("mission",),

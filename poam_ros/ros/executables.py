@@ -16,6 +16,7 @@ import os
 import runpy
 import sys
 
+from poam_ros.dependencies import MissingDependency
 from poam_ros.launch_xml import EXECUTABLES  # the one table of executables
 
 
@@ -26,4 +27,7 @@ def main(argv0: str | None = None) -> None:
     if name not in EXECUTABLES:
         raise SystemExit(f"poam_ros: no node executable {name!r}; there are "
                          f"{', '.join(EXECUTABLES)}")
-    runpy.run_module(EXECUTABLES[name], run_name="__main__", alter_sys=True)
+    try:
+        runpy.run_module(EXECUTABLES[name], run_name="__main__", alter_sys=True)
+    except MissingDependency as error:  # an optional feature's package: one line, no trace
+        raise SystemExit(f"poam_ros: {error}") from None

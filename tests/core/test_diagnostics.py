@@ -42,7 +42,12 @@ SIMULATOR = d.SimulatorStatus(
 RECORDER = d.RecorderStatus(messages=10, queued=0, lost=1, topics=2,
                             count={"/odom": 7, "/plan": 3}, lost_per_topic={"/odom": 1},
                             refused={"/x": "no type"})
-EXAMPLES = (MAPPER, INGEST, PLANNER, SIMULATOR, RECORDER)
+BRIDGE = d.BridgeStatus(state="active", reason="flying to plan pose 1", link_up=True,
+                        heartbeat_age=0.25, mode=4, armed=None, goal=(1, 3),
+                        origin_offset=None, clock_offset=12.5, dropped={"reboot": 1},
+                        bad_data={"bad_crc": 2}, refused={"above_surface": 1},
+                        sent={"HEARTBEAT": 9}, events={"aborts": 1})
+EXAMPLES = (MAPPER, INGEST, PLANNER, SIMULATOR, RECORDER, BRIDGE)
 
 
 def _same(a, b) -> bool:
