@@ -68,7 +68,7 @@ def setup_from_args(args):
     if args.seed is not None:
         setup.mission = setup.mission.replace(seed=args.seed)
     if args.max_samples is not None:
-        setup.mission = setup.mission.replace(max_samples=args.max_samples)
+        setup.mission_control = setup.mission_control.replace(max_samples=args.max_samples)
     mapping = {"method": args.method, "device": args.device}
     setup.mapping = setup.mapping.replace(**{k: v for k, v in mapping.items() if v})
     return setup, params
@@ -86,7 +86,7 @@ def build_mission(setup):
 def describe(setup) -> str:
     return (f"{setup.mapping.method} ({setup.mapping.kernel} kernel, M ≤ "
             f"{setup.mapping.num_inducing}) on {setup.terrain.path or 'the embedded bathymetry'}, "
-            f"{setup.mission.max_samples} samples, seed {setup.mission.seed}")
+            f"{setup.mission_control.max_samples} samples, seed {setup.mission.seed}")
 
 
 def map_name(setup) -> str:

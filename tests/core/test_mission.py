@@ -13,7 +13,8 @@ from poam_ros.workspace import WorkspaceConfig
 @pytest.fixture
 def setup():
     s = MissionSetup()
-    s.mission = s.mission.replace(max_samples=750, eval_grid=12, seed=3)
+    s.mission = s.mission.replace(eval_grid=12, seed=3)
+    s.mission_control = s.mission_control.replace(max_samples=750)
     s.mapping = s.mapping.replace(num_inducing=60, train_steps=2, device="cpu")
     return s
 
@@ -91,7 +92,7 @@ def test_seeds_are_independent_streams():
 
 
 def test_budget_smaller_than_pilot_survey(setup):
-    setup.mission = setup.mission.replace(max_samples=100)
+    setup.mission_control = setup.mission_control.replace(max_samples=100)
     with pytest.raises(MissionError, match=r"sample budget \(100\) is smaller than the pilot"):
         Mission(setup).run()
 
@@ -141,7 +142,8 @@ def test_soundings_beyond_the_terrain_return_nothing_and_the_mission_goes_on(set
     setup.workspace = WorkspaceConfig(vertices=[-31.0, -31.0, 31.0, -31.0, 31.0, 31.0,
                                                 -31.0, 31.0])
     setup.vehicle = setup.vehicle.replace(reverse=True, max_yaw_rate=np.pi)
-    setup.mission = setup.mission.replace(max_samples=1000, seed=0)
+    setup.mission = setup.mission.replace(seed=0)
+    setup.mission_control = setup.mission_control.replace(max_samples=1000)
     mission = Mission(setup)
     result = mission.run()
     assert mission.no_return > 0 and mission.outside_workspace == 0

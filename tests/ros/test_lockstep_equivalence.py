@@ -38,7 +38,8 @@ def runs(ros_domain_id, small_parameter_file, tmp_path_factory):
                                   mission={"mission": {"eval_grid": 50}})
     setup = MissionSetup.from_file(params)
     setup.terrain = TerrainConfig(path=str(ENV2), extent=setup.terrain.extent)
-    setup.mission = setup.mission.replace(seed=SEED, max_samples=BUDGET)
+    setup.mission = setup.mission.replace(seed=SEED)
+    setup.mission_control = setup.mission_control.replace(max_samples=BUDGET)
     summary, records, result = sim_then_mission(
         ["--params", str(params), "--map", str(ENV2), "--seed", str(SEED), "--max-samples",
          str(BUDGET), "--compare"], tmp_path_factory.mktemp("equivalence"), setup)
