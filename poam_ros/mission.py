@@ -33,10 +33,10 @@ from poam_ros.ingest.reasons import NO_RETURN, OUTSIDE_WORKSPACE
 from poam_ros.mapping.channels import survey_model
 from poam_ros.mapping.epochs import EpochRecord, epoch_averages
 from poam_ros.mapping.loop import MappingLoop, Scoring
+from poam_ros.mapping.map_grid import MapGrid
 from poam_ros.mapping.metrics import evaluation_points
 from poam_ros.models import OnlineSparseGP
 from poam_ros.params import ConfigError
-from poam_ros.mapping.map_grid import MapGrid
 from poam_ros.planners import make_planner, pilot_survey
 from poam_ros.planners.mission_control import (
     RETURNING,
