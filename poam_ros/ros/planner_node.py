@@ -49,6 +49,7 @@ stream); ``mode``, ``goal_radius`` (from the next plan),
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from dataclasses import dataclass, field
@@ -80,8 +81,21 @@ from poam_ros.planners.input_check import (
     InputCheck,
     InputCheckConfig,
 )
+from poam_ros.planners.mission_control import (
+    ABORTED,
+    DONE,
+    IDLE,
+    MOVING,
+    PAUSED,
+    RETURNING,
+    RUNNING,
+    MissionControlConfig,
+    std_statistic,
+)
+from poam_ros.planners.progress import remaining_plan
 from poam_ros.ros import conversions as cv
 from poam_ros.ros import qos
+from poam_ros.ros.mission_services import MissionServices
 from poam_ros.ros.parameters import add_config_callback, declare_config
 from poam_ros.ros.run import StartingNode, run_node
 from poam_ros.setup.mission_setup import MissionSetup, PlanningConfig
@@ -91,6 +105,8 @@ PILOT = "pilot"
 WAITING = "waiting for map"
 PLANNING = "planning"
 DRIVING = "driving"
+HOMING = "driving home"
+HOLDING = "holding"  # no plan: not started, paused, held or aborted
 
 RETRY_PERIOD = 1.0  # s between planning attempts after one failed
 
@@ -126,7 +142,10 @@ class PlannerNode(StartingNode):
                                        ("lawnmower", LawnmowerConfig),
                                        ("geo", GeoConfig))}
         self._settings = declare_config(self, PlannerSettings,
-                                        read_only=("seed", "map_frame", "diagnostics_period"))
+                                        read_only=("seed", "map_frame", "diagnostics_period",
+                                                   "autostart_mission", "mapper_name"))
+        mission = declare_config(self, MissionControlConfig, "mission",
+                                 read_only=[spec.name for spec in MissionControlConfig.specs()])
         add_config_callback(self, PlannerSettings, self._apply_settings)
         self._inputs = InputCheck(self._settings.map_frame,
                                   declare_config(self, InputCheckConfig, "odometry"))
@@ -144,8 +163,10 @@ class PlannerNode(StartingNode):
             raise ConfigError(f"planner: {error}") from error
         self._planner_name = setup.planning.planner
 
-        self._lock = threading.Condition()
-        self._state = PILOT
+        self._lock = threading.Condition()  # reentrant: MissionServices calls back under it
+        self._state = HOLDING
+        self._paused_state = HOLDING  # the state a pause left
+        self._pilot = pilot
         self._stopping = False
         self._position: np.ndarray | None = None
         self._heading: float | None = None  # rad, the vehicle's yaw with _position
@@ -184,14 +205,19 @@ class PlannerNode(StartingNode):
         self.create_subscription(PointCloud2, "uncertainty/response", self._on_response,
                                  qos.QUERY)
         self.create_timer(self._settings.diagnostics_period, self._publish_diagnostics)
+        # Mission control: the lifecycle's configure step creates it (its services, topic).
+        self._mission = MissionServices(self, mission, self._lock, self._settings.mapper_name,
+                                        self._on_mission_change, self._map_counted)
+        self._std_statistic = mission.std_statistic if mission.std_threshold else None
 
-        self._issue(pilot, None, PILOT)
+        if self._settings.autostart_mission:
+            self._mission.start()
         self._worker = threading.Thread(target=self._work, name=f"{node_name}_worker",
                                         daemon=True)
         self._worker.start()
         self.get_logger().info(
             f"{self._settings.mode} {self._planner_name} planning in {self._workspace!r}; "
-            f"pilot survey of {len(pilot)} waypoints published")
+            f"pilot survey of {len(pilot)} waypoints; mission {self._mission.control.state}")
 
     # ---------------------------------------------------------------- parameters
     def _apply_settings(self, settings: PlannerSettings) -> None:
@@ -220,7 +246,9 @@ class PlannerNode(StartingNode):
             if position is None:
                 return
             self._position, self._heading = position, yaw
-            if self._state in (PILOT, DRIVING) and self._progress.update(self._position):
+            self._mission.advance(lambda: self._mission.control.observe_pose(t, (x, y, z)))
+            if self._state in (PILOT, DRIVING, HOMING) and \
+                    self._progress.update(self._position):
                 self._events += 1
                 self._state, self._reached_event = WAITING, self._events
                 self._reached_stamp = msg.time_to_nanoseconds(message.header.stamp)
@@ -234,11 +262,17 @@ class PlannerNode(StartingNode):
             if not self._inputs.map_frame(message.header.frame_id):
                 self._warn_dropped()
                 return
-            self._events += 1
-            self._map_event = self._events
-            self._maps += 1
-            self._plan_map_stamp = max(stamp, self._plan_map_stamp or 0)
-            self._lock.notify_all()
+            std = math.nan if self._std_statistic is None else std_statistic(
+                msg.cloud_to_arrays(message)["std"], self._std_statistic)
+            self._mission.map_received(stamp, std)
+
+    def _map_counted(self, stamp: int) -> None:
+        """A map (stamped ``stamp`` ns) the mission has counted; call with the lock."""
+        self._events += 1
+        self._map_event = self._events
+        self._maps += 1
+        self._plan_map_stamp = max(stamp, self._plan_map_stamp or 0)
+        self._lock.notify_all()
 
     def _on_response(self, message: PointCloud2) -> None:
         stamp = msg.time_to_nanoseconds(message.header.stamp)
@@ -276,7 +310,8 @@ class PlannerNode(StartingNode):
         the odometry that reached it, or, since a map can overtake a burst of odometry, one
         that arrived during this plan and holds samples at least as new as that odometry.
         """
-        if self._state != WAITING or self._position is None or self._map_event is None:
+        if self._state != WAITING or self._position is None or self._map_event is None or \
+                self._mission.control.state not in MOVING:
             return False
         if time.monotonic() < self._not_before:
             return False
@@ -292,6 +327,10 @@ class PlannerNode(StartingNode):
                     self._lock.wait(timeout=wait if wait > 0 else None)
                 if self._stopping:
                     return
+                if self._mission.control.state == RETURNING:  # the map of the leg home is in
+                    self._state = HOLDING
+                    self._mission.advance(self._mission.control.home_reached)
+                    continue
                 self._state = PLANNING
                 position, heading = self._position.copy(), self._heading
             start = time.perf_counter()
@@ -313,7 +352,10 @@ class PlannerNode(StartingNode):
             with self._lock:
                 self._last_plan_time = time.perf_counter() - start
                 self._failed = False
-            self._issue(waypoints, position, DRIVING)
+                if self._mission.control.state not in RUNNING:  # paused or ended meanwhile
+                    continue
+                self._mission.advance(self._mission.control.planning_started)
+                self._issue(waypoints, position, DRIVING)
 
     def _predict_std(self, points: np.ndarray) -> np.ndarray:
         """The mapper's predictive std (of a new measurement) at ``points`` (N, 2)."""
@@ -349,10 +391,46 @@ class PlannerNode(StartingNode):
             if state == DRIVING:
                 self._goals += 1
             header = Header(stamp=self.get_clock().now().to_msg(), frame_id=frame)
-            path = cv.path_from_waypoints(header, waypoints, yaws)
+            path = cv.path_from_waypoints(header, waypoints, yaws, *self._settings.vertical)
             self._plan_pub.publish(path)
             self._goal_pub.publish(path.poses[-1])
         self._publish_diagnostics()
+
+    # ---------------------------------------------------------------- mission
+    def _on_mission_change(self, previous: str) -> None:
+        """Turn a change of the mission's state into a plan; called with the lock held."""
+        control = self._mission.control
+        if previous == IDLE and control.state not in (IDLE, ABORTED):
+            self._issue(self._pilot, None, PILOT)
+        elif control.state == RETURNING:
+            position = None if self._position is None else self._position.copy()
+            self._issue(control.home[None, :], position, HOMING)
+        elif previous == PAUSED and control.state in MOVING:
+            self._resume()
+        elif control.state in (PAUSED, ABORTED) or (control.state == DONE
+                                                    and previous != RETURNING):
+            if control.state == PAUSED:
+                self._paused_state = self._state
+            self._hold()
+
+    def _hold(self) -> None:
+        """An empty plan: the vehicle stops where it is (pause, hold, abort)."""
+        with self._lock:
+            if self._stopping:
+                return
+            self._state, self._progress = HOLDING, None
+            self._plan_pub.publish(Path(header=Header(stamp=self.get_clock().now().to_msg(),
+                                                      frame_id=self._settings.map_frame)))
+        self._publish_diagnostics()
+
+    def _resume(self) -> None:
+        """Back to the state a pause left: the rest of its plan from where the vehicle is,
+        or (between plans) the next plan when it is due."""
+        state, self._state = self._paused_state, WAITING
+        if state in (PILOT, DRIVING, HOMING) and self._position is not None:
+            position = self._position.copy()
+            self._issue(remaining_plan(self._waypoints, position), position, state)
+        self._lock.notify_all()
 
     # ---------------------------------------------------------------- diagnostics
     def _publish_diagnostics(self) -> None:
@@ -368,7 +446,9 @@ class PlannerNode(StartingNode):
                 maps_received=self._maps, failures=self._failures,
                 clock_resets=self._inputs.clock_resets, last_failure=self._last_failure,
                 last_plan_time=self._last_plan_time,
-                dropped={reason: self._inputs.dropped[reason] for reason in REASONS})
+                dropped={reason: self._inputs.dropped[reason] for reason in REASONS},
+                mission_state=self._mission.control.state,
+                mission_reason=self._mission.control.reason)
             new_drops = self._inputs.total - self._drops_at_last_report
             self._drops_at_last_report = self._inputs.total
             if self._failed:
@@ -384,6 +464,7 @@ class PlannerNode(StartingNode):
                 self.get_name(), level, text, record)])
             message.header.stamp = self.get_clock().now().to_msg()
             self._diagnostics_pub.publish(message)
+            self._mission.publish()
 
     def destroy_node(self) -> None:
         if self._worker is not None:
