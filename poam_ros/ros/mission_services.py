@@ -141,9 +141,12 @@ class MissionServices:
     # ------------------------------------------------------------------- output
     def _changed(self, previous: str) -> None:
         control = self.control
-        log = self._node.get_logger()
-        (log.warning if control.state == ABORTED else log.info)(
-            f"mission {previous} -> {control.state}: {control.reason}")
+        text = f"mission {previous} -> {control.state}: {control.reason}"
+        # rclpy fixes a call site's severity at its first call: one site per severity.
+        if control.state == ABORTED:
+            self._node.get_logger().warning(text)
+        else:
+            self._node.get_logger().info(text)
         self.publish()
         self._on_change(previous)
 
