@@ -1,8 +1,11 @@
 """The planner node: the pilot survey, then the paper's informative planner, over ROS.
 
 It builds the workspace, the random stream and the planner exactly as
-:class:`poam_ros.mission.Mission` does, publishes the pilot survey as the first ``plan``,
-and plans the next goal each time the vehicle has reached the end of its plan:
+:class:`poam_ros.mission.Mission` does, publishes the pilot survey as the first ``plan`` when
+the mission starts (at once with ``autostart_mission``, else on ``~/start``), and plans the
+next goal each time the vehicle has reached the end of its plan, until a budget ends the
+mission (:mod:`poam_ros.ros.mission_services`: the services ``~/start``, ``~/pause``,
+``~/abort``, ``~/return_home``, the ``mission/state`` topic, budgets ``mission.*``):
 
 * ``lockstep`` mode waits, after the goal is reached, for a ``map`` newer than that moment
   (the map that holds the samples of the leg just driven): one handled after the odometry
@@ -40,11 +43,16 @@ the ingest's clock rule (``odometry.stamp_jump_threshold``, ``odometry.stamp_res
 a glitched stamp is dropped (``pose_stamp_outlier``), a clock change is counted
 (``clock_resets``) and makes lockstep wait for a map handled after the goal is reached.
 
-Parameters: ``planning.*``, ``workspace.*`` (a ``workspace.geojson`` file is placed with
-the anchor ``geo.*``), ``pilot.*``, ``max_entropy.*``, ``lawnmower.*``, ``geo.*``, ``seed``,
-``map_frame`` and ``diagnostics_period`` are read-only (they fix the mission and its random
-stream); ``mode``, ``goal_radius`` (from the next plan),
-``query_timeout`` and ``odometry.*`` can change while it runs.
+Each plan pose's z is the vertical setpoint: ``vertical_mode`` ``depth``: z = -``depth`` in
+``map_frame``; ``altitude``: z = ``altitude`` above the seabed, the pose in
+``<map_frame>_altitude``. Paused, held (``mission.on_budget: hold``) or aborted, the plan is
+empty: the vehicle stops where it is.
+
+Parameters: ``mission.*``, ``planning.*``, ``workspace.*`` (a ``workspace.geojson`` file is
+placed with the anchor ``geo.*``), ``pilot.*``, ``max_entropy.*``, ``lawnmower.*``, ``geo.*``,
+``seed``, ``map_frame``, ``diagnostics_period``, ``autostart_mission`` and ``mapper_name`` are
+read-only (they fix the mission and its random stream); ``mode``, ``goal_radius`` (from the
+next plan), ``query_timeout``, ``odometry.*`` and the vertical setpoint can change while it runs.
 """
 
 from __future__ import annotations
