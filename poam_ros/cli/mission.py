@@ -209,8 +209,10 @@ def mission(argv) -> int:
     dropped = {"outside_workspace": run.outside_workspace, "no_return": run.no_return}
     figure = plot_mission(result, args.out / "mission.png", map_name(setup),
                           f"seed {setup.mission.seed}", GeoReference.from_config(setup.geo))
+    print(f"mission {run.control.state}: {run.control.reason}")
     report(summarize(result.records, result.wall_time, setup, dropped=dropped,
-                     outcome="budget"), args.out, "mission", figure)
+                     outcome="budget", mission=run.control.reason), args.out, "mission",
+           figure)
     print_unmapped(run.outside_workspace, run.no_return)
     return 0
 
