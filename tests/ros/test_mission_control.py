@@ -243,3 +243,41 @@ def test_return_home_flies_the_simulated_auv_home(mission, start_node, spin_unti
     assert operator.reason == "home reached"
     status = auv.auv.pose
     assert math.hypot(status[0] - home[0], status[1] - home[1]) <= 1.0 + 1e-9
+
+
+def test_the_sim_monitor_ends_on_the_planners_done_once_its_count_is_scored(
+        ros_context, make_node, spin_until):
+    from poam_ros.planners.mission_control import MissionControlConfig, MissionController
+    from poam_ros.ros.mission_monitor import MissionMonitor
+    from poam_ros.sim.default_terrain import default_terrain
+
+    monitor = MissionMonitor(default_terrain((-31, 31, -31, 31)), context=ros_context)
+    planner = make_node("planner")
+    publisher = planner.create_publisher(DiagnosticStatus, "mission/state", qos.LATCHED)
+    control = MissionController(MissionControlConfig(max_samples=100))
+    try:
+        for state, samples in (("pilot", 0), ("done", 120)):
+            if state == "pilot":
+                control.start()
+            else:
+                control.observe_map(samples)
+            publisher.publish(cv.diagnostic_status("planner", DiagnosticStatus.OK,
+                                                   control.state, control.status()))
+            assert spin_until(lambda: monitor.mission_state == state, monitor, planner)
+            assert not monitor.finished  # running; then done, but no map of 120 scored yet
+        assert monitor.mission.reason == "samples budget spent: 120 of 100; holding"
+        control.abort()
+        publisher.publish(cv.diagnostic_status("planner", DiagnosticStatus.OK,
+                                               control.state, control.status()))
+        assert spin_until(lambda: monitor.mission_state == "aborted", monitor, planner)
+        assert not monitor.finished
+        timed = MissionController(MissionControlConfig(max_samples=0, max_time=1.0))
+        timed.start()
+        timed.observe_pose(0.0, (0.0, 0.0, 0.0))
+        timed.observe_pose(2.0, (1.0, 0.0, 0.0))
+        publisher.publish(cv.diagnostic_status("planner", DiagnosticStatus.OK,
+                                               timed.state, timed.status()))
+        # no sample count to wait for: over when done
+        assert spin_until(lambda: monitor.finished, monitor, planner)
+    finally:
+        monitor.destroy_node()
