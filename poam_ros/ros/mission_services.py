@@ -44,7 +44,7 @@ from poam_ros.planners.mission_control import (
 from poam_ros.ros import conversions as cv
 from poam_ros.ros import qos
 
-KEPT_COUNTS = 16  # the mapper's counts kept for maps that have not come yet
+KEPT = 16  # maps waiting for their count, and counts waiting for their map
 
 
 class MissionServices:
@@ -114,6 +114,12 @@ class MissionServices:
             self._counted(stamp, self._counts.pop(stamp), std)
         else:
             self._pending[stamp] = std
+            _keep_newest(self._pending)
+            if len(self._pending) > 1:  # the count of an earlier map has not come
+                self._node.get_logger().warning(
+                    f"{len(self._pending)} maps wait for the mapper's sample count: no status "
+                    f"{self._mapper_status!r} on /diagnostics for them (mapper_name?)",
+                    throttle_duration_sec=10.0)
 
     def _on_diagnostics(self, message: DiagnosticArray) -> None:
         for status in message.status:
@@ -131,8 +137,7 @@ class MissionServices:
                     self._counted(stamp, record.samples, self._pending.pop(stamp))
                 else:
                     self._counts[stamp] = record.samples
-                    for old in sorted(self._counts)[:-KEPT_COUNTS]:
-                        del self._counts[old]
+                    _keep_newest(self._counts)
 
     def _counted(self, stamp: int, samples: int, std: float) -> None:
         self.advance(lambda: self.control.observe_map(samples, std))
@@ -157,3 +162,9 @@ class MissionServices:
                 DiagnosticStatus.OK
             self._state_pub.publish(cv.diagnostic_status(
                 self._node.get_name(), level, self.control.state, self.control.status()))
+
+
+def _keep_newest(by_stamp: dict) -> None:
+    """Drop all but the :data:`KEPT` newest entries of a dict keyed by stamp."""
+    for old in sorted(by_stamp)[:-KEPT]:
+        del by_stamp[old]
