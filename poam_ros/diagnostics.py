@@ -5,8 +5,8 @@ monitor of ``poam-ros sim``, the latency benchmark, the ingest benchmark and the
 remap read them back. Every key, its type and its text form are declared here, once, as a
 frozen, keyword-only dataclass per status (:class:`MapperStatus`, :class:`IngestStatus`,
 :class:`PlannerStatus`, :class:`SimulatorStatus`, :class:`RecorderStatus`,
-:class:`BridgeStatus`); writers build a
-record and :func:`encode` it, readers :func:`decode` (or :func:`read`) it and use its
+:class:`BridgeStatus`, and the planner's ``mission/state`` :class:`MissionStatus`); writers
+build a record and :func:`encode` it, readers :func:`decode` (or :func:`read`) it and use its
 attributes. No key is spelled anywhere else (``tests/core/test_diagnostics.py`` scans the
 package), so a renamed key fails in a unit test, not in a graph run.
 
@@ -170,6 +170,29 @@ class PlannerStatus:
     last_plan_time: float = key("last_plan_time")  # s
     dropped: dict[str, int] = keyed("dropped.{}")
     lifecycle_state: str | None = key("lifecycle_state", default=None)  # managed nodes
+    mission_state: str = key("mission_state", default="")  # MissionStatus's state
+    mission_reason: str = key("mission_reason", default="")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MissionStatus:
+    """The planner's mission (``mission/state``: the status's message is the state name,
+    :mod:`poam_ros.planners.mission_control`): the reason for its last change and, per
+    budget, what is used and its limit (0: no such budget). ``std_m_used`` is None before a
+    map gave it."""
+
+    KIND: ClassVar[str] = "mission"
+
+    reason: str = key("reason")
+    samples_used: int = key("samples_used")
+    samples_limit: int = key("samples_limit")
+    time_s_used: float = key("time_s_used")  # s
+    time_s_limit: float = key("time_s_limit")
+    distance_m_used: float = key("distance_m_used")  # m
+    distance_m_limit: float = key("distance_m_limit")
+    std_m_used: float | None = key("std_m_used", none="unknown")  # m
+    std_m_limit: float = key("std_m_limit")
+    ended_by: str | None = key("ended_by", none="none")  # the budget that ended it
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -233,9 +256,9 @@ class BridgeStatus:
 
 
 RECORDS = (MapperStatus, IngestStatus, PlannerStatus, SimulatorStatus, RecorderStatus,
-           BridgeStatus)
+           MissionStatus, BridgeStatus)
 Record = Union[MapperStatus, IngestStatus, PlannerStatus, SimulatorStatus, RecorderStatus,
-               BridgeStatus]
+               MissionStatus, BridgeStatus]
 
 
 def status_name(node_name: str, record_type: type) -> str:

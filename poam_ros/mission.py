@@ -1,7 +1,9 @@
 """The active-mapping mission loop of the POAM paper (Algorithm 1), without ROS.
 
 pilot survey → fit the scalers and initialise the model → repeat {plan a waypoint, drive there
-sampling, update the model with the new samples, evaluate} until the sample budget is spent.
+sampling, update the model with the new samples, evaluate} until a budget is spent
+(:mod:`poam_ros.planners.mission_control`, the planner node's rule; by default the sample
+budget, the planner's ``mission.max_samples``).
 
 The ROS graph (simulated AUV, ingest, mapper, planner) runs the same loop over DDS; in lockstep
 mode it reproduces this one sample for sample, because both draw their random streams from
@@ -31,10 +33,17 @@ from poam_ros.ingest.reasons import NO_RETURN, OUTSIDE_WORKSPACE
 from poam_ros.mapping.channels import survey_model
 from poam_ros.mapping.epochs import EpochRecord, epoch_averages
 from poam_ros.mapping.loop import MappingLoop, Scoring
+from poam_ros.mapping.map_grid import MapGrid
 from poam_ros.mapping.metrics import evaluation_points
 from poam_ros.models import OnlineSparseGP
 from poam_ros.params import ConfigError
 from poam_ros.planners import make_planner, pilot_survey
+from poam_ros.planners.mission_control import (
+    RETURNING,
+    RUNNING,
+    MissionController,
+    std_statistic,
+)
 from poam_ros.setup.mission_setup import MissionError, MissionSetup, mission_seeds
 from poam_ros.setup.truth import field_truth, mission_terrain, survey_fields
 from poam_ros.sim import (
@@ -124,6 +133,7 @@ class Mission:
         self._path: list[tuple[float, float, float]] = []
         self.last_plan = np.empty((0, 2))  # (W, 2) m: the leg flown last
         self.last_batch = np.empty((0, 3))  # (S, 3 + C): its samples, x, y, elevation, ...
+        self.control = MissionController(setup.mission_control)  # states, budgets, reasons
 
     def _model(self, config) -> OnlineSparseGP:
         """The configured method; with channels one of D = 1 + C outputs."""
@@ -155,19 +165,31 @@ class Mission:
                                f"outside the terrain extent {tuple(self.terrain.extent)}")
 
     def run(self, on_epoch: Callable[[EpochRecord], None] | None = None) -> MissionResult:
-        """Run the mission to its sample budget; ``on_epoch`` sees every record as it comes."""
+        """Run the mission until a budget ends it (:class:`MissionController`, as the planner
+        node's: checked after each leg's update, the legs are not cut); with ``on_budget:
+        home`` the leg home is the last epoch. ``on_epoch`` sees every record as it comes."""
         start = time.perf_counter()
-        budget = self.setup.mission.max_samples
+        control = self.control
+        if not control.config.bounded:
+            raise MissionError("the mission has no budget: set one of the planner's "
+                               "mission.max_samples, max_time, max_distance, std_threshold")
+        control.start()
         waypoints = pilot_survey(self.workspace, self.rng, self.setup.pilot)
         records = [self._epoch(0, waypoints, on_epoch)]
-        if self.model.num_samples > budget:
+        budget = control.config.max_samples
+        if budget and self.model.num_samples > budget:
             raise MissionError(f"the sample budget ({budget}) is smaller than the pilot survey "
                                f"({self.model.num_samples} samples): raise "
                                f"mission.max_samples or shorten the pilot survey")
-        while self.model.num_samples < budget:
+        while control.state in RUNNING:
             position = np.asarray(self.auv.pose[:2])
             goal = self.planner.plan(position, self._predict_std, self.auv.pose[2])
+            control.planning_started()
             records.append(self._epoch(len(records), goal, on_epoch))
+        if control.state == RETURNING:
+            records.append(self._epoch(len(records), control.home[None, :], on_epoch))
+            control.home_reached()
+        log.info("mission %s: %s", control.state, control.reason)
         return MissionResult(records, self.model, self.terrain, self.workspace,
                              self.eval_points, self.truth, self.model.buffer.x.copy(),
                              self.model.buffer.y.copy(), self.trail,
@@ -177,6 +199,16 @@ class Mission:
         # The paper's planner scores the predictive distribution of a measurement (of every
         # channel, with several), as the mapper answers the planner node's queries.
         return self.loop.uncertainty(xy)
+
+    def _map_std(self) -> float:
+        """The map-quality statistic of the map the mapper node would publish (its grid, the
+        depth's std), NaN when no map-quality stop is set or no model is ready."""
+        config = self.setup.mission_control
+        if not config.std_threshold or not self.model.ready:
+            return math.nan
+        grid = MapGrid.from_config(self.setup.grid, self.workspace)
+        std = self.loop.layers(grid, self.setup.mapper_node.std_includes_noise, False).std
+        return std_statistic(std, config.std_statistic)  # the depth's layer
 
     def _survey(self, waypoints: np.ndarray) -> list[SampleBatch]:
         """Drive ``waypoints`` and feed the ingest as the nodes would: the plan, then every
@@ -188,6 +220,7 @@ class Mission:
         for event in auv.advance(math.inf):
             if isinstance(event, Odom):
                 self._path.append((event.x, event.y, event.yaw))
+                self.control.observe_pose(event.t, (event.x, event.y, event.z))
             feed_ingest(ingest, event, sonar)
         if auv.last_failure:
             raise SimulationError(auv.last_failure)
@@ -207,6 +240,7 @@ class Mission:
             log.warning("epoch %d: update failed, the previous map stays: %s", index,
                         step.failure)
         record = self.loop.record(index, step, self.auv.time)
+        self.control.observe_map(self.model.num_samples, self._map_std())
         if on_epoch is not None:
             on_epoch(record)
         return record

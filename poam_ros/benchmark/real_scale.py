@@ -93,7 +93,8 @@ def real_scale_setup(tile, samples: int, num_inducing: int, train_steps: int,
     # Over ROS the planner judges the plan's end too: at least the vehicle's radius.
     setup.planner_node = setup.planner_node.replace(goal_radius=5.0)
     setup.max_entropy = setup.max_entropy.replace(turning_radius=setup.vehicle.turn_radius)
-    setup.mission = setup.mission.replace(max_samples=samples, eval_grid=50)
+    setup.mission = setup.mission.replace(eval_grid=50)
+    setup.mission_control = setup.mission_control.replace(max_samples=samples)
     setup.grid = setup.grid.replace(resolution=50.0)  # the mapper's maps: 96 × 96 cells
     setup.mapping = setup.mapping.replace(num_inducing=num_inducing, train_steps=train_steps,
                                           device="cpu")

@@ -276,9 +276,10 @@ def main(argv=None) -> int:
                               f"{args.threads}")
         base = MissionSetup.from_file(args.params or default_parameter_file())
         if args.quick:
-            base.mission = base.mission.replace(max_samples=700, eval_grid=25)
+            base.mission = base.mission.replace(eval_grid=25)
+            base.mission_control = base.mission_control.replace(max_samples=700)
             base.mapping = base.mapping.replace(num_inducing=100, train_steps=3)
-        window = _window(args.window_start, base.mission.max_samples)
+        window = _window(args.window_start, base.mission_control.max_samples)
         methods = args.methods.split(",")
         own = method_parameters(args.method_params, methods)
         specs = [RunSpec(name, method, kernel, seed, "" if path is None else str(path),

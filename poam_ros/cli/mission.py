@@ -71,7 +71,7 @@ def setup_from_args(args):
     if args.seed is not None:
         setup.mission = setup.mission.replace(seed=args.seed)
     if args.max_samples is not None:
-        setup.mission = setup.mission.replace(max_samples=args.max_samples)
+        setup.mission_control = setup.mission_control.replace(max_samples=args.max_samples)
     mapping = {"method": args.method, "device": args.device}
     setup.mapping = setup.mapping.replace(**{k: v for k, v in mapping.items() if v})
     return setup, params
@@ -89,7 +89,7 @@ def build_mission(setup):
 def describe(setup) -> str:
     return (f"{setup.mapping.method} ({setup.mapping.kernel} kernel, M ≤ "
             f"{setup.mapping.num_inducing}) on {setup.terrain.path or 'the embedded bathymetry'}, "
-            f"{setup.mission.max_samples} samples, seed {setup.mission.seed}")
+            f"{setup.mission_control.max_samples} samples, seed {setup.mission.seed}")
 
 
 def map_name(setup) -> str:
@@ -214,8 +214,10 @@ def mission(argv) -> int:
     dropped = {"outside_workspace": run.outside_workspace, "no_return": run.no_return}
     figure = plot_mission(result, args.out / "mission.png", map_name(setup),
                           f"seed {setup.mission.seed}", GeoReference.from_config(setup.geo))
+    print(f"mission {run.control.state}: {run.control.reason}")
     report(summarize(result.records, result.wall_time, setup, dropped=dropped,
-                     outcome="budget"), args.out, "mission", figure)
+                     outcome="budget", mission=run.control.reason), args.out, "mission",
+           figure)
     print_unmapped(run.outside_workspace, run.no_return)
     return 0
 

@@ -81,7 +81,10 @@ def sim(argv) -> int:
         print("poam-ros sim: stopped before the first map", file=sys.stderr)
         return status or 1
     figure = plot_final_map(run, args.out / "sim.png", setup)
+    if run.monitor.mission is not None:
+        print(f"mission {run.monitor.mission_state}: {run.monitor.mission.reason}")
     extra = {"outcome": run.outcome, "exit_codes": run.exit_codes,
+             "mission": run.monitor.mission and run.monitor.mission.reason,
              "goals": run.monitor.goals, "diagnostics": run.monitor.statuses}
     if args.record is not None:
         extra["bag"] = describe_bag(args.record)

@@ -35,6 +35,9 @@ class LifecycleSettings(Params):
                                   "lifecycle_msgs transitions (~/change_state)")
 
 
+DEPTH, ALTITUDE = "depth", "altitude"
+
+
 @dataclass
 class MapperSettings(Params):
     """The mapper node's own parameters (its model is ``mapping.*``, its grid ``grid.*``)."""
@@ -105,3 +108,23 @@ class PlannerSettings(Params):
     map_frame: str = param("map", "frame of the odometry it accepts and the plans it publishes")
     diagnostics_period: float = param(1.0, "seconds between periodic /diagnostics messages",
                                       unit="s", low=0.05, high=3600.0)
+    autostart_mission: bool = param(True, "start the mission (publish the pilot survey) at "
+                                          "once; false: publish no plan until ~/start")
+    mapper_name: str = param("mapper", "the mapper whose /diagnostics status (<name>: mapping) "
+                                       "gives the sample count that mission.max_samples bounds; "
+                                       "a relative name is in the planner's namespace")
+    vertical_mode: str = param(DEPTH, "what each plan pose's z holds: depth: z = -depth in "
+                                      "map_frame (REP-103, z up, 0 at the surface); altitude: "
+                                      "z = altitude above the seabed, each pose in the frame "
+                                      "<map_frame>_altitude", choices=(DEPTH, ALTITUDE))
+    depth: float = param(0.0, "the depth setpoint (vertical_mode depth)", unit="m", low=0.0)
+    altitude: float = param(0.0, "the altitude setpoint above the seabed (vertical_mode "
+                                 "altitude)", unit="m", low=0.0)
+
+    @property
+    def vertical(self) -> tuple[float, str]:
+        """(z [m], frame id) of every plan pose: the vertical setpoint as ``vertical_mode``
+        says, in ``map_frame`` for a depth, in ``<map_frame>_altitude`` for an altitude."""
+        if self.vertical_mode == DEPTH:
+            return 0.0 - self.depth, self.map_frame
+        return self.altitude, f"{self.map_frame}_altitude"

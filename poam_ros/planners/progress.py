@@ -51,3 +51,11 @@ class PlanProgress:
             near = float(np.linalg.norm(position - self.end)) <= self.goal_radius
             self.reached = near and self.travelled >= self.required_travel
         return self.reached
+
+
+def remaining_plan(waypoints: np.ndarray, position: np.ndarray) -> np.ndarray:
+    """What is left of a plan (K, 2) [m] for a vehicle at ``position`` (2,) [m]: the
+    waypoints from the nearest one on (a resumed plan picks up where the vehicle is)."""
+    waypoints = np.asarray(waypoints, dtype=float)
+    distances = np.linalg.norm(waypoints - checked_position(position), axis=1)
+    return waypoints[int(np.argmin(distances)):]

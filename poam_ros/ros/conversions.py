@@ -56,8 +56,10 @@ def pose_stamped_from_xy(header: Header, xy, yaw: float = 0.0, z: float = 0.0) -
     return pose
 
 
-def path_from_waypoints(header: Header, waypoints, yaws=None, z: float = 0.0) -> Path:
-    """``Path`` through ``waypoints`` (K, 2) [m].
+def path_from_waypoints(header: Header, waypoints, yaws=None, z: float = 0.0,
+                        pose_frame: str | None = None) -> Path:
+    """``Path`` through ``waypoints`` (K, 2) [m], each pose at height ``z`` [m] (the
+    planner's vertical setpoint) and in ``pose_frame`` (None: the path's frame).
 
     ``yaws`` (K,) [rad] defaults to the heading of the leg leaving each waypoint (the last
     waypoint keeps the heading of the leg arriving at it), which is how RViz should draw a
@@ -71,7 +73,9 @@ def path_from_waypoints(header: Header, waypoints, yaws=None, z: float = 0.0) ->
     yaws = np.asarray(yaws, dtype=float)
     if yaws.shape != (len(points),):
         raise ValueError(f"yaws must have shape ({len(points)},), got {yaws.shape}")
-    return Path(header=header, poses=[pose_stamped_from_xy(header, p, w, z)
+    pose_header = header if pose_frame is None else Header(stamp=header.stamp,
+                                                           frame_id=pose_frame)
+    return Path(header=header, poses=[pose_stamped_from_xy(pose_header, p, w, z)
                                       for p, w in zip(points, yaws)])
 
 

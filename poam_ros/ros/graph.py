@@ -11,7 +11,8 @@ sim.launch.xml params_file:=<out>/logs/parameters.yaml`` starts the same graph. 
 :class:`MissionMonitor` in this process scores every map; the simulated AUV, the clock
 source, starts once the monitor hears the other nodes, so that it misses no batch and no map.
 
-The run ends when a map holds the sample budget, on Ctrl-C or SIGTERM, or with a
+The run ends when the planner's mission is done (or aborted) and the map holding its last
+count is scored (:class:`MissionMonitor`), on Ctrl-C or SIGTERM, or with a
 :class:`GraphError` when a node exits on its own, the nodes do not come up, or no map comes
 for ``stall_timeout`` seconds. Whatever ends it, the children stop in stages (the clock
 source, the other nodes, the recorder), each given SIGINT, then time to exit, then SIGKILL.
@@ -40,6 +41,7 @@ from poam_ros.bags import RecorderConfig
 from poam_ros.launch_xml import LaunchNode
 from poam_ros.mapping.epochs import EpochRecord
 from poam_ros.params.files import load_config
+from poam_ros.planners.mission_control import DONE
 from poam_ros.processes import wait_or_kill
 from poam_ros.ros.mission_monitor import MissionMonitor
 from poam_ros.ros.run import StopSignals, init_rclpy
@@ -78,7 +80,8 @@ class GraphOptions:
 
 @dataclass
 class GraphRun:
-    """What the monitor saw; ``outcome`` is ``budget`` or ``interrupted``."""
+    """What the monitor saw; ``outcome`` is ``budget`` (the mission is done), ``aborted``
+    or ``interrupted``."""
 
     records: list[EpochRecord]
     monitor: MissionMonitor
@@ -165,10 +168,10 @@ def run_graph(setup: MissionSetup, terrain: Terrain, effective: Path, options: G
               log_dir: Path, on_epoch: Callable[[EpochRecord], None] | None = None,
               on_start: Callable[[Child], None] | None = None) -> GraphRun:
     """Run sim.launch.xml's graph with the parameter file ``effective``
-    (:func:`write_graph_file`) until a map holds ``setup.mission.max_samples`` samples (or
-    Ctrl-C); see the module docstring. ``terrain``: the setup's, which the monitor scores
-    against (:func:`~poam_ros.setup.truth.mission_terrain`; the caller's checks have loaded
-    it). ``on_start`` sees each node's process as it starts."""
+    (:func:`write_graph_file`) until the planner's mission ends (or Ctrl-C); see the module
+    docstring. ``terrain``: the setup's, which the monitor scores against
+    (:func:`~poam_ros.setup.truth.mission_terrain`; the caller's checks have loaded it).
+    ``on_start`` sees each node's process as it starts."""
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")  # the monitor's too
     starts = start_order(sim_nodes(effective, record=options.record is not None))
     recording = _recording(effective) if options.record is not None else None
@@ -191,7 +194,7 @@ def run_graph(setup: MissionSetup, terrain: Terrain, effective: Path, options: G
         start = time.monotonic()
         outcome = "interrupted"
         try:
-            monitor = MissionMonitor(terrain, setup.mission.max_samples, on_epoch,
+            monitor = MissionMonitor(terrain, on_epoch,
                                      fields=survey_fields(setup, terrain)[0], context=context)
             executor.add_node(monitor)
             for node in starts:
@@ -209,7 +212,7 @@ def run_graph(setup: MissionSetup, terrain: Terrain, effective: Path, options: G
                         and (f"no new map for {options.stall_timeout:g} s; the nodes say: "
                              + "; ".join(f"{name}: {text}"
                                          for name, text in monitor.messages.items())))
-            outcome = "budget"
+            outcome = "budget" if monitor.mission_state == DONE else monitor.mission_state
             # A last look at the diagnostics (published once a second), so that the
             # summary's counts include the last batch.
             settle = time.monotonic() + SETTLE_TIME

@@ -295,6 +295,7 @@ class MapperWorker:
             # ROS-free mission scores an epoch without samples, so a lockstep planner goes on.
             if loop.model.ready and self._publish_model(loop, generation) is not None:
                 self._publish_evaluation(loop, generation)
+                self.publish_diagnostics()  # its count, which the planner's budget reads
             return True
         if report.training_failure:
             logger.warning(f"hyper-parameter training failed, kept the previous values: "

@@ -18,6 +18,10 @@ ROS-free mission scores them.
 
 A map is scored once its evaluation, the mapper's diagnostics and the samples batch it is
 stamped with have all arrived, in stamp order, whatever order DDS delivers them in.
+
+The mission is over when the planner says so on ``mission/state``
+(:class:`~poam_ros.diagnostics.MissionStatus`): ``done`` or ``aborted``, once the map that
+holds the samples it counted then is scored.
 """
 
 from __future__ import annotations
@@ -26,16 +30,24 @@ import time
 from typing import Callable
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import PointCloud2
 
 from poam_ros import messages as msg
-from poam_ros.diagnostics import DiagnosticsError, IngestStatus, MapperStatus, Record
+from poam_ros.diagnostics import (
+    DiagnosticsError,
+    IngestStatus,
+    MapperStatus,
+    MissionStatus,
+    Record,
+    decode,
+)
 from poam_ros.mapping.channels import DEPTH
 from poam_ros.mapping.epochs import EpochRecord
 from poam_ros.mapping.loop import score_channels
 from poam_ros.mapping.metrics import TargetBaseline, evaluate_map
+from poam_ros.planners.mission_control import ABORTED, DONE
 from poam_ros.ros import qos
 from poam_ros.ros.run import StartingNode
 from poam_ros.setup.truth import field_truth
@@ -48,14 +60,14 @@ KEPT_MAPS = 5  # maps (and inducing clouds) kept for the final figure
 
 class MissionMonitor(StartingNode):
     """Scores the graph's maps against ``terrain`` (and the truths of further channels in
-    ``fields``, name -> (G, 2) m -> (G,), depth first) until one holds ``budget`` samples;
+    ``fields``, name -> (G, 2) m -> (G,), depth first) until the planner's mission ends;
     ``on_epoch`` sees every record as it comes."""
 
-    def __init__(self, terrain: Terrain, budget: int,
+    def __init__(self, terrain: Terrain,
                  on_epoch: Callable[[EpochRecord], None] | None = None,
                  node_name: str = "poam_ros_sim_monitor",
                  fields: dict[str, Callable] | None = None, **kwargs) -> None:
-        self.terrain, self.budget, self.on_epoch = terrain, budget, on_epoch
+        self.terrain, self.on_epoch = terrain, on_epoch
         self.fields = fields or {DEPTH: terrain.elevation}
         self.channels = tuple(self.fields)[1:]  # the samples' fields besides z
         super().__init__(node_name, **kwargs)
@@ -76,10 +88,13 @@ class MissionMonitor(StartingNode):
         self._evaluations: dict[int, PointCloud2] = {}
         self._mapper: dict[int, MapperStatus] = {}  # mapper diagnostics by map_stamp
         self._truth: tuple[np.ndarray, np.ndarray] | None = None  # points, (G,) or (G, D)
+        self.mission_state = ""  # the planner's, as mission/state last said
+        self.mission: MissionStatus | None = None
         subscribe = self.create_subscription
         subscribe(PointCloud2, "map", self._keep(self.maps), qos.LATCHED_HISTORY)
         subscribe(PointCloud2, "map/inducing", self._keep(self.inducing), qos.LATCHED_HISTORY)
         subscribe(DiagnosticArray, "/diagnostics", self._on_diagnostics, qos.DIAGNOSTICS)
+        subscribe(DiagnosticStatus, "mission/state", self._on_mission, qos.LATCHED)
         self._sources = {
             "samples": subscribe(PointCloud2, "samples", self._on_samples, qos.SAMPLES),
             "map/evaluation": subscribe(PointCloud2, "map/evaluation", self._on_evaluation,
@@ -89,8 +104,12 @@ class MissionMonitor(StartingNode):
 
     @property
     def finished(self) -> bool:
-        """A map holds the sample budget: the mission is over, as :meth:`Mission.run`'s."""
-        return bool(self.records) and self.records[-1].num_samples >= self.budget
+        """The planner's mission is done or aborted and the map holding the samples it
+        counted is scored: the mission is over, as :meth:`Mission.run`'s."""
+        if self.mission_state not in (DONE, ABORTED):
+            return False
+        counted = self.mission.samples_used
+        return counted == 0 or bool(self.records) and self.records[-1].num_samples >= counted
 
     def missing_sources(self) -> list[str]:
         """The nodes not heard yet, by the topics in :data:`SOURCES`."""
@@ -128,6 +147,14 @@ class MissionMonitor(StartingNode):
     def _on_evaluation(self, message: PointCloud2) -> None:
         self._evaluations[msg.time_to_nanoseconds(message.header.stamp)] = message
         self._score_ready()
+
+    def _on_mission(self, message: DiagnosticStatus) -> None:
+        try:
+            self.mission = decode(MissionStatus, ((kv.key, kv.value) for kv in message.values))
+        except DiagnosticsError as error:
+            self.get_logger().warning(f"unreadable mission state: {error}")
+            return
+        self.mission_state = message.message
 
     def _on_goal(self, message: PoseStamped) -> None:
         position = message.pose.position

@@ -41,3 +41,13 @@ def status_array(node: Node, statuses, stamp_seconds: float | None = None) -> Di
     array = DiagnosticArray(status=list(statuses))
     array.header.stamp = node.get_clock().now().to_msg()
     return array
+
+
+def mapper_status_node(node: Node, mapper_name: str) -> str:
+    """The status name's node part of the mapper ``mapper_name`` as ``node`` resolves it: a
+    relative name in ``node``'s namespace (``mapper`` from ``/auv1/planner`` is
+    ``auv1/mapper``), an absolute one as it is."""
+    if mapper_name.startswith("/"):
+        return mapper_name.lstrip("/")
+    namespace = node.get_namespace().strip("/")
+    return f"{namespace}/{mapper_name}" if namespace else mapper_name

@@ -1,8 +1,11 @@
 """The planner node: the pilot survey, then the paper's informative planner, over ROS.
 
 It builds the workspace, the random stream and the planner exactly as
-:class:`poam_ros.mission.Mission` does, publishes the pilot survey as the first ``plan``,
-and plans the next goal each time the vehicle has reached the end of its plan:
+:class:`poam_ros.mission.Mission` does, publishes the pilot survey as the first ``plan`` when
+the mission starts (at once with ``autostart_mission``, else on ``~/start``), and plans the
+next goal each time the vehicle has reached the end of its plan, until a budget ends the
+mission (:mod:`poam_ros.ros.mission_services`: the services ``~/start``, ``~/pause``,
+``~/abort``, ``~/return_home``, the ``mission/state`` topic, budgets ``mission.*``):
 
 * ``lockstep`` mode waits, after the goal is reached, for a ``map`` newer than that moment
   (the map that holds the samples of the leg just driven): one handled after the odometry
@@ -40,18 +43,23 @@ the ingest's clock rule (``odometry.stamp_jump_threshold``, ``odometry.stamp_res
 a glitched stamp is dropped (``pose_stamp_outlier``), a clock change is counted
 (``clock_resets``) and makes lockstep wait for a map handled after the goal is reached.
 
-Parameters: ``planning.*``, ``workspace.*`` (a ``workspace.geojson`` file is placed with
-the anchor ``geo.*``), ``pilot.*``, ``max_entropy.*``, ``lawnmower.*``, ``geo.*``, ``seed``,
-``map_frame`` and ``diagnostics_period`` are read-only (they fix the mission and its random
-stream); ``mode``, ``goal_radius`` (from the next plan),
-``query_timeout`` and ``odometry.*`` can change while it runs.
+Each plan pose's z is the vertical setpoint: ``vertical_mode`` ``depth``: z = -``depth`` in
+``map_frame``; ``altitude``: z = ``altitude`` above the seabed, the pose in
+``<map_frame>_altitude``. Paused, held (``mission.on_budget: hold``) or aborted, the plan is
+empty: the vehicle stops where it is.
+
+Parameters: ``mission.*``, ``planning.*``, ``workspace.*`` (a ``workspace.geojson`` file is
+placed with the anchor ``geo.*``), ``pilot.*``, ``max_entropy.*``, ``lawnmower.*``, ``geo.*``,
+``seed``, ``map_frame``, ``diagnostics_period``, ``autostart_mission`` and ``mapper_name`` are
+read-only (they fix the mission and its random stream); ``mode``, ``goal_radius`` (from the
+next plan), ``query_timeout``, ``odometry.*`` and the vertical setpoint can change while it runs.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 import time
-from dataclasses import dataclass, field
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
@@ -80,11 +88,26 @@ from poam_ros.planners.input_check import (
     InputCheck,
     InputCheckConfig,
 )
+from poam_ros.planners.mission_control import (
+    ABORTED,
+    DONE,
+    IDLE,
+    MOVING,
+    PAUSED,
+    RETURNING,
+    RUNNING,
+    MissionControlConfig,
+    std_statistic,
+)
+from poam_ros.planners.progress import remaining_plan
 from poam_ros.ros import conversions as cv
 from poam_ros.ros import qos
 from poam_ros.ros.managed import ManagedNode
+from poam_ros.ros.mission_services import MissionServices
+from poam_ros.ros.node_status import node_status, status_array
 from poam_ros.ros.parameters import add_config_callback, declare_config
 from poam_ros.ros.run import run_node
+from poam_ros.ros.uncertainty_queries import UncertaintyQueries
 from poam_ros.setup.mission_setup import MissionSetup, PlanningConfig
 from poam_ros.workspace import Workspace, WorkspaceConfig
 
@@ -92,21 +115,10 @@ PILOT = "pilot"
 WAITING = "waiting for map"
 PLANNING = "planning"
 DRIVING = "driving"
+HOMING = "driving home"
+HOLDING = "holding"  # no plan: not started, paused, held or aborted
 
 RETRY_PERIOD = 1.0  # s between planning attempts after one failed
-
-
-class QueryFailed(RuntimeError):
-    """The mapper gave no usable answer to an uncertainty query."""
-
-
-@dataclass
-class _Query:
-    stamp: int  # ns, identifies the answer
-    points: np.ndarray  # (N, 2) m
-    done: threading.Event = field(default_factory=threading.Event)
-    spread: np.ndarray | None = None  # std (N,) or the channels' covariance (N, D, D)
-    error: str = "no answer"
 
 
 class PlannerNode(ManagedNode):
@@ -133,7 +145,10 @@ class PlannerNode(ManagedNode):
                                        ("lawnmower", LawnmowerConfig),
                                        ("geo", GeoConfig))}
         self._settings = declare_config(self, PlannerSettings,
-                                        read_only=("seed", "map_frame", "diagnostics_period"))
+                                        read_only=("seed", "map_frame", "diagnostics_period",
+                                                   "autostart_mission", "mapper_name"))
+        mission = declare_config(self, MissionControlConfig, "mission",
+                                 read_only=[spec.name for spec in MissionControlConfig.specs()])
         add_config_callback(self, PlannerSettings, self._apply_settings)
         self._inputs = InputCheck(self._settings.map_frame,
                                   declare_config(self, InputCheckConfig, "odometry"))
@@ -151,8 +166,10 @@ class PlannerNode(ManagedNode):
             raise ConfigError(f"planner: {error}") from error
         self._planner_name = setup.planning.planner
 
-        self._lock = threading.Condition()
-        self._state = PILOT
+        self._lock = threading.Condition()  # reentrant: MissionServices calls back under it
+        self._state = HOLDING
+        self._paused_state = HOLDING  # the state a pause left
+        self._pilot = pilot
         self._stopping = False
         self._active = False  # plans are published and made only while active
         self._path: Path | None = None  # the plan, sent while active, else at activation
@@ -172,8 +189,6 @@ class PlannerNode(ManagedNode):
         self._plan_map_stamp: int | None = None  # newest map stamp since the plan was issued
         self._maps = 0
         self._not_before = 0.0
-        self._query: _Query | None = None
-        self._last_stamp = 0
         self._goals = 0
         self._failures = 0
         self._last_failure = ""
@@ -184,19 +199,23 @@ class PlannerNode(ManagedNode):
         self._last_map: Header | None = None
         self._plan_pub = self.create_lifecycle_publisher(Path, "plan", qos.LATCHED)
         self._goal_pub = self.create_lifecycle_publisher(PoseStamped, "goal", qos.LATCHED)
-        self._query_pub = self.create_lifecycle_publisher(PointCloud2, "uncertainty/query",
-                                                          qos.QUERY)
+        self._queries = UncertaintyQueries(self)
         self._diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics",
                                                       qos.DIAGNOSTICS)
         self.create_timer(self._settings.diagnostics_period, self._publish_diagnostics)
-
-        self._issue(pilot, None, PILOT)
+        # Mission control: its services, topic and the mapper's counts, made at configure
+        # (the base destroys them at cleanup); the pilot is issued when the mission starts.
+        self._mission = MissionServices(self, mission, self._lock, self._settings.mapper_name,
+                                        self._on_mission_change, self._map_counted)
+        self._std_statistic = mission.std_statistic if mission.std_threshold else None
+        if self._settings.autostart_mission:
+            self._mission.start()
         self._worker = threading.Thread(target=self._work, name=f"{self.get_name()}_worker",
                                         daemon=True)
         self._worker.start()
         self.get_logger().info(
             f"{self._settings.mode} {self._planner_name} planning in {self._workspace!r}; "
-            f"pilot survey of {len(pilot)} waypoints drawn")
+            f"pilot survey of {len(pilot)} waypoints; mission {self._mission.control.state}")
 
     def _activate(self) -> None:
         # A robot's odometry may be best-effort: qos_overrides./<odom>.subscription.* (as the
@@ -218,23 +237,17 @@ class PlannerNode(ManagedNode):
     def _deactivate(self) -> None:
         with self._lock:
             self._active = False
-            self._fail_query("deactivated")
+            self._queries.fail("deactivated")
             self._lock.notify_all()
 
     def _cleanup(self) -> None:
         if self._worker is not None:
             with self._lock:
                 self._stopping = True
-                self._fail_query("shutting down")
+                self._queries.fail("shutting down")
                 self._lock.notify_all()
             self._worker.join(timeout=1.0)
             self._worker = None
-
-    def _fail_query(self, why: str) -> None:
-        """End the wait for an answer to the query under way (call with the lock)."""
-        if self._query is not None:
-            self._query.error = why
-            self._query.done.set()
 
     # ---------------------------------------------------------------- parameters
     def _apply_settings(self, settings: PlannerSettings) -> None:
@@ -264,7 +277,9 @@ class PlannerNode(ManagedNode):
             if position is None:
                 return
             self._position, self._heading = position, yaw
-            if self._state in (PILOT, DRIVING) and self._progress.update(self._position):
+            self._mission.advance(lambda: self._mission.control.observe_pose(t, (x, y, z)))
+            if self._state in (PILOT, DRIVING, HOMING) and \
+                    self._progress.update(self._position):
                 self._events += 1
                 self._state, self._reached_event = WAITING, self._events
                 self._reached_stamp = msg.time_to_nanoseconds(message.header.stamp)
@@ -282,33 +297,24 @@ class PlannerNode(ManagedNode):
             if not self._inputs.map_frame(message.header.frame_id):
                 self._warn_dropped()
                 return
-            self._events += 1
-            self._map_event = self._events
-            self._maps += 1
-            self._plan_map_stamp = max(stamp, self._plan_map_stamp or 0)
-            self._lock.notify_all()
+            std = math.nan if self._std_statistic is None else std_statistic(
+                msg.cloud_to_arrays(message)["std"], self._std_statistic)
+            self._mission.map_received(stamp, std)
+
+    def _map_counted(self, stamp: int) -> None:
+        """A map (stamped ``stamp`` ns) the mission has counted; call with the lock."""
+        self._events += 1
+        self._map_event = self._events
+        self._maps += 1
+        self._plan_map_stamp = max(stamp, self._plan_map_stamp or 0)
+        self._lock.notify_all()
 
     def _on_response(self, message: PointCloud2) -> None:
-        stamp = msg.time_to_nanoseconds(message.header.stamp)
-        with self._lock:
-            query = self._query
-        if query is None or stamp != query.stamp:
-            return  # an answer to an earlier query, or to another planner
-        try:
-            points, spread = msg.cloud_to_response(message)
-        except ValueError as error:
-            query.error = f"unreadable answer: {error}"
+        unreadable = self._queries.on_response(message)
+        if unreadable is not None:
             with self._lock:
-                self._inputs.refuse(RESPONSE_MALFORMED, query.error)
+                self._inputs.refuse(RESPONSE_MALFORMED, unreadable)
                 self._warn_dropped()
-        else:
-            if len(spread) == 0:
-                query.error = "the mapper has no map to answer from"
-            elif not np.array_equal(points, query.points):
-                query.error = "the answer is about other points than the query's"
-            else:
-                query.spread = spread
-        query.done.set()
 
     def _warn_dropped(self) -> None:
         """Warn (throttled per reason) about the input just refused; call with the lock."""
@@ -325,7 +331,7 @@ class PlannerNode(ManagedNode):
         that arrived during this plan and holds samples at least as new as that odometry.
         """
         if (not self._active or self._state != WAITING or self._position is None
-                or self._map_event is None):
+                or self._map_event is None or self._mission.control.state not in MOVING):
             return False
         if time.monotonic() < self._not_before:
             return False
@@ -341,6 +347,10 @@ class PlannerNode(ManagedNode):
                     self._lock.wait(timeout=wait if wait > 0 else None)
                 if self._stopping:
                     return
+                if self._mission.control.state == RETURNING:  # the map of the leg home is in
+                    self._state = HOLDING
+                    self._mission.advance(self._mission.control.home_reached)
+                    continue
                 self._state = PLANNING
                 position, heading = self._position.copy(), self._heading
             start = time.perf_counter()
@@ -365,27 +375,16 @@ class PlannerNode(ManagedNode):
             with self._lock:
                 self._last_plan_time = time.perf_counter() - start
                 self._failed = False
-            self._issue(waypoints, position, DRIVING)
+                if self._mission.control.state not in RUNNING:  # paused or ended meanwhile
+                    continue
+                self._mission.advance(self._mission.control.planning_started)
+                self._issue(waypoints, position, DRIVING)
 
     def _predict_std(self, points: np.ndarray) -> np.ndarray:
         """The mapper's predictive std (of a new measurement) at ``points`` (N, 2)."""
         with self._lock:
-            # Stamps must differ between queries, also when the clock stands still (a
-            # paused simulation clock).
-            stamp = max(self.get_clock().now().nanoseconds, self._last_stamp + 1)
-            self._last_stamp = stamp
-            query = self._query = _Query(stamp, np.asarray(points, dtype=float))
             timeout, frame = self._settings.query_timeout, self._settings.map_frame
-        header = Header(stamp=cv.nanoseconds_to_time(stamp), frame_id=frame)
-        self._query_pub.publish(cv.query_to_cloud(header, query.points))
-        answered = query.done.wait(timeout)
-        with self._lock:
-            self._query = None
-        if not answered:
-            raise QueryFailed(f"no answer to the uncertainty query within {timeout} s")
-        if query.spread is None:
-            raise QueryFailed(query.error)
-        return query.spread
+        return self._queries.ask(points, timeout, frame)
 
     def _issue(self, waypoints: np.ndarray, position: np.ndarray | None, state: str) -> None:
         """Publish ``waypoints`` (K, 2) as the plan and its last pose as the goal (while
@@ -402,17 +401,59 @@ class PlannerNode(ManagedNode):
             if state == DRIVING:
                 self._goals += 1
             header = Header(stamp=self.get_clock().now().to_msg(), frame_id=frame)
-            self._path = cv.path_from_waypoints(header, waypoints, yaws)
+            self._path = cv.path_from_waypoints(header, waypoints, yaws,
+                                                *self._settings.vertical)
             self._path_sent = False
             if self._active:
                 self._send_plan()
         self._publish_diagnostics()
 
     def _send_plan(self) -> None:
-        """Publish the plan and its goal (call with the lock, while active)."""
+        """Publish the plan and its goal (an empty plan, a hold: no goal; call with the lock,
+        while active)."""
         self._plan_pub.publish(self._path)
-        self._goal_pub.publish(self._path.poses[-1])
+        if self._path.poses:
+            self._goal_pub.publish(self._path.poses[-1])
         self._path_sent = True
+
+    # ---------------------------------------------------------------- mission
+    def _on_mission_change(self, previous: str) -> None:
+        """Turn a change of the mission's state into a plan; called with the lock held."""
+        control = self._mission.control
+        if previous == IDLE and control.state not in (IDLE, ABORTED):
+            self._issue(self._pilot, None, PILOT)
+        elif control.state == RETURNING:
+            position = None if self._position is None else self._position.copy()
+            self._issue(control.home[None, :], position, HOMING)
+        elif previous == PAUSED and control.state in MOVING:
+            self._resume()
+        elif control.state in (PAUSED, ABORTED) or (control.state == DONE
+                                                    and previous != RETURNING):
+            if control.state == PAUSED:
+                self._paused_state = self._state
+            self._hold()
+
+    def _hold(self) -> None:
+        """An empty plan: the vehicle stops where it is (pause, hold, abort)."""
+        with self._lock:
+            if self._stopping:
+                return
+            self._state, self._progress = HOLDING, None
+            self._path = Path(header=Header(stamp=self.get_clock().now().to_msg(),
+                                            frame_id=self._settings.map_frame))
+            self._path_sent = False
+            if self._active:
+                self._send_plan()
+        self._publish_diagnostics()
+
+    def _resume(self) -> None:
+        """Back to the state a pause left: the rest of its plan from where the vehicle is,
+        or (between plans) the next plan when it is due."""
+        state, self._state = self._paused_state, WAITING
+        if state in (PILOT, DRIVING, HOMING) and self._position is not None:
+            position = self._position.copy()
+            self._issue(remaining_plan(self._waypoints, position), position, state)
+        self._lock.notify_all()
 
     # ---------------------------------------------------------------- diagnostics
     def _publish_diagnostics(self) -> None:
@@ -429,7 +470,9 @@ class PlannerNode(ManagedNode):
                 clock_resets=self._inputs.clock_resets, last_failure=self._last_failure,
                 last_plan_time=self._last_plan_time,
                 dropped={reason: self._inputs.dropped[reason] for reason in REASONS},
-                lifecycle_state=self.lifecycle_state)
+                lifecycle_state=self.lifecycle_state,
+                mission_state=self._mission.control.state,
+                mission_reason=self._mission.control.reason)
             new_drops = self._inputs.total - self._drops_at_last_report
             self._drops_at_last_report = self._inputs.total
             if self._failed:
@@ -441,10 +484,9 @@ class PlannerNode(ManagedNode):
                 level, text = DiagnosticStatus.OK, f"{self._state} (no odometry yet)"
             else:
                 level, text = DiagnosticStatus.OK, self._state
-            message = DiagnosticArray(status=[cv.diagnostic_status(
-                self.get_name(), level, text, record)])
-            message.header.stamp = self.get_clock().now().to_msg()
-            self._diagnostics_pub.publish(message)
+            self._diagnostics_pub.publish(status_array(self, [node_status(self, level, text,
+                                                                          record)]))
+            self._mission.publish()
 
 
 def main(args=None) -> None:

@@ -33,6 +33,7 @@ from poam_ros.planners import InputCheckConfig, PilotSurveyConfig
 from poam_ros.planners.factory import PLANNERS
 from poam_ros.planners.lawnmower import LawnmowerConfig
 from poam_ros.planners.max_entropy import MaxEntropyConfig
+from poam_ros.planners.mission_control import MissionControlConfig
 from poam_ros.setup.terrain import TerrainConfig
 from poam_ros.sim import (
     MultibeamStreamConfig,
@@ -51,9 +52,9 @@ class MissionError(ValueError):
 
 @dataclass
 class MissionConfig(Params):
-    """The mission as a whole: budget, evaluation and the seed of every random stream."""
+    """The mission as a whole: evaluation and the seed of every random stream (its budgets
+    are the planner's ``mission.*``, :class:`MissionControlConfig`)."""
 
-    max_samples: int = param(5000, "stop once the model holds this many samples", low=1)
     eval_grid: int = param(50, "evaluation grid points per axis over the workspace", low=2)
     seed: int = param(0, "seed of the sonar noise, the planner and the model", low=0)
 
@@ -86,6 +87,9 @@ class MissionSetup:
     pilot: PilotSurveyConfig = field(default_factory=PilotSurveyConfig)
     max_entropy: MaxEntropyConfig = field(default_factory=MaxEntropyConfig)
     lawnmower: LawnmowerConfig = field(default_factory=LawnmowerConfig)
+    #: the mission's budgets and what ends it (the planner's ``mission.*``): the planner node
+    #: and the ROS-free mission both stop by it
+    mission_control: MissionControlConfig = field(default_factory=MissionControlConfig)
     grid: MapGridConfig = field(default_factory=MapGridConfig)
     #: the map frame's geodetic anchor (``geo.*`` in the mapper's section); handed to every
     #: node of :data:`GEO_NODES`
@@ -108,7 +112,8 @@ class MissionSetup:
         "sensor_ingest": {"": "ingest", "workspace": "ingest_workspace"},
         "mapper": {"": "mapper_node", "mapping": "mapping", "grid": "grid", "geo": "geo"},
         "planner": {"": "planner_node", "planning": "planning", "workspace": "workspace",
-                    "pilot": "pilot", "max_entropy": "max_entropy", "lawnmower": "lawnmower"},
+                    "pilot": "pilot", "max_entropy": "max_entropy", "lawnmower": "lawnmower",
+                    "mission": "mission_control"},
         "mission": {"mission": "mission"},
     }
     #: nodes that declare ``geo.*`` and are handed the mapper's anchor (one per graph)

@@ -35,7 +35,12 @@ INGEST = d.IngestStatus(
 PLANNER = d.PlannerStatus(
     state="driving", mode="lockstep", planner="poam", goals_issued=1, plan_waypoints=3,
     goal=(1.0, -2.5), position=None, maps_received=2, failures=0, clock_resets=1,
-    last_failure="", last_plan_time=0.0625, dropped={"wrong_frame": 1})
+    last_failure="", last_plan_time=0.0625, dropped={"wrong_frame": 1},
+    mission_state="adaptive", mission_reason="pilot survey flown")
+MISSION = d.MissionStatus(
+    reason="samples budget spent: 5012 of 5000; holding", samples_used=5012,
+    samples_limit=5000, time_s_used=3600.5, time_s_limit=0.0, distance_m_used=7200.25,
+    distance_m_limit=0.0, std_m_used=None, std_m_limit=0.0, ended_by="samples")
 SIMULATOR = d.SimulatorStatus(
     sim_time=12.5, mode="lockstep", x=1.25, y=-3.5, yaw=0.5, waypoints_reached=1,
     waypoints=4, holding=True, plans_refused=0, pings_off_terrain=2)
@@ -47,7 +52,7 @@ BRIDGE = d.BridgeStatus(state="active", reason="flying to plan pose 1", link_up=
                         origin_offset=None, clock_offset=12.5, dropped={"reboot": 1},
                         bad_data={"bad_crc": 2}, refused={"above_surface": 1},
                         sent={"HEARTBEAT": 9}, events={"aborts": 1})
-EXAMPLES = (MAPPER, INGEST, PLANNER, SIMULATOR, RECORDER, BRIDGE)
+EXAMPLES = (MAPPER, INGEST, PLANNER, SIMULATOR, RECORDER, MISSION, BRIDGE)
 
 
 def _same(a, b) -> bool:

@@ -13,7 +13,8 @@ from poam_ros.workspace import WorkspaceConfig
 @pytest.fixture
 def setup():
     s = MissionSetup()
-    s.mission = s.mission.replace(max_samples=750, eval_grid=12, seed=3)
+    s.mission = s.mission.replace(eval_grid=12, seed=3)
+    s.mission_control = s.mission_control.replace(max_samples=750)
     s.mapping = s.mapping.replace(num_inducing=60, train_steps=2, device="cpu")
     return s
 
@@ -91,7 +92,7 @@ def test_seeds_are_independent_streams():
 
 
 def test_budget_smaller_than_pilot_survey(setup):
-    setup.mission = setup.mission.replace(max_samples=100)
+    setup.mission_control = setup.mission_control.replace(max_samples=100)
     with pytest.raises(MissionError, match=r"sample budget \(100\) is smaller than the pilot"):
         Mission(setup).run()
 
@@ -141,7 +142,8 @@ def test_soundings_beyond_the_terrain_return_nothing_and_the_mission_goes_on(set
     setup.workspace = WorkspaceConfig(vertices=[-31.0, -31.0, 31.0, -31.0, 31.0, 31.0,
                                                 -31.0, 31.0])
     setup.vehicle = setup.vehicle.replace(reverse=True, max_yaw_rate=np.pi)
-    setup.mission = setup.mission.replace(max_samples=1000, seed=0)
+    setup.mission = setup.mission.replace(seed=0)
+    setup.mission_control = setup.mission_control.replace(max_samples=1000)
     mission = Mission(setup)
     result = mission.run()
     assert mission.no_return > 0 and mission.outside_workspace == 0
@@ -241,3 +243,28 @@ def test_channels_need_a_sensor_and_a_multi_channel_method(two_channels, change,
         setattr(two_channels, section, getattr(two_channels, section).replace(**values))
     with pytest.raises(MissionError, match=message):
         Mission(two_channels)
+
+
+def test_a_spent_budget_sends_the_mission_home_as_its_last_epoch(setup):
+    setup.mission_control = setup.mission_control.replace(max_samples=700, on_budget="home",
+                                                          home=[-10.0, 5.0])
+    mission = Mission(setup)
+    result = mission.run()
+    assert mission.control.state == "done"
+    assert mission.control.reason.startswith("home reached; samples budget spent: ")
+    assert np.hypot(*(result.path[-1, :2] - [-10.0, 5.0])) <= setup.vehicle.goal_radius
+    assert result.records[-2].num_samples >= 700  # the leg home is mapped too
+
+
+def test_a_time_budget_ends_the_mission_at_the_next_decision(setup):
+    setup.mission_control = setup.mission_control.replace(max_samples=0, max_time=200.0)
+    mission = Mission(setup)
+    result = mission.run()
+    assert mission.control.ended_by == "time_s"
+    assert mission.control.time_s >= 200.0 and result.records[-2].sim_time < 200.0
+
+
+def test_a_mission_without_any_budget_is_refused(setup):
+    setup.mission_control = setup.mission_control.replace(max_samples=0)
+    with pytest.raises(MissionError, match="the mission has no budget"):
+        Mission(setup).run()

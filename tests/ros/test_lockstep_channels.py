@@ -32,7 +32,8 @@ def runs(ros_domain_id, small_parameter_file, tmp_path_factory):
         planner={"max_entropy": {"acquisition": "joint"}})
     out = tmp_path_factory.mktemp("channels")
     setup = MissionSetup.from_file(params)
-    setup.mission = setup.mission.replace(seed=SEED, max_samples=BUDGET)
+    setup.mission = setup.mission.replace(seed=SEED)
+    setup.mission_control = setup.mission_control.replace(max_samples=BUDGET)
     summary, records, result = sim_then_mission(
         ["--params", str(params), "--seed", str(SEED), "--max-samples", str(BUDGET),
          "--compare"], out, setup)

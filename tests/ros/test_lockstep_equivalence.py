@@ -42,7 +42,8 @@ def runs(ros_domain_id, small_parameter_file, tmp_path_factory):
                                   mission={"mission": {"eval_grid": 50}})
     setup = MissionSetup.from_file(params)
     setup.terrain = TerrainConfig(path=str(ENV2), extent=setup.terrain.extent)
-    setup.mission = setup.mission.replace(seed=SEED, max_samples=BUDGET)
+    setup.mission = setup.mission.replace(seed=SEED)
+    setup.mission_control = setup.mission_control.replace(max_samples=BUDGET)
     folder = tmp_path_factory.mktemp("equivalence")
     complete = write_effective_file(setup, params, folder / "complete.yaml")
     summary, records, result = sim_then_mission(["--params", str(complete), "--compare"],

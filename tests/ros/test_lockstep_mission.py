@@ -39,7 +39,7 @@ def setup_and_goals():
     """A small mission and the goals Mission.run plans in it."""
     setup = MissionSetup()
     setup.mission.seed = 3
-    setup.mission.max_samples = 10**9  # ended by _Enough instead
+    setup.mission_control.max_samples = 10**9  # ended by _Enough instead
     setup.mapping = setup.mapping.replace(num_inducing=40, train_steps=2, device="cpu")
     setup.max_entropy = setup.max_entropy.replace(num_candidates=150)
     setup.pilot = setup.pilot.replace(num_waypoints=20)

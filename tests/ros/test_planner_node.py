@@ -27,7 +27,7 @@ VERTICES = [0.0, 0.0, 20.0, 0.0, 20.0, 20.0, 0.0, 20.0]
 NO_GO = [8.0, 8.0, 20.0, 8.0, 20.0, 20.0, 8.0, 20.0]  # the north-east quarter is off limits
 SMALL = {"seed": SEED, "workspace.vertices": VERTICES, "workspace.no_go_vertices": NO_GO,
          "workspace.no_go_vertex_counts": [4], "pilot.num_waypoints": 6,
-         "max_entropy.num_candidates": 40}
+         "max_entropy.num_candidates": 40, "mission.max_samples": 0}
 STATUS = "planner: planning"
 
 

@@ -104,7 +104,7 @@ def graph(monkeypatch):
 @pytest.mark.parametrize("args, message", [
     (["--method", "typo"], "MappingConfig.method must be one of ['poam', "),
     (["--map", "missing.npz"], "missing.npz: terrain file not found"),
-    (["--max-samples", "0"], "MissionConfig.max_samples must be >= 1, got 0"),
+    (["--max-samples", "-1"], "MissionControlConfig.max_samples must be >= 0, got -1"),
     (["--time-scale", "-1"], "SimulatedAuvConfig.time_scale must be >= 0"),
     (["--torch-threads", "-2"], "MapperSettings.torch_threads must be >= 0, got -2"),
     (["--stall-timeout", "0"], "--stall-timeout must be > 0 s, got 0.0"),

@@ -73,7 +73,7 @@ def _broken_yaml(path):
     (["--method", "poamm"],
      f"MappingConfig.method must be one of {list(METHODS)}, got 'poamm'"),
     (["--device", "gpu"], "MappingConfig.device must be one of ['auto', 'cpu', 'cuda'], got 'gpu'"),
-    (["--max-samples", "-5"], "MissionConfig.max_samples must be >= 1, got -5"),
+    (["--max-samples", "-5"], "MissionControlConfig.max_samples must be >= 0, got -5"),
     (["--max-samples", "many"], "argument --max-samples: invalid int value: 'many'"),
     (["--params", "{tmp}/missing.yaml"], "{tmp}/missing.yaml: no such parameter file"),
     (["--params", _unknown_key], "unknown parameter(s) mapping.methd"),

@@ -112,7 +112,8 @@ def test_a_mission_weighted_on_the_depth_alone_flies_the_depth_acquisition():
     exactly the decisions of the depth channel's entropy, (0, 1) others."""
     def run(**acquisition):
         setup = MissionSetup()
-        setup.mission = setup.mission.replace(max_samples=800, eval_grid=8, seed=1)
+        setup.mission = setup.mission.replace(eval_grid=8, seed=1)
+        setup.mission_control = setup.mission_control.replace(max_samples=800)
         setup.mapping = setup.mapping.replace(method="poam-mt", num_inducing=20, train_steps=1,
                                               device="cpu")
         setup.temperature = setup.temperature.replace(enabled=True)

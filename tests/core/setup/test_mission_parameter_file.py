@@ -96,6 +96,8 @@ def test_the_default_survey_file_is_one_consistent_world():
     assert setup.ingest.goal_radius == setup.planner_node.goal_radius == \
         setup.vehicle.goal_radius
     assert setup.max_entropy.turning_radius == setup.vehicle.turn_radius
+    assert (setup.planner_node.vertical_mode, setup.planner_node.altitude) == \
+        (setup.vehicle.vertical_mode, setup.vehicle.altitude)  # the plan's z is the vehicle's
     auv = node_configs(path, "simulated_auv")[""]
     assert auv.start_pose == pytest.approx(
         lower_right_start(Workspace.from_config(setup.workspace).bounds))

@@ -52,7 +52,8 @@ def test_a_setup_written_to_a_file_reads_back_as_it_is(tmp_path):
     setup = MissionSetup()
     setup.vehicle = setup.vehicle.replace(vertical_mode="altitude", altitude=50.0)
     setup.grid = setup.grid.replace(resolution=50.0)
-    setup.mission = setup.mission.replace(seed=9, max_samples=123)
+    setup.mission = setup.mission.replace(seed=9)
+    setup.mission_control = setup.mission_control.replace(max_samples=123)
     setup.geo = setup.geo.replace(anchor="latlon", origin_latitude=47.5,
                                   origin_longitude=-123.5)
     path = setup.to_file(tmp_path / "setup.yaml", base=base)

@@ -1,0 +1,171 @@
+"""The planner's mission control over ROS: its services, ``mission/state`` and the sample count.
+
+:class:`MissionServices`, owned by the planner node, holds the mission's
+:class:`~poam_ros.planners.mission_control.MissionController` and gives it its ROS
+interface:
+
+| name              | type                                  | what                              |
+|-------------------|---------------------------------------|-----------------------------------|
+| ~/start           | std_srvs/Trigger                      | idle -> pilot: the pilot survey   |
+| ~/pause           | std_srvs/SetBool                      | true: pause (empty plan); false:  |
+|                   |                                       | resume where it was               |
+| ~/abort           | std_srvs/Trigger                      | any state -> aborted (empty plan) |
+| ~/return_home     | std_srvs/Trigger                      | -> returning: a plan to home      |
+| mission/state     | diagnostic_msgs/DiagnosticStatus, out | latched (TL, 1): message = state, |
+|                   |                                       | values = MissionStatus            |
+| /diagnostics      | diagnostic_msgs/DiagnosticArray, in   | the mapper's sample count         |
+
+A refused request answers ``success: false`` and why (``the mission is done, not idle``).
+The sample budget reads the mapper's count of each map from its status (``<mapper_name>:
+mapping``, :class:`~poam_ros.diagnostics.MapperStatus`, matched by ``map_stamp``): a map counts
+for the mission once both have come, whatever order DDS delivers them in.
+
+Every method runs under the node's ``lock`` (a reentrant ``threading.Condition``); the node's
+``on_change(previous state)`` turns a change into a plan (the pilot, an empty plan, the leg
+home, the rest of the plan on resume) and ``on_map(stamp)`` takes a counted map.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from rclpy.node import Node
+from std_srvs.srv import SetBool, Trigger
+
+from poam_ros import messages as msg
+from poam_ros.diagnostics import DiagnosticsError, MapperStatus, status_name
+from poam_ros.planners.mission_control import (
+    ABORTED,
+    MissionControlConfig,
+    MissionController,
+)
+from poam_ros.ros import conversions as cv
+from poam_ros.ros import qos
+from poam_ros.ros.node_status import mapper_status_node
+
+KEPT = 16  # maps waiting for their count, and counts waiting for their map
+
+
+class MissionServices:
+    """The mission's controller, services and state topic on ``node``; see the module
+    docstring."""
+
+    def __init__(self, node: Node, config: MissionControlConfig, lock: threading.Condition,
+                 mapper_name: str, on_change: Callable[[str], None],
+                 on_map: Callable[[int], None]) -> None:
+        self.control = MissionController(config)
+        self._node, self._lock = node, lock
+        self._on_change, self._on_map = on_change, on_map
+        self._mapper_status = status_name(mapper_status_node(node, mapper_name), MapperStatus)
+        self._counts: dict[int, int] = {}  # map stamp (ns) -> the mapper's sample count
+        self._pending: dict[int, float] = {}  # map stamp waiting for its count -> its std
+        self._state_pub = node.create_publisher(DiagnosticStatus, "mission/state", qos.LATCHED)
+        node.create_service(Trigger, "~/start", self._trigger(self.control.start))
+        node.create_service(SetBool, "~/pause", self._on_pause)
+        node.create_service(Trigger, "~/abort", self._trigger(self.control.abort))
+        node.create_service(Trigger, "~/return_home", self._trigger(self.control.return_home))
+        if config.max_samples:
+            node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics,
+                                     qos.DIAGNOSTICS)
+        self.publish()
+
+    # ------------------------------------------------------------------ requests
+    def _trigger(self, request: Callable[[], str | None]):
+        def serve(_, response):
+            response.success, response.message = self._request(request)
+            return response
+        return serve
+
+    def _on_pause(self, request, response):
+        response.success, response.message = self._request(
+            lambda: self.control.pause(request.data))
+        return response
+
+    def _request(self, request: Callable[[], str | None]) -> tuple[bool, str]:
+        with self._lock:
+            previous = self.control.state
+            refused = request()
+            if refused is not None:
+                self._node.get_logger().warning(f"mission request refused: {refused}")
+                return False, refused
+            self._changed(previous)
+            return True, f"{self.control.state}: {self.control.reason}"
+
+    def start(self) -> None:
+        """Start at once (``autostart_mission``)."""
+        self._request(self.control.start)
+
+    # -------------------------------------------------------------- observations
+    def advance(self, step: Callable[[], bool]) -> None:
+        """Apply an observation (a :class:`MissionController` method that returns whether
+        the state changed: ``observe_pose``, ``planning_started``, ``home_reached``) and
+        announce a change; call with the lock."""
+        previous = self.control.state
+        if step():
+            self._changed(previous)
+
+    def map_received(self, stamp: int, std: float) -> None:
+        """A map stamped ``stamp`` [ns] with the std statistic ``std`` [m] (NaN: none); it
+        counts once the mapper's count for it is known. Call with the lock."""
+        if not self.control.config.max_samples:
+            self._counted(stamp, self.control.samples, std)
+        elif stamp in self._counts:
+            self._counted(stamp, self._counts.pop(stamp), std)
+        else:
+            self._pending[stamp] = std
+            _keep_newest(self._pending)
+            if len(self._pending) > 1:  # the count of an earlier map has not come
+                self._node.get_logger().warning(
+                    f"{len(self._pending)} maps wait for the mapper's sample count: no status "
+                    f"{self._mapper_status!r} on /diagnostics for them (mapper_name?)",
+                    throttle_duration_sec=10.0)
+
+    def _on_diagnostics(self, message: DiagnosticArray) -> None:
+        for status in message.status:
+            if status.name != self._mapper_status:
+                continue
+            try:
+                record = msg.status_record(status)
+            except DiagnosticsError as error:
+                self._node.get_logger().warning(f"unreadable mapper status: {error}",
+                                                throttle_duration_sec=10.0)
+                continue
+            with self._lock:
+                stamp = record.map_stamp
+                if stamp in self._pending:
+                    self._counted(stamp, record.samples, self._pending.pop(stamp))
+                else:
+                    self._counts[stamp] = record.samples
+                    _keep_newest(self._counts)
+
+    def _counted(self, stamp: int, samples: int, std: float) -> None:
+        self.advance(lambda: self.control.observe_map(samples, std))
+        self._on_map(stamp)
+
+    # ------------------------------------------------------------------- output
+    def _changed(self, previous: str) -> None:
+        control = self.control
+        text = f"mission {previous} -> {control.state}: {control.reason}"
+        # rclpy fixes a call site's severity at its first call: one site per severity.
+        if control.state == ABORTED:
+            self._node.get_logger().warning(text)
+        else:
+            self._node.get_logger().info(text)
+        self.publish()
+        self._on_change(previous)
+
+    def publish(self) -> None:
+        """``mission/state`` as it stands (on every change and every diagnostics period)."""
+        with self._lock:
+            level = DiagnosticStatus.WARN if self.control.state == ABORTED else \
+                DiagnosticStatus.OK
+            self._state_pub.publish(cv.diagnostic_status(
+                self._node.get_name(), level, self.control.state, self.control.status()))
+
+
+def _keep_newest(by_stamp: dict) -> None:
+    """Drop all but the :data:`KEPT` newest entries of a dict keyed by stamp."""
+    for old in sorted(by_stamp)[:-KEPT]:
+        del by_stamp[old]
