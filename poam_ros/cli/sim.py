@@ -15,6 +15,7 @@ from poam_ros.cli.common import INTERRUPTED, ArgumentParser, fail
 from poam_ros.cli.mission import (
     EpochLog,
     add_setup_arguments,
+    add_view_arguments,
     build_mission,
     describe,
     map_name,
@@ -57,12 +58,12 @@ def sim(argv) -> int:
                            f"poam-ros mission")
     options = GraphOptions(mode=args.mode, time_scale=args.time_scale,
                            torch_threads=args.torch_threads, stall_timeout=args.stall_timeout,
-                           record=args.record)
+                           record=args.record, view=viewer_parameters(args, setup))
     logs = args.out / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     effective = write_graph_file(setup, params, options, logs)
     print(f"sim: {describe(setup)}; node logs in {logs}")
-    print_launch(params, effective, args.record is not None)
+    print_launch(params, effective, args.record is not None, args.view)
     with EpochLog(args.out) as log:
         def started(child) -> None:
             print(f"started {child.name} (pid {child.process.pid})", flush=True)
@@ -112,7 +113,21 @@ def _parser() -> ArgumentParser:
     parser.add_argument("--record", type=Path, metavar="BAG",
                         help="record the mission to this bag (a recorder node beside the "
                              "others; its parameters from the file's 'recorder' section)")
+    add_view_arguments(parser)
     return parser
+
+
+def viewer_parameters(args, setup) -> dict | None:
+    """With ``--view``, the viewer node's parameters (sim.launch.xml's ``view:=true``): where
+    it listens, and the mapper's std scale and channels, so that its colours and layers are
+    the map's; else None."""
+    if not args.view:
+        return None
+    parameters = {"view.host": args.view_host, "view.port": args.view_port,
+                  "std_scale_max": setup.grid.std_scale_max}
+    if setup.ingest.channels:  # an empty list is no ROS parameter value
+        parameters["channels"] = list(setup.ingest.channels)
+    return parameters
 
 
 def _check_graph_options(args, setup, params: Path) -> None:
@@ -140,13 +155,13 @@ def _check_graph_options(args, setup, params: Path) -> None:
         check_new_bag(args.record)
 
 
-def print_launch(params: Path, effective: Path, record: bool) -> None:
+def print_launch(params: Path, effective: Path, record: bool, view: bool = False) -> None:
     """The launch the graph is, and the values the command line sets otherwise than the
     parameter file (which ``ros2 launch`` with that file alone would not get)."""
     from poam_ros.setup.sim_launch import differences
 
     print(f"the graph: ros2 launch poam_ros sim.launch.xml params_file:={effective}"
-          + (" record:=true" if record else ""))
+          + (" record:=true" if record else "") + (" view:=true" if view else ""))
     changed = differences(params, effective, record)
     if changed:
         print(f"set otherwise than in {params} (by the command line, or missing there): "

@@ -76,6 +76,7 @@ class GraphOptions:
     stall_timeout: float = 600.0  # wall s without a new map before giving up
     stop_timeout: float = 15.0  # wall s the children get to exit after SIGINT
     record: Path | None = None  # a bag to create: the recorder node records the mission
+    view: dict[str, Any] | None = None  # the viewer's parameters: serve the live view
 
 
 @dataclass
@@ -94,7 +95,8 @@ class GraphRun:
 def graph_overrides(options: GraphOptions, log_dir: Path) -> dict[str, dict[str, Any]]:
     """Per node, what the command line writes into the effective parameter file besides the
     setup's values: ``mode``, ``time_scale`` and ``torch_threads`` when given, the mission's
-    own crash journal (a killed run never resumes into the next one) and the bag."""
+    own crash journal (a killed run never resumes into the next one), the bag and the
+    viewer's parameters."""
     overrides: dict[str, dict[str, Any]] = {
         "simulated_auv": {}, "planner": {},
         "mapper": {"journal.path": str(log_dir / "mapper.journal")}}
@@ -106,6 +108,8 @@ def graph_overrides(options: GraphOptions, log_dir: Path) -> dict[str, dict[str,
         overrides["mapper"]["torch_threads"] = options.torch_threads
     if options.record is not None:
         overrides[RECORDER] = {"output": str(options.record)}
+    if options.view is not None:
+        overrides["viewer"] = dict(options.view)
     return overrides
 
 
@@ -173,7 +177,8 @@ def run_graph(setup: MissionSetup, terrain: Terrain, effective: Path, options: G
     (:func:`~poam_ros.setup.truth.mission_terrain`; the caller's checks have loaded it).
     ``on_start`` sees each node's process as it starts."""
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")  # the monitor's too
-    starts = start_order(sim_nodes(effective, record=options.record is not None))
+    starts = start_order(sim_nodes(effective, record=options.record is not None,
+                                   view=options.view is not None))
     recording = _recording(effective) if options.record is not None else None
     if recording is not None:
         sensors = SENSOR_TOPICS + (("/sonar/swath",) if load_config(

@@ -230,7 +230,7 @@ class PlannerNode(ManagedNode):
             self._active = True
             # The latched map comes again to the new subscription: the same one is no news.
             self._replayed_map = self._last_map
-            if not self._path_sent:
+            if self._path is not None and not self._path_sent:
                 self._send_plan()
             self._lock.notify_all()
 

@@ -1,14 +1,15 @@
 """The simulated graph as ``launch/sim.launch.xml`` describes it, for a :class:`MissionSetup`.
 
 ``poam-ros sim`` starts exactly the nodes that ``ros2 launch poam_ros sim.launch.xml
-params_file:=<file> record:=<bool>`` starts (:func:`sim_nodes`), with the file being the
-*effective parameter file* of :func:`write_effective_file`: each graph node's parameters as
-the user's file gives them, with what the command line changes written over them (``--seed``,
-``--method``, ``--map``, ``--mode``, ... through :meth:`MissionSetup.node_parameters`) and the
-run's own paths (the mapper's crash journal, the bag). So one file says what every node runs
-with, and launching sim.launch.xml with it starts the same graph. A shipped parameter file is
-complete: its effective file changes no value a node gets from it (:func:`differences`), so
-``ros2 launch poam_ros sim.launch.xml`` with it runs the mission ``poam-ros sim`` runs.
+params_file:=<file> record:=<bool> view:=<bool>`` starts (:func:`sim_nodes`), with the file
+being the *effective parameter file* of :func:`write_effective_file`: each graph node's
+parameters as the user's file gives them, with what the command line changes written over
+them (``--seed``, ``--method``, ``--map``, ``--mode``, ... through
+:meth:`MissionSetup.node_parameters`) and the run's own paths (the mapper's crash journal,
+the bag). So one file says what every node runs with, and launching sim.launch.xml with it
+starts the same graph. A shipped parameter file is complete: its effective file changes no
+value a node gets from it (:func:`differences`), so ``ros2 launch poam_ros sim.launch.xml``
+with it runs the mission ``poam-ros sim`` runs.
 """
 
 from __future__ import annotations
@@ -30,15 +31,18 @@ from poam_ros.setup.mission_setup import MissionSetup
 
 SIM_LAUNCH = "sim.launch.xml"
 #: the sections of an effective file: the graph's nodes, and the mission's own
-SECTIONS = ("recorder", "simulated_auv", "sensor_ingest", "mapper", "planner", "mission")
+SECTIONS = ("recorder", "viewer", "simulated_auv", "sensor_ingest", "mapper", "planner",
+            "mission")
 #: values that name a run's own files, not the mission: never counted as a difference
 RUN_PATHS = {"mapper": ("journal.path",), "recorder": ("output",)}
 
 
-def sim_nodes(params_file: str | Path, record: bool = False) -> list[LaunchNode]:
-    """The nodes sim.launch.xml starts with ``params_file`` (and a recorder)."""
+def sim_nodes(params_file: str | Path, record: bool = False,
+              view: bool = False) -> list[LaunchNode]:
+    """The nodes sim.launch.xml starts with ``params_file`` (and a recorder, a viewer)."""
     return expand(launch_file(SIM_LAUNCH), {"params_file": str(params_file),
-                                            "record": "true" if record else "false"})
+                                            "record": "true" if record else "false",
+                                            "view": "true" if view else "false"})
 
 
 def write_effective_file(setup: MissionSetup, params_file: str | Path, path: str | Path,

@@ -158,6 +158,8 @@ PLAIN_ELSEWHERE = {
     "goal": "the goal topic", "planner": "a mission seed's name",
     "device": "a benchmark column", "mode": "a node parameter's name",
     "messages": "the summary's description of a recorded bag",
+    "channels": "a node parameter's name (the samples' channels)",
+    "state": "the live view's status field (the mission's state)",
 }
 
 

@@ -29,7 +29,8 @@ def test_every_node_is_in_the_namespace_argument():
     arguments = {a.get("name"): a.get("default") for a in LAUNCH.iter("arg")}
     assert arguments["namespace"] == ""
     assert arguments["params_file"] == "$(find-pkg-share poam_ros)/config/robot.yaml"
-    assert [n.get("namespace") for n in LAUNCH.iter("node")] == ["$(var namespace)"] * 3
+    # the three nodes, and foxglove_bridge with foxglove:=true
+    assert [n.get("namespace") for n in LAUNCH.iter("node")] == ["$(var namespace)"] * 4
 
 
 def test_every_input_has_a_remap_argument():

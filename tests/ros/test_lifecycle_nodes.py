@@ -39,8 +39,9 @@ BOWTIE = [0.0, 0.0, 20.0, 20.0, 20.0, 0.0, 0.0, 20.0]  # a self-intersecting wor
 MAPPER = {"mapping.num_inducing": 30, "mapping.train_steps": 2, "mapping.batch_size": 64,
           "mapping.device": "cpu", "workspace.vertices": VERTICES, "grid.resolution": 2.0,
           "journal.enabled": False}
+# no sample budget: the test's mapper publishes maps without the mapper's status
 PLANNER = {"seed": 7, "workspace.vertices": VERTICES, "pilot.num_waypoints": 4,
-           "max_entropy.num_candidates": 20}
+           "max_entropy.num_candidates": 20, "mission.max_samples": 0}
 INGEST = {"workspace.vertices": VERTICES}
 # node class, its parameters, the input topic its activation subscribes to, its status
 NODES = {"sensor_ingest": (IngestNode, INGEST, "odom", IngestStatus),

@@ -14,6 +14,7 @@ import pathlib
 import queue
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -36,7 +37,9 @@ from poam_ros.ros import qos  # noqa: E402
 from poam_ros.setup.mission_setup import MissionSetup  # noqa: E402
 from poam_ros.setup.sim_launch import sim_nodes  # noqa: E402
 from poam_ros.setup.terrain import terrain_from_config  # noqa: E402
+from poam_ros.view import topics  # noqa: E402
 from poam_ros.workspace import Workspace  # noqa: E402
+from tests.core.view.foxglove_client import grid_values, watch_in_thread  # noqa: E402
 
 BUDGET = 650  # samples: the pilot survey (484) and a few goals
 SEED = 5
@@ -44,7 +47,20 @@ NODES = ("sensor_ingest", "mapper", "planner", "simulated_auv")
 
 
 @pytest.fixture(scope="module")
-def mission(ros_context, tmp_path_factory, small_parameter_file):
+def live_view():
+    """A Foxglove client of the run's live view (``--view``), watching from before it starts:
+    (client, the view's port); it stops once the run is over."""
+    with socket.socket() as probe_socket:  # a free port on loopback
+        probe_socket.bind(("127.0.0.1", 0))
+        port = probe_socket.getsockname()[1]
+    client, done, thread = watch_in_thread(port)
+    yield client, port
+    done.set()
+    thread.join(RUN_LIMIT)
+
+
+@pytest.fixture(scope="module")
+def mission(ros_context, tmp_path_factory, small_parameter_file, live_view):
     """The command's run, what an independent probe heard meanwhile, and the setup."""
     from rclpy.node import Node
 
@@ -61,8 +77,8 @@ def mission(ros_context, tmp_path_factory, small_parameter_file):
         # The file's time scale (20): as fast as possible would lose readings on a busy
         # machine (the ingest reports them), which is not what this test is about.
         process = poam_ros_sim(["--params", str(params), "--max-samples", str(BUDGET),
-                                "--seed", str(SEED), "--record", str(folder / "bag")],
-                               folder / "out")
+                                "--seed", str(SEED), "--record", str(folder / "bag"),
+                                "--view", "--view-port", str(live_view[1])], folder / "out")
         code, out, err = finish(process, executor, time.monotonic() + RUN_LIMIT)
         # What is still in flight (the last diagnostics) arrives within a moment.
         settle = time.monotonic() + 1.0
@@ -84,7 +100,8 @@ def test_the_command_reports_every_epoch_and_writes_its_records(mission):
     assert [e["epoch"] for e in epochs] == list(range(len(epochs)))
     assert all(np.isfinite([e["smse"], e["msll"], e["update_time"]]).all() for e in epochs)
     unclean = {name: code for name, code in summary["exit_codes"].items() if code != 0}
-    assert summary["exit_codes"].keys() == {*NODES, "recorder"} and not unclean, "\n".join(
+    assert summary["exit_codes"].keys() == {*NODES, "recorder", "viewer"} and not unclean, \
+        "\n".join(
         f"{name} ({code}):\n{(out / 'logs' / f'{name}.log').read_text()[-2000:]}"
         for name, code in unclean.items())
     assert (out / "sim.png").stat().st_size > 0
@@ -97,14 +114,15 @@ def test_the_command_reports_every_epoch_and_writes_its_records(mission):
 
 def test_the_nodes_are_sim_launch_xmls_with_its_command_lines(mission):
     """poam-ros sim started exactly what ``ros2 launch poam_ros sim.launch.xml
-    params_file:=<logs/parameters.yaml> record:=true`` starts, as launch_ros starts it."""
+    params_file:=<logs/parameters.yaml> record:=true view:=true`` starts, as launch_ros starts
+    it."""
     setup, out, probe, samples, printed, params, _ = mission
     logs = out / "logs"
     effective = logs / "parameters.yaml"
-    assert (f"ros2 launch poam_ros sim.launch.xml params_file:={effective} record:=true"
-            in printed)
-    nodes = sim_nodes(effective, record=True)
-    assert sorted(node.name for node in nodes) == sorted({*NODES, "recorder"})
+    assert (f"ros2 launch poam_ros sim.launch.xml params_file:={effective} record:=true "
+            f"view:=true" in printed)
+    nodes = sim_nodes(effective, record=True, view=True)
+    assert sorted(node.name for node in nodes) == sorted({*NODES, "recorder", "viewer"})
     for node in nodes:
         command = [sys.executable, "-m", node.module, *node.arguments, "--ros-args",
                    *node.ros_arguments(logs / "launch")]
@@ -303,3 +321,26 @@ def test_a_stop_signal_stops_every_node_and_keeps_what_was_scored(ros_domain_id,
     summary = json.loads((tmp_path / "sim.json").read_text())
     assert summary["outcome"] == "interrupted" and summary["epochs"] >= 1
     assert summary["exit_codes"] == dict.fromkeys(NODES, 0)
+
+
+def test_the_live_view_showed_the_mission_as_the_mapper_published_it(mission, live_view):
+    """A Foxglove client of ``--view`` saw the advertised channels with their schemas, the
+    last map as the mapper published it (mean and std to float32), the vehicle, the plan
+    and the mission's state."""
+    _, _, probe, _, _, _, _ = mission
+    client, _ = live_view
+    advertised = {channel["topic"]: channel for channel in client.channels.values()}
+    assert advertised[topics.MEAN]["schemaName"] == "foxglove.Grid"
+    assert advertised[topics.POSE]["schemaName"] == "foxglove.PoseInFrame"
+    assert not client.errors
+    published = msg.cloud_to_arrays(probe.maps[-1])
+    shape = (probe.maps[-1].height, probe.maps[-1].width)
+    for topic, field in ((topics.MEAN, "mean"), (topics.STD, "std")):
+        np.testing.assert_array_equal(grid_values(client.received[topic][-1]),
+                                      published[field].reshape(shape).astype(np.float32))
+    assert client.received[topics.POSE] and client.received[topics.SCENE]
+    plans = [entity for update in client.received[topics.SCENE] for entity in update.entities
+             if entity.id == "plan"]
+    assert plans and plans[-1].lines[0].points
+    states = [status.get("state") for status in client.received[topics.STATUS]]
+    assert "pilot" in states and states[-1] == "done"

@@ -30,8 +30,17 @@ class Watcher:
         self._classes: dict[int, type] = {}
 
     async def watch(self, done: threading.Event) -> None:
-        async with websockets.connect(f"ws://127.0.0.1:{self.port}",
-                                      subprotocols=[SUBPROTOCOL]) as socket:
+        """Connect (retrying until the server listens or ``done``) and watch until ``done``."""
+        while True:
+            try:
+                connection = await websockets.connect(f"ws://127.0.0.1:{self.port}",
+                                                      subprotocols=[SUBPROTOCOL])
+                break
+            except OSError:  # not listening yet
+                if done.is_set():
+                    return
+                await asyncio.sleep(0.2)
+        async with connection as socket:
             assert socket.subprotocol == SUBPROTOCOL
             while True:
                 try:

@@ -36,7 +36,8 @@ def last_status(watcher) -> dict:
 @pytest.fixture
 def setup():
     s = MissionSetup()
-    s.mission = s.mission.replace(max_samples=750, eval_grid=12, seed=3)
+    s.mission = s.mission.replace(eval_grid=12, seed=3)
+    s.mission_control = s.mission_control.replace(max_samples=750)
     s.mapping = s.mapping.replace(num_inducing=60, train_steps=2, device="cpu")
     s.geo = GeoConfig(anchor="latlon", origin_latitude=43.5, origin_longitude=-70.2)
     return s
