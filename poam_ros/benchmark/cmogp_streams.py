@@ -100,7 +100,7 @@ def single(args) -> dict:
                            rbf_initial_lengthscale=0.01, initial_amplitude=0.5,
                            initial_noise_variance=SINGLE_NOISE_STD ** 2 / first_var,
                            lr_hyper=0.02, pcd_tolerance=0.0, device="cpu", dtype="float64",
-                           seed=args.seed, **args.config)
+                           seed=args.seed).replace(**args.config)
     model = build(args.method, config, 1, 1, [0.0], [2.0], batches[0][1])
     paper_new, paper_first = SINGLE_TABLES[order]
     rows = []
@@ -162,7 +162,7 @@ def banana(args) -> dict:
     config = MappingConfig(kernel="rbf", num_inducing=schedule[0], train_steps=args.steps,
                            rbf_initial_lengthscale=0.05, initial_amplitude=0.1,
                            lr_hyper=0.02, pcd_tolerance=0.0, device="cpu", dtype="float64",
-                           seed=args.seed, **args.config)
+                           seed=args.seed).replace(**args.config)
     low, high = np.min([b[0].min(0) for b in batches], 0), np.max([b[0].max(0) for b in batches],
                                                                    0)
     model = build(args.method, config, 2, 1, low, high, batches[0][1])
@@ -208,8 +208,8 @@ def solar(args) -> dict:
     config = MappingConfig(kernel="rbf", num_inducing=15, train_steps=args.steps,
                            rbf_initial_lengthscale=0.5, initial_amplitude=2.0,
                            initial_noise_variance=1.0 / float(np.var(y[:warm])), lr_hyper=0.02,
-                           pcd_tolerance=0.0, device="cpu", dtype="float64", seed=args.seed,
-                           **args.config)
+                           pcd_tolerance=0.0, device="cpu", dtype="float64",
+                           seed=args.seed).replace(**args.config)
     model = build(args.method, config, 1, 1, t.min(0), t.max(0), y[:warm])
     model.add_data(t[:warm], y[:warm])
     report = model.update()
