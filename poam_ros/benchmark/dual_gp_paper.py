@@ -12,8 +12,13 @@
   make its cross-track axis degenerate): accuracy and Brier score against the true class on a
   50 × 50 grid, for memories of 0 and more samples per batch, and all samples in one batch.
 
+The paper's classification streams (``uci``, ``memory``, ``banana``) are in
+:mod:`poam_ros.benchmark.dual_gp_streams`; they print a closing JSON line with pass checks and
+exit with status 1 when one fails.
+
     python3 -m poam_ros.benchmark.dual_gp_paper magnetometer
     python3 -m poam_ros.benchmark.dual_gp_paper seabed
+    python3 -m poam_ros.benchmark.dual_gp_paper uci|memory|banana
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import time
 import numpy as np
 import torch
 
+from poam_ros.benchmark import dual_gp_streams
 from poam_ros.benchmark.magnetometer import held_out, load_path, streaming_batches
 from poam_ros.cli.common import ArgumentParser
 from poam_ros.mapping.metrics import evaluate_map, evaluation_grid
@@ -136,8 +142,14 @@ def main(argv=None) -> int:
     bed.add_argument("--spacing", type=float, default=6.0, help="track spacing, m")
     bed.add_argument("--step", type=float, default=1.0, help="sample spacing along a track, m")
     bed.add_argument("--flip", type=float, default=0.05, help="share of labels flipped")
+    dual_gp_streams.add_parsers(sub)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
+    if args.experiment in dual_gp_streams.EXPERIMENTS:
+        result = dual_gp_streams.EXPERIMENTS[args.experiment](args)
+        result["checks"] = {name: bool(ok) for name, ok in result["checks"].items()}
+        print(json.dumps(result))
+        return 0 if all(result["checks"].values()) else 1
     if args.kernel is None:
         args.kernel = "matern52" if args.experiment == "magnetometer" else "rbf"
     (magnetometer if args.experiment == "magnetometer" else seabed)(args)
