@@ -148,10 +148,16 @@ def banana_data(seed: int, data_dir: Path) -> tuple[list, list]:
             [(x[p[held[p]]], y[p[held[p]]]) for p in parts])
 
 
+def bernoulli(model) -> bool:
+    """Whether ``model``'s channel is a Bernoulli one (``mapping.channel_likelihoods``)."""
+    return any(not likelihood.gaussian for likelihood in getattr(model, "likelihoods", ()))
+
+
 def probability(model, x: np.ndarray) -> np.ndarray:
-    """P(y = 1) at x: the model's Bernoulli channel, or a Gaussian channel's clipped mean."""
-    if hasattr(model, "predict_proba"):
-        return np.reshape(model.predict_proba(x), -1)
+    """P(y = 1) at x: the model's Bernoulli channel (Φ(μ/√(1 + v)), Sec. 3.4), or a Gaussian
+    channel's clipped mean."""
+    if bernoulli(model):
+        return np.reshape(model.predict_response(x), -1)
     return np.clip(np.reshape(model.predict(x)[0], -1), 1e-3, 1 - 1e-3)
 
 
@@ -166,7 +172,7 @@ def banana(args) -> dict:
     low, high = np.min([b[0].min(0) for b in batches], 0), np.max([b[0].max(0) for b in batches],
                                                                    0)
     model = build(args.method, config, 2, 1, low, high, batches[0][1])
-    likelihood = "bernoulli" if hasattr(model, "predict_proba") else "gaussian stand-in"
+    likelihood = "bernoulli" if bernoulli(model) else "gaussian stand-in"
     rows = []
     for t, (x, y) in enumerate(batches):
         model.config = model.config.replace(num_inducing=schedule[t])
