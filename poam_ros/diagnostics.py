@@ -5,7 +5,8 @@ monitor of ``poam-ros sim``, the latency benchmark, the ingest benchmark and the
 remap read them back. Every key, its type and its text form are declared here, once, as a
 frozen, keyword-only dataclass per status (:class:`MapperStatus`, :class:`IngestStatus`,
 :class:`PlannerStatus`, :class:`SimulatorStatus`, :class:`RecorderStatus`,
-:class:`BridgeStatus`, and the planner's ``mission/state`` :class:`MissionStatus`); writers
+:class:`BridgeStatus`, :class:`ScoreStatus`, and the planner's ``mission/state``
+:class:`MissionStatus`); writers
 build a record and :func:`encode` it, readers :func:`decode` (or :func:`read`) it and use its
 attributes. No key is spelled anywhere else (``tests/core/test_diagnostics.py`` scans the
 package), so a renamed key fails in a unit test, not in a graph run.
@@ -214,6 +215,19 @@ class SimulatorStatus:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ScoreStatus:
+    """A simulated mission's score of its newest map against the ground truth (``poam-ros
+    sim``'s monitor): the decision epoch, the map's sample count, SMSE and MSLL."""
+
+    KIND: ClassVar[str] = "scores"
+
+    epoch: int = key("epoch")
+    samples: int = key("samples")
+    smse: float = key("smse")
+    msll: float = key("msll")
+
+
+@dataclass(frozen=True, kw_only=True)
 class RecorderStatus:
     """The recorder's bag: messages written in all and per topic, queued, lost before the
     recorder per topic, and the topics it refused (why)."""
@@ -256,9 +270,9 @@ class BridgeStatus:
 
 
 RECORDS = (MapperStatus, IngestStatus, PlannerStatus, SimulatorStatus, RecorderStatus,
-           MissionStatus, BridgeStatus)
+           MissionStatus, BridgeStatus, ScoreStatus)
 Record = Union[MapperStatus, IngestStatus, PlannerStatus, SimulatorStatus, RecorderStatus,
-               MissionStatus, BridgeStatus]
+               MissionStatus, BridgeStatus, ScoreStatus]
 
 
 def status_name(node_name: str, record_type: type) -> str:

@@ -46,7 +46,7 @@ BENCHMARKS = {"core": "core_speed", "sweep": "sweep", "remap": "remap_speed",
               "recorder": "recorder", "ingest": "ingest_throughput", "latency": "map_latency",
               "journal": "journal_cost", "vips-paper": "vips_paper",
               "dual-gp-paper": "dual_gp_paper", "cmogp-paper": "cmogp_paper",
-              "real-scale": "real_scale", "export": "export_speed"}
+              "real-scale": "real_scale", "export": "export_speed", "view": "view_cost"}
 
 
 def main(argv=None) -> int:

@@ -41,6 +41,7 @@ from poam_ros.diagnostics import (
     MapperStatus,
     MissionStatus,
     Record,
+    ScoreStatus,
     decode,
 )
 from poam_ros.mapping.channels import DEPTH
@@ -49,6 +50,7 @@ from poam_ros.mapping.loop import score_channels
 from poam_ros.mapping.metrics import TargetBaseline, evaluate_map
 from poam_ros.planners.mission_control import ABORTED, DONE
 from poam_ros.ros import qos
+from poam_ros.ros.node_status import node_status, status_array
 from poam_ros.ros.run import StartingNode
 from poam_ros.setup.truth import field_truth
 from poam_ros.sim import Terrain
@@ -94,6 +96,7 @@ class MissionMonitor(StartingNode):
         subscribe(PointCloud2, "map", self._keep(self.maps), qos.LATCHED_HISTORY)
         subscribe(PointCloud2, "map/inducing", self._keep(self.inducing), qos.LATCHED_HISTORY)
         subscribe(DiagnosticArray, "/diagnostics", self._on_diagnostics, qos.DIAGNOSTICS)
+        self._scores = self.create_publisher(DiagnosticArray, "/diagnostics", qos.DIAGNOSTICS)
         subscribe(DiagnosticStatus, "mission/state", self._on_mission, qos.LATCHED)
         self._sources = {
             "samples": subscribe(PointCloud2, "samples", self._on_samples, qos.SAMPLES),
@@ -208,6 +211,11 @@ class MissionMonitor(StartingNode):
         self.records.append(record)
         self.record_stamps.append(stamp)
         self.last_progress = time.monotonic()
+        # the score on /diagnostics: a live view of the graph plots it
+        self._scores.publish(status_array(self, [node_status(
+            self, DiagnosticStatus.OK, f"epoch {record.epoch}", ScoreStatus(
+                epoch=record.epoch, samples=record.num_samples, smse=record.smse,
+                msll=record.msll))], stamp / 1e9))
         if self.on_epoch is not None:
             self.on_epoch(record)
 

@@ -2,8 +2,9 @@
 
 It subscribes to what the stack publishes, as a user's tool would: ``odom`` (the vehicle's
 pose and trail), ``plan``, ``samples`` (the last batch), ``map`` (the organised cloud: the
-mean and std of every channel), ``map/inducing``, ``mission/state`` and ``/diagnostics`` (the
-ingest's drop counts, the mapper's last update time), and hands the view a frame per message.
+mean and std of every channel), ``map/inducing``, ``map/memory`` (a dual GP's), ``mission/state``
+and ``/diagnostics`` (the ingest's drop counts, the mapper's last update time, a simulated
+mission's SMSE and MSLL), and hands the view a frame per message.
 The frames' messages are built and sent on the view's own thread; the callbacks only copy
 arrays out of the messages. Pose frames are thinned to ``pose_rate``, the trail to a point
 every ``trail_spacing`` metres. ``poam-ros sim --view`` starts it beside the other nodes; on a
@@ -23,7 +24,7 @@ from sensor_msgs.msg import PointCloud2
 
 from poam_ros import messages as msg
 from poam_ros.dependencies import MissingDependency
-from poam_ros.diagnostics import DiagnosticsError, IngestStatus, MapperStatus
+from poam_ros.diagnostics import DiagnosticsError, IngestStatus, MapperStatus, ScoreStatus
 from poam_ros.params import Params, param
 from poam_ros.ros import qos
 from poam_ros.ros.parameters import declare_config
@@ -70,6 +71,7 @@ class ViewerNode(StartingNode):
         subscribe(PointCloud2, "samples", self._on_samples, qos.SAMPLES)
         subscribe(PointCloud2, "map", self._on_map, qos.LATCHED)
         subscribe(PointCloud2, "map/inducing", self._on_inducing, qos.LATCHED)
+        subscribe(PointCloud2, "map/memory", self._on_memory, qos.LATCHED)
         subscribe(DiagnosticStatus, "mission/state", self._on_state, qos.LATCHED)
         subscribe(DiagnosticArray, "/diagnostics", self._on_diagnostics, qos.DIAGNOSTICS)
         self.get_logger().info(f"live view on {self.view.address}")
@@ -100,6 +102,10 @@ class ViewerNode(StartingNode):
         xy, _ = msg.cloud_to_samples(message)
         self._show(msg.time_to_seconds(message.header.stamp), inducing=xy)
 
+    def _on_memory(self, message: PointCloud2) -> None:
+        xy, z = msg.cloud_to_samples(message)
+        self._show(msg.time_to_seconds(message.header.stamp), memory=np.column_stack([xy, z]))
+
     def _on_map(self, message: PointCloud2) -> None:
         if message.width * message.height == 0:  # a reset's empty map
             return
@@ -122,6 +128,8 @@ class ViewerNode(StartingNode):
             elif isinstance(record, MapperStatus):
                 self._status.update(samples=record.samples,
                                     last_update_s=record.update_time)
+            elif isinstance(record, ScoreStatus):  # a simulated mission's score (poam-ros sim)
+                self._status.update(epoch=record.epoch, smse=record.smse, msll=record.msll)
 
     def _show(self, stamp: float, **parts) -> None:
         from poam_ros.view.frames import ViewFrame

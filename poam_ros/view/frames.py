@@ -72,7 +72,8 @@ class ViewFrame:
     trail: np.ndarray | None = None  # (P, 2) the path flown [m]
     plan: np.ndarray | None = None  # (W, 2) or (W, 3) the plan's waypoints, the goal last
     soundings: np.ndarray | None = None  # (S, 3) x, y, elevation of the last batch [m]
-    inducing: np.ndarray | None = None  # (M, 2) inducing inputs (and a dual GP's memory)
+    inducing: np.ndarray | None = None  # (M, 2) inducing inputs
+    memory: np.ndarray | None = None  # (K, 3) a dual GP's memory: x, y, elevation
     map: MapView | Callable[[], MapView] | None = None  # a callable runs on the view's thread
     status: dict = field(default_factory=dict)  # the mission's state, budgets, scores
 
@@ -82,7 +83,8 @@ class ViewFrame:
         loses nothing that a newer one does not replace)."""
         parts = {name: getattr(newer, name) if getattr(newer, name) is not None
                  else getattr(self, name)
-                 for name in ("pose", "trail", "plan", "soundings", "inducing", "map")}
+                 for name in ("pose", "trail", "plan", "soundings", "inducing", "memory",
+                              "map")}
         return ViewFrame(stamp=newer.stamp, status={**self.status, **newer.status}, **parts)
 
 

@@ -34,7 +34,8 @@ def layout(ranges: dict[str, tuple[float, float]] | None = None) -> dict:
     clouds = {topic: {"visible": True, "pointSize": size, "colorMode": "flat",
                       "flatColor": color}
               for topic, size, color in ((topics.SOUNDINGS, 3, "#000000ff"),
-                                         (topics.INDUCING, 5, "#ff2020ff"))}
+                                         (topics.INDUCING, 5, "#ff2020ff"),
+                                         (topics.MEMORY, 4, "#20a0ffff"))}
     view = {**grids, **clouds, topics.SCENE: {"visible": True}, topics.POSE: {"visible": True}}
     # the bag's own topics, off until a bag is open (a name both have keeps the view's)
     bag = {topic: {"visible": False} for topic in BAG_TOPICS if topic not in view}

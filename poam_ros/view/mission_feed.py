@@ -34,10 +34,12 @@ class MissionFeed:
         mission = self._mission
         x, y, yaw = (float(v) for v in mission.auv.pose[:3])
         snapshot = mission.loop.snapshot()
+        memory = getattr(mission.model, "memory_samples", None)  # a dual GP's (xy, z)
         self._view.show(ViewFrame(
             stamp=record.sim_time, pose=(x, y, 0.0, yaw), trail=mission.trail[:, :2],
             plan=mission.last_plan, soundings=mission.last_batch[:, :3],
             inducing=np.asarray(mission.model.inducing_inputs),
+            memory=None if memory is None else np.column_stack(memory()),
             map=lambda: map_view(snapshot, self.grid, self._channels),
             status={"state": state or ("pilot" if record.epoch == 0 else "adaptive"),
                     "epoch": record.epoch, "samples": record.num_samples,

@@ -72,6 +72,7 @@ class LiveView:
             topics.SCENE: SceneUpdateChannel(topics.SCENE, **context),
             topics.SOUNDINGS: PointCloudChannel(topics.SOUNDINGS, **context),
             topics.INDUCING: PointCloudChannel(topics.INDUCING, **context),
+            topics.MEMORY: PointCloudChannel(topics.MEMORY, **context),
             topics.STATUS: foxglove.Channel(topics.STATUS, schema=STATUS_SCHEMA,
                                             message_encoding="json", **context)}
         # Every channel is advertised from the start: a client then subscribes once, and no
@@ -150,6 +151,8 @@ class LiveView:
             self._channels[topics.SOUNDINGS].log(frames.cloud_message(stamp, frame.soundings))
         if frame.inducing is not None:
             self._channels[topics.INDUCING].log(frames.cloud_message(stamp, frame.inducing))
+        if frame.memory is not None:
+            self._channels[topics.MEMORY].log(frames.cloud_message(stamp, frame.memory))
         status = {**frame.status, "frames_dropped": self.frames_dropped,
                   "colour_ranges": {topic: list(span) for topic, span in self.ranges.items()}}
         if frame.map is not None:

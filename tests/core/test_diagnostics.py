@@ -52,7 +52,8 @@ BRIDGE = d.BridgeStatus(state="active", reason="flying to plan pose 1", link_up=
                         origin_offset=None, clock_offset=12.5, dropped={"reboot": 1},
                         bad_data={"bad_crc": 2}, refused={"above_surface": 1},
                         sent={"HEARTBEAT": 9}, events={"aborts": 1})
-EXAMPLES = (MAPPER, INGEST, PLANNER, SIMULATOR, RECORDER, MISSION, BRIDGE)
+SCORES = d.ScoreStatus(epoch=3, samples=712, smse=0.0421, msll=-1.25)
+EXAMPLES = (MAPPER, INGEST, PLANNER, SIMULATOR, RECORDER, MISSION, BRIDGE, SCORES)
 
 
 def _same(a, b) -> bool:

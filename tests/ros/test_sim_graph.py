@@ -344,3 +344,6 @@ def test_the_live_view_showed_the_mission_as_the_mapper_published_it(mission, li
     assert plans and plans[-1].lines[0].points
     states = [status.get("state") for status in client.received[topics.STATUS]]
     assert "pilot" in states and states[-1] == "done"
+    last = client.received[topics.STATUS][-1]
+    assert last["samples"] >= BUDGET and np.isfinite(last["smse"])  # the monitor's scores
+    assert last["mission"]["samples_limit"] == str(BUDGET)  # mission/state's budgets
