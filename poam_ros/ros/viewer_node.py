@@ -8,8 +8,9 @@ mission's SMSE and MSLL), and hands the view a frame per message.
 The frames' messages are built and sent on the view's own thread; the callbacks only copy
 arrays out of the messages. Pose frames are thinned to ``pose_rate``, the trail to a point
 every ``trail_spacing`` metres. ``poam-ros sim --view`` starts it beside the other nodes; on a
-robot, ``ros2 run poam_ros viewer`` (the parameters of :class:`ViewerSettings`, and
-``view.*``: where it listens, :class:`~poam_ros.view.ViewConfig`).
+robot, ``ros2 run poam_ros viewer`` (the parameters of :class:`ViewerSettings`; ``view.*``:
+where it listens, :class:`~poam_ros.view.config.ViewConfig`; ``geo.*`` and ``workspace.*``, the
+mapper's, for the fix and the workspace on the world map).
 """
 
 from __future__ import annotations
@@ -25,11 +26,13 @@ from sensor_msgs.msg import PointCloud2
 from poam_ros import messages as msg
 from poam_ros.dependencies import MissingDependency
 from poam_ros.diagnostics import DiagnosticsError, IngestStatus, MapperStatus, ScoreStatus
+from poam_ros.geo import GeoConfig, GeoReference, resolve_workspace
 from poam_ros.params import Params, param
 from poam_ros.ros import qos
 from poam_ros.ros.parameters import declare_config
 from poam_ros.ros.run import StartingNode, run_node
 from poam_ros.view.config import ViewConfig
+from poam_ros.workspace import WorkspaceConfig
 
 
 @dataclass
@@ -58,9 +61,17 @@ class ViewerNode(StartingNode):
         channels = tuple(self.settings.channels)
         layers = ("mean", "std", *(f"{name}/{layer}" for name in channels
                                    for layer in ("mean", "std")))
+        # With the map's anchor (geo.*, as the mapper's): the vehicle's fix and the workspace
+        # on Foxglove's world map.
+        georeference = GeoReference.from_config(declare_config(
+            self, GeoConfig, "geo", read_only=[spec.name for spec in GeoConfig.specs()]))
+        workspace = resolve_workspace(declare_config(
+            self, WorkspaceConfig, "workspace",
+            read_only=[spec.name for spec in WorkspaceConfig.specs()]), georeference)
         from poam_ros.view.server import LiveView  # MissingDependency without the SDK
 
-        self.view = LiveView(config, std_scale_max=self.settings.std_scale_max, layers=layers)
+        self.view = LiveView(config, np.reshape(workspace.vertices, (-1, 2)), georeference,
+                             std_scale_max=self.settings.std_scale_max, layers=layers)
         self._channels = channels
         self._trail: list[tuple[float, float]] = []
         self._last_pose_time = -math.inf

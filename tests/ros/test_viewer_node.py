@@ -2,6 +2,8 @@
 WebSocket client on loopback."""
 
 
+import json
+
 import numpy as np
 import pytest
 
@@ -31,7 +33,10 @@ def stamped(seconds: float) -> Header:
 
 def test_the_viewer_shows_what_the_stack_publishes(start_node, make_node, spin_until):
     viewer = start_node(ViewerNode, **{"view.port": 0, "std_scale_max": 30.0,
-                                       "channels": ["temperature"]})
+                                       "channels": ["temperature"], "geo.anchor": "latlon",
+                                       "geo.origin_latitude": 43.5,
+                                       "geo.origin_longitude": -70.2,
+                                       "workspace.vertices": [0.0, 0.0, 8.0, 0.0, 8.0, 6.0]})
     stack = make_node("viewer_test_stack")
     odom = stack.create_publisher(Odometry, "odom", qos.ODOMETRY)
     plan = stack.create_publisher(Path, "plan", qos.LATCHED)
@@ -50,7 +55,8 @@ def test_the_viewer_shows_what_the_stack_publishes(start_node, make_node, spin_u
             odom.publish(cv.odometry_from_state(stamped(4.0 + k), "base_link",
                                                 (1.0 + k, 2.0), 0.25))
         assert spin_until(lambda: all(topic in watcher.received for topic in (
-            topics.MEAN, topics.STD, "/map/temperature/mean", topics.POSE, topics.SCENE)),
+            topics.MEAN, topics.STD, "/map/temperature/mean", topics.POSE, topics.SCENE,
+            topics.FIX, topics.WORKSPACE)),
             viewer, stack, timeout=TIMEOUT)
         assert spin_until(lambda: watcher.received[topics.POSE][-1].pose.position.x == 3.0,
                           viewer, stack, timeout=TIMEOUT)
@@ -69,4 +75,8 @@ def test_the_viewer_shows_what_the_stack_publishes(start_node, make_node, spin_u
              if entity.id == "plan"]
     assert (plans[-1].lines[0].points[-1].x, plans[-1].lines[0].points[-1].y) == (7.0, 5.0)
     assert viewer.view.ranges[topics.STD] == (0.0, 30.0)
+    fix = watcher.received[topics.FIX][-1]  # the anchor's: the vehicle on the world map
+    assert (fix.latitude, fix.longitude) == pytest.approx((43.5, -70.2), abs=1e-3)
+    outline = json.loads(watcher.received[topics.WORKSPACE][-1].geojson)
+    assert len(outline["features"][0]["geometry"]["coordinates"][0]) == 4  # closed triangle
     assert not watcher.errors
