@@ -30,6 +30,10 @@ class SsgpOptions(Params):
         0.01, "ssgp: share of the M inducing inputs re-drawn from the new batch at each update "
         "(the rest are drawn from the old inducing inputs), before gradient steps",
         low=0.0, high=1.0)
+    initial: str = param(
+        "random", "ssgp: the first batch's M inducing inputs, drawn at random or as k-means "
+        "centroids (kmeans.iterations Lloyd iterations; the OIPS paper's k-means/opt baseline)",
+        choices=("random", "kmeans"))
 
 
 @dataclass
