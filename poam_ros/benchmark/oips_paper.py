@@ -21,7 +21,7 @@ import time
 import numpy as np
 import torch
 
-from poam_ros.benchmark.vips_paper import identity_scalers
+from poam_ros.benchmark.streaming import identity_scalers
 from poam_ros.cli.common import ArgumentParser
 from poam_ros.models import MappingConfig, make_model
 from poam_ros.models.oips import median_distance, threshold_selection
