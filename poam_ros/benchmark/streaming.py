@@ -13,12 +13,25 @@ App. D.3 (:func:`relative_percent`).
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
 
 from poam_ros.models import MappingConfig, make_model
 from poam_ros.scalers import MinMaxScaler, StandardScaler
+
+
+def shared_data(*parts: str) -> Path:
+    """A file of the shared data folder ``shared/data`` beside the checkout: the nearest
+    folder above this file that holds one (a checkout and its worktrees sit at different
+    depths); beside the checkout when none does (then the file is missing, and says so)."""
+    here = Path(__file__).resolve()
+    for folder in here.parents:
+        if (folder / "shared" / "data").is_dir():
+            return folder.joinpath("shared", "data", *parts)
+    return here.parents[3].joinpath("shared", "data", *parts)
+
 
 #: Settings of every model here: the papers' M-step, no trace tolerance besides VIPS's rule.
 COMMON = dict(m_step="lbfgs", device="cpu", dtype="float64", pcd_tolerance=0.0)

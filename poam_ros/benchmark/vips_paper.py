@@ -31,6 +31,7 @@ from poam_ros.benchmark.streaming import (
     noise_scores,
     print_rows,
     relative_percent,
+    shared_data,
     standardising_scalers,
     stream,
 )
@@ -40,8 +41,9 @@ from poam_ros.models import MappingConfig
 __all__ = ["hyperparameters", "identity_scalers", "stream"]  # the harness, read from here too
 
 #: The shared UCI copy beside this repository (found from this file).
-CONCRETE_FILE = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "uci" / \
-    "concrete.npz"
+CONCRETE_FILE = shared_data("uci", "concrete.npz")
+#: The magnetometer survey (:mod:`.magnetometer`).
+MAGNETOMETER_FILE = shared_data("magnetometer", "invensense.npz")
 
 
 # ---------------------------------------------------------------------- Sec. 5.3, Concrete
@@ -211,12 +213,13 @@ def magnetometer_data(train_paths, test_paths, num_batches: int | None, inputs: 
     (``inputs`` metres: positions left in metres, as the authors' code)."""
     from poam_ros.benchmark.magnetometer import held_out, load_path, streaming_batches
 
+    file = MAGNETOMETER_FILE
     if num_batches is None:
-        batches = [held_out((index,)) for index in train_paths]
+        batches = [held_out((index,), file) for index in train_paths]
     else:
         (index,) = train_paths
-        batches = streaming_batches(load_path(index), num_batches)
-    x_test, y_test = held_out(test_paths)
+        batches = streaming_batches(load_path(index, file), num_batches)
+    x_test, y_test = held_out(test_paths, file)
     scalers = standardising_scalers(np.vstack([b[0] for b in batches] + [x_test]),
                                     np.concatenate([b[1] for b in batches] + [y_test]))
     if inputs == "metres":
