@@ -1,7 +1,8 @@
 """Reproductions of the VIPS paper's experiments (Pescador-Barrios, Filippi, van der Wilk,
 "Adjusting Model Size in Continual Gaussian Processes: How Big is Big Enough?", ICML 2025).
 
-    poam-ros bench vips-paper fig2a | sec51 | delta     # App. D.1, D.2.1 (:mod:`.vips_synthetic`)
+    poam-ros bench vips-paper fig2a [--seeds 3] | sec51 [--noise-sd 1] | delta
+                                                        # App. D.1, D.2.1 (:mod:`.vips_synthetic`)
     poam-ros bench vips-paper concrete [--splits N] [--protocol P] [--ard] [--initial-noise V]
                                                         # App. D.3, Tables 6-9
     poam-ros bench vips-paper magnetometer [--inputs standardised] [--cv-batches 5]
@@ -299,6 +300,8 @@ def main(argv=None) -> int:
                             description=__doc__.split("\n\n")[0])
     parser.add_argument("experiment", choices=sorted(EXPERIMENTS))
     parser.add_argument("--seeds", type=int, default=3, help="fig2a: data seeds")
+    parser.add_argument("--noise-sd", type=float, default=vips_synthetic.NOISE_SD,
+                        help="sec51: the noise's standard deviation (App. D gives none)")
     parser.add_argument("--inputs", choices=("metres", "standardised"), default="metres",
                         help="magnetometer: the positions' units in the model")
     parser.add_argument("--cv-batches", type=int, default=5,
@@ -317,7 +320,7 @@ def main(argv=None) -> int:
                              "(default: the authors' code's 0.1)")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    options = {"fig2a": {"seeds": args.seeds},
+    options = {"fig2a": {"seeds": args.seeds}, "sec51": {"noise_sd": args.noise_sd},
                "magnetometer": {"inputs": args.inputs, "cv_batches": args.cv_batches},
                "magnetometer-paths": {"inputs": args.inputs},
                "concrete": {"ard": args.ard, "splits": args.splits, "methods": args.methods,

@@ -112,9 +112,10 @@ def sec51_streams(rng: np.random.Generator, scale: float = 1.0) -> dict[str, np.
             "outliers": np.concatenate([narrow[:first], late])}
 
 
-def sec51(seed: int = 0, scale: float = 1.0) -> dict:
+def sec51(seed: int = 0, scale: float = 1.0, noise_sd: float = NOISE_SD) -> dict:
     """Sec. 5.1 / Fig. 1: M per batch on App. D.1's three streams (:func:`sec51_streams`),
-    VIPS with App. D's model. The paper's shapes, as checks: sorted, M grows every batch and
+    VIPS with App. D's model, noise of standard deviation ``noise_sd``. The paper's shapes, as
+    checks: sorted, M grows every batch and
     about linearly (its correlation with the batch number at least 0.98); shuffled, the last
     five batches add at most 10 % of the final M; outliers, batches 6 to 10 (the Cauchy
     samples) add more than batches 2 to 5."""
@@ -122,7 +123,7 @@ def sec51(seed: int = 0, scale: float = 1.0) -> dict:
     x_test = np.linspace(0.0, 10.0, 200)[:, None]
     out = {"experiment": "sec51"}
     for name, inputs in sec51_streams(rng, scale).items():
-        y = field(inputs) + rng.normal(0.0, NOISE_SD, len(inputs))
+        y = field(inputs) + rng.normal(0.0, noise_sd, len(inputs))
         parts = np.array_split(np.arange(len(inputs)), 10)
         batches = [(inputs[p, None], y[p]) for p in parts]
         rows = stream(app_d_config(method="vips"), batches, identity_scalers(1), x_test,
