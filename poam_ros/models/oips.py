@@ -223,9 +223,9 @@ class ThresholdSelection:
                         rho: float) -> tuple[Tensor, float, int]:
         """Alg. 1 with ``oips.at_capacity`` prune: each time a sample overfills Z, Z is pruned
         (:func:`prune`) and ρ lowered before the next samples are tested. Returns Z, the new ρ
-        (the caller keeps it as :attr:`rho`) and how many
-        inputs pruning removed. A failed update restores :attr:`rho` with the rest of the
-        method's state (:meth:`_method_state`)."""
+        (the caller keeps it as :attr:`rho`) and how many inputs pruning removed. A failed
+        update restores :attr:`rho` with the rest of the method's state
+        (:meth:`_method_state`)."""
         options, cap = self.config.oips, self.config.num_inducing
         kmin, start, pruned = min(options.kmin, cap), 0, 0
         while True:
