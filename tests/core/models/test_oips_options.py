@@ -145,3 +145,18 @@ def test_the_lowered_rho_is_saved_and_restored(stream, tmp_path):
     assert model.rho is not None and model.rho < 0.9
     model.save(tmp_path / "oips.pt")
     assert load_model(tmp_path / "oips.pt").rho == model.rho
+
+
+def test_ssgp_starts_from_k_means_centroids_of_the_first_batch(stream):
+    """The paper's k-means/opt baseline: ``ssgp.initial: kmeans`` starts Z at M Lloyd
+    centroids of the first batch, each the mean of the samples nearest to it."""
+    model = model_for("ssgp", num_inducing=8, ssgp={"initial": "kmeans"})
+    x, y = stream(1, 80)[0]
+    model.add_data(x, y)
+    model.update()
+    z = model.inducing
+    scaled = torch.as_tensor(model.x_scaler.transform(x))
+    nearest = torch.cdist(scaled, z).argmin(1)
+    assert z.shape == (8, 2) and len(set(nearest.tolist())) == 8
+    for k in range(8):
+        assert torch.allclose(scaled[nearest == k].mean(0), z[k], atol=1e-9)
