@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from poam_ros.models import MappingConfig, make_model
+from poam_ros.models.linalg import NumericalError
 from poam_ros.scalers import MinMaxScaler, StandardScaler
 
 
@@ -57,14 +58,20 @@ def scores(model, x_test: np.ndarray, y_test: np.ndarray) -> dict[str, float]:
 
 def stream(config: MappingConfig, batches, scalers, x_test, y_test) -> list[dict]:
     """Fit ``batches`` one update each; per batch M, :func:`scores` on the test set, the
-    method's extras, the hyper-parameters and the update time."""
+    method's extras, the hyper-parameters and the update time. An update that fails
+    numerically (:class:`~poam_ros.models.linalg.NumericalError`) ends the stream there, said
+    on stdout: the rows are those of the batches before it."""
     model = make_model(config, batches[0][0].shape[1])
     model.intake.x_scaler, model.intake.y_scaler = scalers
     rows = []
     for i, (x, y) in enumerate(batches):
         model.add_data(x, y)
         start = time.perf_counter()
-        report = model.update()
+        try:
+            report = model.update()
+        except NumericalError as err:
+            print(f"{config.method}: the update of batch {i + 1} failed ({err}); stopped there")
+            break
         seconds = time.perf_counter() - start
         rows.append(dict(batch=i + 1, M=report.num_inducing, **scores(model, x_test, y_test),
                          seconds=round(seconds, 3), failure=report.training_failure,
