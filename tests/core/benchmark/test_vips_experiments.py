@@ -65,6 +65,8 @@ def test_concrete_reports_app_d3s_percentages(tmp_path):
     assert len(result["checks"]) == 6
 
 
+@pytest.mark.skipif(not vips_paper.MAGNETOMETER_FILE.exists(),
+                    reason=f"no shared data at {vips_paper.MAGNETOMETER_FILE}")
 def test_the_magnetometer_runs_report_m_rmse_and_nlpd():
     batches, x_test, y_test, scalers = vips_paper.magnetometer_data((3,), (1,), 20, "metres")
     batches = [(x[:40], y[:40]) for x, y in batches[:2]]
