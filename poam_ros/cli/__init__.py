@@ -11,6 +11,7 @@
         latency                    map latency over DDS, batch to map (needs rclpy)
         journal                    the crash journal's cost and the replay after a crash
         vips-paper                 the VIPS paper's experiments (VIPS, OIPS, CV)
+        oips-paper                 the OIPS paper's experiments (toys A, B, C; Theorem 1)
         dual-gp-paper              the memory-based dual GP paper's experiments
         cmogp-paper                the continual multi-task GP paper's experiments
         real-scale                 a km-scale mission on a synthetic 1" tile (georeferenced)
@@ -44,7 +45,7 @@ COMMANDS = ("sim", "mission", "bench", "fetch-tile", "record", "play", "remap", 
 #: ``poam-ros bench NAME``: the module of poam_ros.benchmark whose ``main(argv)`` runs it
 BENCHMARKS = {"core": "core_speed", "sweep": "sweep", "remap": "remap_speed",
               "recorder": "recorder", "ingest": "ingest_throughput", "latency": "map_latency",
-              "journal": "journal_cost", "vips-paper": "vips_paper",
+              "journal": "journal_cost", "vips-paper": "vips_paper", "oips-paper": "oips_paper",
               "dual-gp-paper": "dual_gp_paper", "cmogp-paper": "cmogp_paper",
               "real-scale": "real_scale", "export": "export_speed", "view": "view_cost"}
 

@@ -31,6 +31,10 @@ class SsgpOptions(Params):
         0.01, "ssgp: share of the M inducing inputs re-drawn from the new batch at each update "
         "(the rest are drawn from the old inducing inputs), before gradient steps",
         low=0.0, high=1.0)
+    initial: str = param(
+        "random", "ssgp: the first batch's M inducing inputs, drawn at random or as k-means "
+        "centroids (kmeans.iterations Lloyd iterations; the OIPS paper's k-means/opt baseline)",
+        choices=("random", "kmeans"))
 
 
 @dataclass
@@ -70,7 +74,23 @@ class OipsOptions(Params):
         0.8, "oips, poam-oips: a sample becomes an inducing input when its largest kernel "
         "value with the set is below rho times the amplitude", low=1e-9, high=1.0)
     kmin: int = param(
-        10, "oips, poam-oips: random samples of the first batch the set starts from", low=1)
+        10, "oips, poam-oips: random samples of the first batch the set starts from, and the "
+        "fewest inducing inputs pruning keeps", low=1)
+    at_capacity: str = param(
+        "stop", "oips, poam-oips: what a full set (num_inducing inputs) does: stop adding, or "
+        "prune and lower rho so that selection goes on in bounded memory (the authors' library, "
+        "kmax = num_inducing)", choices=("stop", "prune"))
+    eta: float = param(
+        0.95, "oips, poam-oips, prune: pruning removes inputs correlated above eta times the "
+        "largest correlation in the set, and then lowers rho to eta times that", low=1e-6,
+        high=1.0)
+    median_lengthscale: bool = param(
+        False, "oips, poam-oips, rbf kernel: the first update sets the lengthscale from the "
+        "median pairwise distance of the first batch (the OIPS paper's App. E; with lr_hyper 0 "
+        "it then stays fixed, as there)")
+    move_inducing: bool = param(
+        False, "oips, poam-oips: the M-step also moves the inducing inputs by Adam (rate "
+        "lr_inducing; the OIPS paper's OIPS/opt)")
 
 
 @dataclass
@@ -230,3 +250,5 @@ class MappingConfig(Params):
                               f"{list(LIKELIHOODS)}")
         if self.min_lengthscale > self.max_lengthscale:
             raise ConfigError("MappingConfig.min_lengthscale must not exceed max_lengthscale")
+        if self.oips.median_lengthscale and self.kernel != "rbf":
+            raise ConfigError("MappingConfig.oips.median_lengthscale needs kernel rbf")

@@ -6,7 +6,8 @@ q_old(a) = N(m_a, S_a) over the old inducing outputs a, carried as a prior toget
 prior it was computed under, p(a | θ_old) = N(0, K'_aa). Per batch (X_new, y_new):
 
 1. **Inducing inputs b.** SSGP: initialised from the old inducing inputs and the new data (a
-   random share ``ssgp.new_inducing_fraction`` of the M drawn from the batch, the rest from a),
+   random share ``ssgp.new_inducing_fraction`` of the M drawn from the batch, the rest from a;
+   at the first batch M at random or, with ``ssgp.initial`` kmeans, M k-means centroids),
    then optimised by Adam together with θ (step 3). SSGP++ (the POAM paper's variant): greedy
    pivoted Cholesky on [a; X_new], as POAM, and not optimised.
 2. **q(b)** in closed form, the optimum of the collapsed online ELBO
@@ -31,9 +32,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 from torch import Tensor
 
+from poam_ros.inducing import kmeans
 from poam_ros.models.batch_terms import KernelCross
 from poam_ros.models.linalg import robust_cholesky
 from poam_ros.models.objectives import OnlineElbo, TrainingObjective
@@ -99,6 +102,12 @@ class SSGP(StreamingUpdate, OnlineSparseGP):
 
     def _choose_inducing(self, x_new: Tensor, report: UpdateReport) -> InducingUpdate:
         limit, old = self.config.num_inducing, self.inducing
+        if old is None and self.config.ssgp.initial == "kmeans":
+            seed = int(torch.randint(2 ** 31 - 1, (1,), generator=self.generator))
+            centroids = kmeans(x_new.cpu().double().numpy(), limit,
+                               self.config.kmeans.iterations, np.random.default_rng(seed))
+            return self._inducing_blocks(torch.as_tensor(centroids, dtype=self.dtype,
+                                                         device=self.device), x_new)
         if old is None:
             return self._inducing_blocks(x_new[self._random_rows(len(x_new), limit)], x_new)
         fresh = min(len(x_new), max(limit - len(old),

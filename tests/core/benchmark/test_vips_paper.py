@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from poam_ros.benchmark import vips_paper
+from poam_ros.benchmark import streaming, vips_paper
 from poam_ros.models import make_model
 from poam_ros.scalers import StandardScaler
 
@@ -26,7 +26,7 @@ def test_the_magnetometer_model_starts_from_the_authors_kernel_in_microtesla():
     with torch.no_grad():
         k = model.covariance(x, x)[0] * target_std ** 2
     assert k.tolist() == pytest.approx([501.0, 500.0 + matern52(1.0), 500.0], rel=1e-6)
-    values = vips_paper.in_microtesla(vips_paper.hyperparameters(model), target_std)
+    values = vips_paper.in_microtesla(streaming.hyperparameters(model), target_std)
     assert values == pytest.approx({"constant_variance": 500.0, "matern_variance": 1.0,
                                     "lengthscale": 1.0, "noise_variance": 0.1}, rel=1e-6)
 
@@ -40,15 +40,15 @@ def test_each_batch_row_holds_the_hyperparameters_after_that_update():
     config = vips_paper.magnetometer_config(5.0).replace(method="vips", vips={"delta": 0.095})
 
     def scalers():
-        return vips_paper.identity_scalers(2)[0], StandardScaler(40.0, 5.0)
+        return streaming.identity_scalers(2)[0], StandardScaler(40.0, 5.0)
 
-    rows = vips_paper.stream(config, batches, scalers(), x_test, np.zeros(20))
+    rows = streaming.stream(config, batches, scalers(), x_test, np.zeros(20))
     model = make_model(config, 2)
     model.intake.x_scaler, model.intake.y_scaler = scalers()
     for row, batch in zip(rows, batches):
         model.add_data(*batch)
         model.update()
-        expected = vips_paper.hyperparameters(model)
+        expected = streaming.hyperparameters(model)
         assert {k: row[k] for k in expected} == pytest.approx(expected, rel=1e-12)
     assert rows[0]["lengthscale"] != rows[1]["lengthscale"]  # the M-step ran on each batch
     assert set(expected) == {"amplitude", "noise", "lengthscale", "constant"}
@@ -58,10 +58,10 @@ def test_the_concrete_model_starts_from_the_authors_kernel():
     """Variance 1, lengthscale 1, noise variance 0.1 in standardised units (their code's
     start for the UCI sets), unless another initial noise is asked for."""
     model = make_model(vips_paper.concrete_config().replace(method="vips"), 8)
-    assert vips_paper.hyperparameters(model) == pytest.approx(
+    assert streaming.hyperparameters(model) == pytest.approx(
         {"amplitude": 1.0, "lengthscale": 1.0, "noise": 0.1}, rel=1e-6)
     ard = make_model(vips_paper.concrete_config(ard=True, noise=1.0).replace(method="vips"), 8)
-    values = vips_paper.hyperparameters(ard)
+    values = streaming.hyperparameters(ard)
     assert values["lengthscale"] == pytest.approx([1.0] * 8, rel=1e-4)
     assert values["noise"] == pytest.approx(1.0, rel=1e-6)
 

@@ -39,7 +39,8 @@ def test_every_benchmark_runs_as_bench_name(name, capsys):
 def test_the_bench_usage_lists_every_benchmark(capsys):
     assert cli.main(["bench"]) == 2
     assert capsys.readouterr().out == ("usage: poam-ros bench {core,sweep,remap,recorder,ingest,"
-                                       "latency,journal,vips-paper,dual-gp-paper,cmogp-paper,"
+                                       "latency,journal,vips-paper,oips-paper,dual-gp-paper,"
+                                       "cmogp-paper,"
                                        "real-scale,export} "
                                        "[options]   "
                                        "(--help for each)\n")

@@ -48,10 +48,10 @@ def test_chunks_select_what_one_sample_at_a_time_selects(kernel, rows, monkeypat
     start = x[:4]
     with torch.no_grad():
         for rho in (0.3, 0.8, 0.97):
-            added, bound = threshold_selection(model.kernel.base_kernel.forward, start, x, rho,
-                                               1000)
+            added, refused = threshold_selection(model.kernel.base_kernel.forward, start, x,
+                                                 rho, 1000)
             reference = one_at_a_time(model.kernel.base_kernel.forward, start, x, rho, 1000)
-            assert added.tolist() == reference and not bound
+            assert added.tolist() == reference and refused is None
             assert 4 < len(reference) < 300
 
 
@@ -202,7 +202,8 @@ def test_the_cap_binds_exactly_and_keeps_the_uncapped_prefix(stream):
     assert torch.equal(capped.inducing, free.inducing[:cap])
     capped.add_data(*stream(1, 10)[0])
     report = capped.update()
-    assert report.extra == dict(inducing_added=0, rho_bar=pytest.approx(0.9), cap_bound=1)
+    assert report.extra == dict(inducing_added=0, inducing_pruned=0, rho=0.9,
+                                rho_bar=pytest.approx(0.9), cap_bound=1)
 
 
 @pytest.mark.parametrize("method", ["oips", "poam-oips"])
