@@ -41,7 +41,7 @@ def test_the_bench_usage_lists_every_benchmark(capsys):
     assert capsys.readouterr().out == ("usage: poam-ros bench {core,sweep,remap,recorder,ingest,"
                                        "latency,journal,vips-paper,oips-paper,dual-gp-paper,"
                                        "cmogp-paper,"
-                                       "real-scale,export} "
+                                       "real-scale,export,view} "
                                        "[options]   "
                                        "(--help for each)\n")
 
@@ -149,7 +149,7 @@ def test_sim_starts_the_graph_with_good_options(tmp_path, small_parameter_file, 
     assert capsys.readouterr().err == "poam-ros sim: the graph was started\n"
     [(setup, _terrain, params, options, *_)] = graph.started
     assert options == {"mode": "realtime", "time_scale": 0.0, "torch_threads": 1,
-                       "stall_timeout": 600.0, "record": None}
+                       "stall_timeout": 600.0, "record": None, "view": None}
 
 
 @pytest.mark.parametrize("args, message", [
