@@ -60,7 +60,7 @@ setup(
         "filters": ["open3d>=0.18"],
         # the live view's Foxglove WebSocket server (poam_ros.view): the 0.30 series speaks
         # the subprotocol foxglove.sdk.v1
-        "view": ["foxglove-sdk>=0.30,<0.31"],
+        "view": ["foxglove-sdk>=0.30,<0.31", "websockets>=13"],
         # poam-ros bench sweep --cluster ray: the missions as Ray tasks
         "cluster": ["ray[client]>=2.9"],
         # the vehicle bridge: MAVLink to ArduPilot and PX4 autopilots (poam_ros.vehicle)

@@ -60,6 +60,7 @@ class Optional(NamedTuple):
 #: feature says what is missing when it is used (:func:`import_optional`)
 OPTIONAL = {
     "foxglove": Optional("view", "foxglove-sdk>=0.30,<0.31"),  # the live view
+    "websockets": Optional("view", "websockets>=13"),  # bench view's client of the view
     "ray": Optional("cluster", "ray[client]>=2.9"),  # bench sweep --cluster ray
     "pymavlink": Optional("mavlink", "pymavlink>=2.4.40"),  # the vehicle bridge (MAVLink)
 }

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from poam_ros.cli.common import ArgumentParser
+from poam_ros.dependencies import import_optional
 
 
 def free_port() -> int:
@@ -31,7 +32,7 @@ def free_port() -> int:
 
 
 async def _subscribe_all(port: int, done: threading.Event, counts: dict[str, int]) -> None:
-    import websockets
+    websockets = import_optional("websockets", "bench view")
 
     while not done.is_set():
         try:

@@ -13,7 +13,13 @@ from graph_helpers import Probe  # noqa: E402
 from nav_msgs.msg import OccupancyGrid  # noqa: E402
 from sensor_msgs.msg import PointCloud2  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
-from test_mapper_node import MAPPING, SMALL, STATUS, TIMEOUT  # noqa: E402
+from test_mapper_node import (  # noqa: E402
+    MAPPING,
+    SMALL,
+    STATUS,
+    TIMEOUT,
+    mapping_parameters,
+)
 
 from poam_ros import messages as msg  # noqa: E402
 from poam_ros.mapping.channels import survey_model  # noqa: E402
@@ -49,7 +55,7 @@ def offline_model(xy, y):
 
 @pytest.fixture
 def mapper_and_probe(start_node, make_node, spin_until):
-    parameters = {**SMALL, **{f"mapping.{k}": v for k, v in MULTI.to_parameters().items()},
+    parameters = {**SMALL, **mapping_parameters(MULTI),
                   "channels": CHANNELS, "evaluation_grid": 5}
     mapper = start_node(MapperNode, **parameters)
     probe = Probe(make_node("probe"))
@@ -148,7 +154,7 @@ def test_a_journal_with_channels_restores_every_channel(start_node, make_node, s
     journal.start_new()
     journal.append(xy, y, stamp=4_000_000_000)
     journal.close()
-    parameters = {**SMALL, **{f"mapping.{k}": v for k, v in MULTI.to_parameters().items()},
+    parameters = {**SMALL, **mapping_parameters(MULTI),
                   "channels": CHANNELS, "journal.enabled": True,
                   "journal.path": str(tmp_path / "journal"),
                   "save_path": str(tmp_path / "map_state.pt")}

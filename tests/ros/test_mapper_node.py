@@ -32,7 +32,15 @@ from poam_ros.ros.mapper_node import MapperNode  # noqa: E402
 from poam_ros.workspace import Workspace, WorkspaceConfig  # noqa: E402
 
 MAPPING = MappingConfig(num_inducing=30, train_steps=2, batch_size=64, device="cpu")
-SMALL = {**{f"mapping.{k}": v for k, v in MAPPING.to_parameters().items()},
+
+
+def mapping_parameters(config: MappingConfig) -> dict:
+    """``config`` as the mapper's ``mapping.*`` overrides; empty lists left out (ROS cannot
+    tell their element type; each such field's default is empty)."""
+    return {f"mapping.{k}": v for k, v in config.to_parameters().items() if v != []}
+
+
+SMALL = {**mapping_parameters(MAPPING),
          "workspace.vertices": [0.0, 0.0, 20.0, 0.0, 20.0, 20.0, 0.0, 20.0],
          "grid.resolution": 2.0,
          "journal.enabled": False}  # tests/ros/test_mapper_crash.py tests the journal
