@@ -10,13 +10,18 @@ from poam_ros.setup.mission_setup import MissionError, MissionSetup, mission_see
 from poam_ros.workspace import WorkspaceConfig
 
 
-@pytest.fixture
-def setup():
+def small_setup() -> MissionSetup:
+    """A small seeded mission on the embedded terrain: 750 samples, M = 60, 2 steps."""
     s = MissionSetup()
     s.mission = s.mission.replace(eval_grid=12, seed=3)
     s.mission_control = s.mission_control.replace(max_samples=750)
     s.mapping = s.mapping.replace(num_inducing=60, train_steps=2, device="cpu")
     return s
+
+
+@pytest.fixture
+def setup():
+    return small_setup()
 
 
 def test_mission_runs_to_its_budget_and_learns(setup):

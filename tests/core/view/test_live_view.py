@@ -15,11 +15,11 @@ pytest.importorskip("websockets")
 pytest.importorskip("google.protobuf")
 from poam_ros.geo import GeoConfig, GeoReference  # noqa: E402
 from poam_ros.mission import Mission  # noqa: E402
-from poam_ros.setup.mission_setup import MissionSetup  # noqa: E402
 from poam_ros.view import frames, topics  # noqa: E402
 from poam_ros.view.config import ViewConfig  # noqa: E402
 from poam_ros.view.mission_feed import MissionFeed  # noqa: E402
 from poam_ros.view.server import LiveView  # noqa: E402
+from tests.core.test_mission import small_setup  # noqa: E402
 from tests.core.view.foxglove_client import (  # noqa: E402
     SUBPROTOCOL,
     grid_values,
@@ -35,10 +35,7 @@ def last_status(watcher) -> dict:
 
 @pytest.fixture
 def setup():
-    s = MissionSetup()
-    s.mission = s.mission.replace(eval_grid=12, seed=3)
-    s.mission_control = s.mission_control.replace(max_samples=750)
-    s.mapping = s.mapping.replace(num_inducing=60, train_steps=2, device="cpu")
+    s = small_setup()  # the mission tests' small mission, with a geodetic anchor
     s.geo = GeoConfig(anchor="latlon", origin_latitude=43.5, origin_longitude=-70.2)
     return s
 
