@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from poam_ros.diagnostics import encode
 from poam_ros.mapping.channels import channel_names
 from poam_ros.mapping.loop import MappingLoop
 from poam_ros.mapping.map_grid import MapGrid
@@ -30,7 +31,7 @@ class MissionFeed:
         self.grid = MapGrid(mission.workspace.bounds, resolution, mission.workspace)
         self._channels = channel_names(mission.setup.ingest.channels)
 
-    def __call__(self, record, state: str | None = None) -> None:
+    def __call__(self, record) -> None:
         mission = self._mission
         x, y, yaw = (float(v) for v in mission.auv.pose[:3])
         snapshot = mission.loop.snapshot()
@@ -41,8 +42,10 @@ class MissionFeed:
             inducing=np.asarray(mission.model.inducing_inputs),
             memory=None if memory is None else np.column_stack(memory()),
             map=lambda: map_view(snapshot, self.grid, self._channels),
-            status={"state": state or ("pilot" if record.epoch == 0 else "adaptive"),
-                    "epoch": record.epoch, "samples": record.num_samples,
+            status={"state": mission.control.state, "epoch": record.epoch,
+                    "samples": record.num_samples,
+                    # the reason and budgets, as mission/state's key-values under ROS
+                    "mission": dict(encode(mission.control.status())),
                     "smse": _number(record.smse), "msll": _number(record.msll),
                     "last_update_s": record.update_time,
                     "drops": {reason: n for reason, n in
