@@ -161,6 +161,8 @@ PLAIN_ELSEWHERE = {
     "messages": "the summary's description of a recorded bag",
     "channels": "a node parameter's name (the samples' channels)",
     "state": "the live view's status field (the mission's state)",
+    "epoch": "the live view's status field", "smse": "the live view's status field",
+    "msll": "the live view's status field",
 }
 
 
