@@ -83,7 +83,11 @@ class LiveView:
         if georeference is not None:
             self._channels[topics.FIX] = LocationFixChannel(topics.FIX, **context)
             self._channels[topics.WORKSPACE] = GeoJsonChannel(topics.WORKSPACE, **context)
-        self._workspace = workspace_vertices
+        # The outline does not change: converted to lon/lat once, re-sent with every pose so
+        # that a client who joins late sees it too.
+        self._outline = (frames.workspace_geojson(workspace_vertices, georeference)
+                         if georeference is not None and workspace_vertices is not None
+                         else None)
         self.ranges: dict[str, tuple[float, float]] = {}  # grid topic -> colour range
         self.frames_shown = self.frames_dropped = 0
         self._slot: ViewFrame | None = None
@@ -141,9 +145,8 @@ class LiveView:
             for topic, message in frames.vehicle_messages(stamp, frame.pose,
                                                           self._georeference).items():
                 self._channels[topic].log(message)
-            if self._workspace is not None and topics.WORKSPACE in self._channels:
-                self._channels[topics.WORKSPACE].log(frames.workspace_geojson(
-                    self._workspace, self._georeference))
+            if self._outline is not None:
+                self._channels[topics.WORKSPACE].log(self._outline)
         if frame.trail is not None or frame.plan is not None:
             self._channels[topics.SCENE].log(frames.scene_message(stamp, frame.trail,
                                                                   frame.plan))
