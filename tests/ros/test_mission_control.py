@@ -206,6 +206,7 @@ def test_abort_empties_the_plan_from_pilot_and_adaptive(mission, spin_until, ada
 
 def test_the_plan_carries_the_vertical_setpoint(mission, spin_until):
     planner, operator = mission(vertical_mode="altitude", altitude=12.5)
+    assert spin_until(lambda: operator.probe.plans, planner, operator.probe.node)
     pose = operator.probe.plans[-1].poses[0]
     assert (pose.pose.position.z, pose.header.frame_id) == (12.5, "map_altitude")
     assert operator.probe.plans[-1].header.frame_id == "map"

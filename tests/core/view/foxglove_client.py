@@ -49,6 +49,8 @@ class Watcher:
                     if done.is_set():
                         return
                     continue
+                except websockets.ConnectionClosed:  # the server ended with its mission
+                    return
                 if isinstance(data, str):
                     await self._control(socket, json.loads(data))
                 else:
