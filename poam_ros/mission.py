@@ -195,10 +195,12 @@ class Mission:
                              self.model.buffer.y.copy(), self.trail,
                              time.perf_counter() - start)
 
-    def _predict_std(self, xy: np.ndarray) -> np.ndarray:
+    def _predict_std(self, xy: np.ndarray, planned: np.ndarray | None = None) -> np.ndarray:
         # The paper's planner scores the predictive distribution of a measurement (of every
-        # channel, with several), as the mapper answers the planner node's queries.
-        return self.loop.uncertainty(xy)
+        # channel, with several), as the mapper answers the planner node's queries; in a
+        # fleet, given the teammates' samples at ``planned`` (T, 2) [m]
+        # (:class:`~poam_ros.planners.coordination.Coordinator`).
+        return self.loop.uncertainty(xy, planned)
 
     def _map_std(self) -> float:
         """The map-quality statistic of the map the mapper node would publish (its grid, the

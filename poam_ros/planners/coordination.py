@@ -40,7 +40,7 @@ class FleetMemberConfig(Params):
     vehicle_index: int = param(0, "this vehicle's index k in the fleet, 0 <= k < vehicles: "
                                   "it flies the k-th share of the pilot survey", low=0)
     vehicles: int = param(1, "vehicles N in the fleet (1: a vehicle on its own)", low=1)
-    teammates: list = param([], "topics of the teammates' plan announcements "
+    teammates: list[str] = param([], "topics of the teammates' plan announcements "
                                 "(nav_msgs/Path, e.g. /auv1/fleet/plan)")
 
     def validate(self) -> None:
@@ -175,6 +175,15 @@ def pilot_share(pilot: np.ndarray, index: int, count: int) -> np.ndarray:
     return np.vstack([along(pilot, [low]), inside, along(pilot, [high])])
 
 
+@dataclass(frozen=True)
+class TeamView:
+    """The teammates as one vehicle knows them when it plans: where they will sample
+    (T, 2) [m] and where its goal may not go (P, 2) [m]."""
+
+    planned: np.ndarray
+    keep_out: np.ndarray
+
+
 class Coordinator:
     """One vehicle's coordination with its teammates: their plans as heard, and ``planner``'s
     planning given them (``config.enabled``, which needs the max-entropy planner: the only
@@ -194,21 +203,26 @@ class Coordinator:
             return pilot
         return pilot_share(pilot, self.member.vehicle_index, self.member.vehicles)
 
+    def view(self, now: float) -> TeamView:
+        """What this vehicle knows of its current teammates at ``now`` [s]."""
+        config = self.config
+        return TeamView(self.teammates.sample_points(now, config.sample_spacing,
+                                                     config.max_points),
+                        self.teammates.keep_out(now))
+
     def plan(self, position: np.ndarray, predict_std: ConditionedStd, heading: float | None,
-             now: float) -> np.ndarray:
-        """The planner's next waypoints from ``position`` at ``now`` [s]: scored on the std
-        conditioned on the current teammates' future samples, no goal within
-        ``separation`` of their positions and goals (``ValueError`` if no candidate is)."""
+             view: TeamView) -> np.ndarray:
+        """The planner's next waypoints from ``position``: scored on the std conditioned on
+        the teammates' future samples, no goal within ``separation`` of their positions and
+        goals (``ValueError`` if no candidate is); without coordination, alone."""
         if not self.config.enabled:
             return self.planner.plan(position, lambda points: predict_std(points, None),
                                      heading)
-        config = self.config
-        planned = self.teammates.sample_points(now, config.sample_spacing, config.max_points)
-        keep_out = self.teammates.keep_out(now)
-        conditioned: PredictStd = lambda points: predict_std(points, planned)  # noqa: E731
+        separation = self.config.separation
+        conditioned: PredictStd = lambda points: predict_std(points, view.planned)  # noqa: E731
         return self.planner.plan(position, conditioned, heading,
-                                 allowed=lambda points: separated(points, keep_out,
-                                                                  config.separation))
+                                 allowed=lambda points: separated(points, view.keep_out,
+                                                                  separation))
 
 
 def separated(points: np.ndarray, keep_out: np.ndarray, separation: float) -> np.ndarray:

@@ -106,7 +106,7 @@ def fly(coordinators, loop, rounds):
     for _ in range(rounds):
         for k, coordinator in enumerate(coordinators):
             now += 1.0
-            goal = coordinator.plan(positions[k], loop.uncertainty, None, now)[0]
+            goal = coordinator.plan(positions[k], loop.uncertainty, None, coordinator.view(now))[0]
             other = 1 - k
             chosen.append((goal, positions[other], goals[other]))
             coordinators[other].teammates.update(f"auv{k}", positions[k], goal[None], now)
@@ -134,13 +134,15 @@ def test_the_score_is_conditioned_on_the_teammates_path(shared_loop):
     """A teammate about to sweep the uncertain corner makes it no more informative than the
     rest: the vehicle goes elsewhere even with no separation."""
     alone, with_teammate = fleet(enabled=True, separation=0.0)
-    corner = alone.plan(np.array([50.0, 50.0]), shared_loop.uncertainty, None, 0.0)[0]
+    corner = alone.plan(np.array([50.0, 50.0]), shared_loop.uncertainty, None,
+                        alone.view(0.0))[0]
     assert (corner > UNCERTAIN).all()
     lines = np.arange(UNCERTAIN + 2.0, SIDE, 6.0)  # a lawnmower over the corner
     sweep = np.array([(x, y) for i, x in enumerate(lines)
                       for y in ((UNCERTAIN, SIDE) if i % 2 == 0 else (SIDE, UNCERTAIN))])
     with_teammate.teammates.update("auv0", sweep[0], sweep[1:], 0.0)
-    goal = with_teammate.plan(np.array([50.0, 50.0]), shared_loop.uncertainty, None, 0.0)[0]
+    goal = with_teammate.plan(np.array([50.0, 50.0]), shared_loop.uncertainty, None,
+                              with_teammate.view(0.0))[0]
     assert not (goal > UNCERTAIN).all()
 
 
