@@ -3,6 +3,7 @@ separation between two planners sharing one model."""
 
 import numpy as np
 import pytest
+import yaml
 
 from poam_ros.mapping.loop import MappingLoop
 from poam_ros.models import MappingConfig, make_model
@@ -22,6 +23,7 @@ from poam_ros.planners.coordination import (
     path_length,
     pilot_share,
 )
+from poam_ros.setup.mission_setup import MissionSetup
 from poam_ros.workspace import Workspace
 
 SIDE = 100.0  # m, the workspace is [0, SIDE]²
@@ -153,3 +155,15 @@ def test_coordination_needs_the_max_entropy_planner():
                     RandomPlanner(workspace, np.random.default_rng(0)))
     with pytest.raises(ConfigError, match="vehicle_index 2"):
         FleetMemberConfig(vehicle_index=2, vehicles=2)
+
+
+def test_a_parameter_file_may_configure_the_planner_s_fleet(tmp_path):
+    path = tmp_path / "auv1.yaml"
+    path.write_text(yaml.safe_dump({"/**/planner": {"ros__parameters": {
+        "fleet": {"vehicle_index": 1, "vehicles": 2, "teammates": ["/auv0/fleet/plan"]},
+        "coordination": {"enabled": True, "separation": 25.0}}}}))
+    MissionSetup.from_file(path)  # checked against the planner's declared classes
+    path.write_text(yaml.safe_dump({"/**/planner": {"ros__parameters": {
+        "coordination": {"separaton": 25.0}}}}))
+    with pytest.raises(ConfigError, match="separaton"):
+        MissionSetup.from_file(path)
