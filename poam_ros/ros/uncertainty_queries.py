@@ -6,8 +6,10 @@ sample (a field ``planned`` marks them, :func:`~poam_ros.ros.conversions.query_t
 the answer is about the candidates only, conditioned on samples at those points.
 
 One question is open at a time (the planner's thread asks and waits); an answer to an
-earlier question, or to another planner, is ignored. Stamps differ between questions even
-when the clock stands still (a held simulation clock), so every answer has one owner.
+earlier question, or to another planner, is ignored. A planner's stamps differ between its
+questions even when the clock stands still (a held simulation clock); two planners asking one
+mapper (a fleet's central mapper) may share a stamp, and an answer about other points than
+the question's is then the other planner's.
 """
 
 from __future__ import annotations
@@ -83,10 +85,12 @@ class UncertaintyQueries:
         except ValueError as error:
             unreadable = query.error = f"unreadable answer: {error}"
         else:
+            if len(spread) and not np.array_equal(points, query.points):
+                # Another planner's question with the same stamp (a fleet's planners asking
+                # one mapper under a held clock): this one's answer is still to come.
+                return None
             if len(spread) == 0:
                 query.error = "the mapper has no map to answer from"
-            elif not np.array_equal(points, query.points):
-                query.error = "the answer is about other points than the query's"
             else:
                 query.spread = spread
         query.done.set()
