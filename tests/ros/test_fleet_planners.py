@@ -45,9 +45,10 @@ def peaked_std(points):
 class Vehicle:
     """One vehicle's planner node, its probe (the fake mapper and odometry) in ``/auv<k>``."""
 
-    def __init__(self, k, ros_context, make_node):
+    def __init__(self, k, ros_context, make_node, **changes):
         self.planner = PlannerNode(context=ros_context, namespace=f"/auv{k}",
-                                   parameter_overrides=overrides(fleet_parameters(k)))
+                                   parameter_overrides=overrides({**fleet_parameters(k),
+                                                                  **changes}))
         self.probe = Probe(make_node("probe", namespace=f"/auv{k}"))
         self.planned_counts = []  # planned points per query
         self.announcements = []
@@ -125,3 +126,32 @@ def test_two_planners_never_choose_goals_within_the_separation(fleet):
     # Both wanted the peak: the first there took it, the other stayed out of it.
     first = msg.path_to_waypoints(vehicles[0].probe.plans[1])[-1]
     assert np.linalg.norm(first - PEAK) < 3.0
+
+
+def test_a_stale_teammate_plan_stops_counting_after_the_timeout(ros_context, make_node,
+                                                                spin_until):
+    """A teammate heard once, bound for the peak, then silent (a link loss): its goal keeps
+    this vehicle away from the peak until ``plan_timeout`` has passed, no longer."""
+    me = Vehicle(0, ros_context, make_node, **{"fleet.vehicles": 1,
+                                                "fleet.teammates": ["/lost/fleet/plan"],
+                                                "coordination.plan_timeout": 1.0})
+    lost = make_node("lost", namespace="/lost")
+    announce = lost.create_publisher(Path, "fleet/plan", qos.LATCHED)
+    nodes = (me.planner, me.probe.node, lost)
+    try:
+        assert spin_until(lambda: me.probe.plans and announce.get_subscription_count()
+                          and me.probe.response_pub.get_subscription_count(), *nodes)
+        me.probe.send_map(stamp_ns=1)
+        header = Header(frame_id="map", stamp=me.planner.get_clock().now().to_msg())
+        announce.publish(cv.path_from_waypoints(header, [[10.0, 10.0], PEAK]))
+        spin_until(lambda: False, *nodes, timeout=0.3)
+        me.fly(me.plan())  # the pilot, all of it
+        assert spin_until(lambda: len(me.probe.plans) == 2, *nodes, timeout=TIMEOUT)
+        first = me.plan()[-1]
+        assert np.linalg.norm(first - PEAK) >= SEPARATION  # the teammate's goal counts
+        spin_until(lambda: False, *nodes, timeout=1.5)  # no word from it for the timeout
+        me.fly(first)
+        assert spin_until(lambda: len(me.probe.plans) == 3, *nodes, timeout=TIMEOUT)
+        assert np.linalg.norm(me.plan()[-1] - PEAK) < 3.0  # forgotten: the peak is free
+    finally:
+        me.planner.destroy_node()
