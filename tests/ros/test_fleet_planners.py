@@ -142,11 +142,17 @@ def test_a_stale_teammate_plan_stops_counting_after_the_timeout(ros_context, mak
         assert spin_until(lambda: me.probe.plans and announce.get_subscription_count()
                           and me.probe.response_pub.get_subscription_count(), *nodes)
         me.probe.send_map(stamp_ns=1)
-        header = Header(frame_id="map", stamp=me.planner.get_clock().now().to_msg())
-        announce.publish(cv.path_from_waypoints(header, [[10.0, 10.0], PEAK]))
-        spin_until(lambda: False, *nodes, timeout=0.3)
+
+        def heard_while_planning():
+            """Announce afresh at every spin until the vehicle has planned: whatever the
+            load, the announcement is younger than the timeout when it plans."""
+            header = Header(frame_id="map", stamp=me.planner.get_clock().now().to_msg())
+            announce.publish(cv.path_from_waypoints(header, [[10.0, 10.0], PEAK]))
+            return len(me.probe.plans) == 2
+
+        spin_until(lambda: heard_while_planning() and False, *nodes, timeout=0.3)  # heard
         me.fly(me.plan())  # the pilot, all of it
-        assert spin_until(lambda: len(me.probe.plans) == 2, *nodes, timeout=TIMEOUT)
+        assert spin_until(heard_while_planning, *nodes, timeout=TIMEOUT)
         first = me.plan()[-1]
         assert np.linalg.norm(first - PEAK) >= SEPARATION  # the teammate's goal counts
         spin_until(lambda: False, *nodes, timeout=1.5)  # no word from it for the timeout
