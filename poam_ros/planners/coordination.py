@@ -25,7 +25,7 @@ from typing import Callable
 import numpy as np
 
 from poam_ros.params import ConfigError, Params, param
-from poam_ros.planners.base import Planner, PredictStd, checked_position
+from poam_ros.planners.base import Planner, checked_position
 from poam_ros.planners.max_entropy import MaxEntropyPlanner
 
 #: The predictive spread at candidates (N, 2) given teammates' future sample points (T, 2)
@@ -134,23 +134,28 @@ class TeammatePlans:
         return np.vstack(points) if points else np.empty((0, 2))
 
 
+def arc_lengths(path: np.ndarray) -> np.ndarray:
+    """Distance [m] along a polyline (K, 2) to each of its vertices: (K,), from 0."""
+    steps = np.linalg.norm(np.diff(np.asarray(path, dtype=float), axis=0), axis=1)
+    return np.concatenate([[0.0], np.cumsum(steps)])
+
+
 def path_length(path: np.ndarray) -> float:
     """Length [m] of a polyline (K, 2)."""
-    return float(np.linalg.norm(np.diff(path, axis=0), axis=1).sum())
+    return float(arc_lengths(path)[-1])
 
 
 def along(path: np.ndarray, distances: np.ndarray) -> np.ndarray:
     """Points (S, 2) at ``distances`` (S,) [m] along a polyline (K, 2), clipped to its ends;
     a distance at a vertex gives that vertex exactly."""
     path = np.asarray(path, dtype=float)
-    cumulative = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(path, axis=0),
-                                                                 axis=1))])
+    if len(path) == 1:
+        return np.repeat(path, len(distances), axis=0)
+    cumulative = arc_lengths(path)
     distances = np.clip(np.asarray(distances, dtype=float), 0.0, cumulative[-1])
     # The segment each distance falls in (zero-length segments are never chosen).
     segment = np.clip(np.searchsorted(cumulative, distances, side="right") - 1, 0,
-                      max(len(path) - 2, 0))
-    if len(path) == 1:
-        return np.repeat(path, len(distances), axis=0)
+                      len(path) - 2)
     start, end = cumulative[segment], cumulative[segment + 1]
     span = end - start
     fraction = np.divide(distances - start, span, out=np.zeros_like(span), where=span > 0)
@@ -168,8 +173,7 @@ def pilot_share(pilot: np.ndarray, index: int, count: int) -> np.ndarray:
         raise ValueError(f"vehicle index {index} is not in 0..{count - 1}")
     if count == 1:
         return pilot.copy()
-    cumulative = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(pilot, axis=0),
-                                                                 axis=1))])
+    cumulative = arc_lengths(pilot)
     low, high = (cumulative[-1] * k / count for k in (index, index + 1))
     inside = pilot[(cumulative > low) & (cumulative < high)]
     return np.vstack([along(pilot, [low]), inside, along(pilot, [high])])
@@ -219,7 +223,10 @@ class Coordinator:
             return self.planner.plan(position, lambda points: predict_std(points, None),
                                      heading)
         separation = self.config.separation
-        conditioned: PredictStd = lambda points: predict_std(points, view.planned)  # noqa: E731
+
+        def conditioned(points: np.ndarray) -> np.ndarray:
+            return predict_std(points, view.planned)
+
         return self.planner.plan(position, conditioned, heading,
                                  allowed=lambda points: separated(points, view.keep_out,
                                                                   separation))
