@@ -131,11 +131,13 @@ class Prediction:
 
         Q = K_uu⁻¹ − K_uu⁻¹ S K_uu⁻¹ the prediction factor: the Gaussian conditioning of the
         model's posterior over f on the new samples. For the exact GP (Q = (K + σ²I)⁻¹ with
-        its samples as u) that is its posterior with the samples added; a sparse model's
-        next update would see them only through u, so this is what it could at best learn.
-        Σ_tt + σ²I has eigenvalues ≥ σ², so its Cholesky needs no jitter. The kernel is
-        evaluated in the model's dtype, the products in TERMS_DTYPE. A subclass that answers
-        its queries otherwise (the multi-channel models, the Bernoulli dual GP) raises
+        its samples as u) that is its posterior with the samples added; for a sparse model
+        it is the conditioning of its current posterior process, not the update it will
+        make (which sees the samples only through u). Σ_tt + σ²I has eigenvalues ≥ σ², so
+        its Cholesky needs no jitter. The kernel is evaluated in the model's dtype, the
+        products in TERMS_DTYPE, in one block (N × T and N × M: a planner's thousands of
+        candidates, not a map grid). A subclass that answers its queries otherwise (the
+        multi-channel models, the Bernoulli dual GP) raises
         :class:`ConditioningUnsupportedError`.
         """
         if not self.conditions:
