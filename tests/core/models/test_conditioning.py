@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from poam_ros.mapping.loop import MappingLoop
-from poam_ros.models import MappingConfig, make_model
+from poam_ros.models import MappingConfig, load_model, make_model
 from poam_ros.models.prediction import ConditioningUnsupportedError
 
 pytestmark = pytest.mark.usefixtures("single_thread")
@@ -71,3 +71,16 @@ def test_a_method_that_cannot_condition_answers_without_the_plans(stream):
     np.testing.assert_array_equal(loop.uncertainty(query, x[5:9]), loop.uncertainty(query))
     with pytest.raises(ConditioningUnsupportedError, match="dual-gp-bernoulli"):
         model.prediction.conditioned_std(query, x[5:9])
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(),
+                    reason="needs a CUDA device: torch sees none here")
+def test_cpu_and_cuda_condition_alike(stream, tmp_path):
+    """A model saved on the CPU and loaded on CUDA: the same conditioned std, to round-off."""
+    model = fitted("poam", stream, num_inducing=30)
+    model.save(tmp_path / "model.pt")
+    on_cuda = load_model(tmp_path / "model.pt", device="cuda")
+    rng = np.random.default_rng(6)
+    query, planned = rng.uniform(-30, 30, (50, 2)), rng.uniform(-30, 30, (20, 2))
+    np.testing.assert_allclose(on_cuda.prediction.conditioned_std(query, planned),
+                               model.prediction.conditioned_std(query, planned), rtol=1e-9)
