@@ -28,6 +28,7 @@ from nav_msgs.msg import Path
 from std_msgs.msg import Header
 
 from poam_ros import messages as msg
+from poam_ros.params import ConfigError
 from poam_ros.planners import Planner
 from poam_ros.planners.coordination import (
     ConditionedStd,
@@ -58,6 +59,9 @@ class FleetCoordination:
                                 read_only=[spec.name for spec in FleetMemberConfig.specs()])
         config = declare_config(node, CoordinationConfig, "coordination",
                                 read_only=[spec.name for spec in CoordinationConfig.specs()])
+        own = node.resolve_topic_name(ANNOUNCEMENTS)
+        if any(node.resolve_topic_name(topic) == own for topic in member.teammates):
+            raise ConfigError(f"fleet.teammates names this vehicle's own announcements {own}")
         self.coordinator = Coordinator(config, member, planner)
         self._lock = threading.Lock()
         self._position: np.ndarray | None = None

@@ -15,6 +15,7 @@ from sensor_msgs.msg import PointCloud2  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
 
 from poam_ros import messages as msg  # noqa: E402
+from poam_ros.params import ConfigError  # noqa: E402
 from poam_ros.ros import conversions as cv  # noqa: E402
 from poam_ros.ros import qos  # noqa: E402
 from poam_ros.ros.planner_node import PlannerNode  # noqa: E402
@@ -161,3 +162,10 @@ def test_a_stale_teammate_plan_stops_counting_after_the_timeout(ros_context, mak
         assert np.linalg.norm(me.plan()[-1] - PEAK) < 3.0  # forgotten: the peak is free
     finally:
         me.planner.destroy_node()
+
+
+def test_a_vehicle_is_not_its_own_teammate(ros_context):
+    parameters = {**fleet_parameters(0), "fleet.teammates": ["fleet/plan"]}
+    with pytest.raises(ConfigError, match="own announcements /auv0/fleet/plan"):
+        PlannerNode(context=ros_context, namespace="/auv0",
+                    parameter_overrides=overrides(parameters))
