@@ -23,6 +23,7 @@ from poam_ros.attitude import yaw_from_quaternion
 
 NANOSECONDS_PER_SECOND = 1_000_000_000
 XYZ = ("x", "y", "z")
+PLANNED = "planned"  # the field of an uncertainty query that marks planned sample points
 
 # sensor_msgs/PointField datatype constants (INT8 = 1 … FLOAT64 = 8) -> numpy scalar codes
 POINT_FIELD_TYPES = {1: "i1", 2: "u1", 3: "i2", 4: "u2", 5: "i4", 6: "u4", 7: "f4", 8: "f8"}
@@ -234,8 +235,17 @@ def cloud_to_samples(cloud, channels=()) -> tuple[np.ndarray, np.ndarray]:
 
 def cloud_to_query(cloud) -> np.ndarray:
     """Candidate points (N, 2) [m] of an ``uncertainty/query`` cloud."""
+    return cloud_to_query_sets(cloud)[0]
+
+
+def cloud_to_query_sets(cloud) -> tuple[np.ndarray, np.ndarray]:
+    """Candidate points (N, 2) and planned sample points (T, 2) [m] of an
+    ``uncertainty/query`` cloud: the points whose field ``planned`` is nonzero are where a
+    fleet's teammates will sample (T = 0 without the field)."""
     arrays = cloud_to_fields(cloud)
-    return np.column_stack([arrays["x"], arrays["y"]])
+    points = np.column_stack([arrays["x"], arrays["y"]])
+    planned = arrays.get(PLANNED, np.zeros(len(points))) != 0.0
+    return points[~planned], points[planned]
 
 
 def cloud_to_response(cloud) -> tuple[np.ndarray, np.ndarray]:

@@ -183,7 +183,7 @@ class Mission:
                                f"mission.max_samples or shorten the pilot survey")
         while control.state in RUNNING:
             position = np.asarray(self.auv.pose[:2])
-            goal = self.planner.plan(position, self._predict_std, self.auv.pose[2])
+            goal = self.planner.plan(position, self.predict_std, self.auv.pose[2])
             control.planning_started()
             records.append(self._epoch(len(records), goal, on_epoch))
         if control.state == RETURNING:
@@ -195,10 +195,12 @@ class Mission:
                              self.model.buffer.y.copy(), self.trail,
                              time.perf_counter() - start)
 
-    def _predict_std(self, xy: np.ndarray) -> np.ndarray:
-        # The paper's planner scores the predictive distribution of a measurement (of every
-        # channel, with several), as the mapper answers the planner node's queries.
-        return self.loop.uncertainty(xy)
+    def predict_std(self, xy: np.ndarray, planned: np.ndarray | None = None) -> np.ndarray:
+        """What the planner scores at ``xy`` (N, 2) [m], as the mapper answers the planner
+        node's queries: the predictive distribution of a measurement (of every channel, with
+        several); in a fleet, given the teammates' samples at ``planned`` (T, 2) [m]
+        (:class:`~poam_ros.planners.coordination.Coordinator` plans with it)."""
+        return self.loop.uncertainty(xy, planned)
 
     def _map_std(self) -> float:
         """The map-quality statistic of the map the mapper node would publish (its grid, the

@@ -195,13 +195,26 @@ class MappingLoop:
         or (N, D) with several channels."""
         return self.model.predict(points, include_noise=True)
 
-    def uncertainty(self, points: np.ndarray) -> np.ndarray:
+    def uncertainty(self, points: np.ndarray, planned: np.ndarray | None = None) -> np.ndarray:
         """What the planner scores at ``points`` (N, 2) (``uncertainty/response``,
         :func:`~poam_ros.planners.acquisition.predictive_entropy`): the std of a new
-        measurement (N,), or with several channels their covariance (N, D, D)."""
+        measurement (N,), or with several channels their covariance (N, D, D).
+
+        ``planned`` (T, 2): where other vehicles will sample (a fleet's teammates' plans,
+        :mod:`~poam_ros.planners.coordination`); the std is then conditioned on noisy samples
+        there (:meth:`~poam_ros.models.prediction.Prediction.conditioned_std`). A method that
+        cannot condition (:attr:`conditions` False: the multi-channel models, the Bernoulli
+        dual GP) answers without them."""
+        if planned is not None and len(planned) and self.conditions:
+            return self.model.prediction.conditioned_std(points, planned, include_noise=True)
         if output_count(self.model) == 1:
             return self.model.predict(points, include_noise=True)[1]
         return self.model.predict(points, include_noise=True, covariance=True)[2]
+
+    @property
+    def conditions(self) -> bool:
+        """Whether :meth:`uncertainty` conditions on planned samples with this method."""
+        return self.model.prediction.conditions
 
     def record(self, epoch: int, step: MapStep, sim_time: float,
                predict_time: float = math.nan) -> EpochRecord:

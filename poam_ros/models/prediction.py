@@ -8,8 +8,9 @@ dual GP) subclasses it and names the subclass in its ``prediction_type``.
 
 Queries take inputs in world units and answer in target units: :meth:`Prediction.predict`,
 μ = K_fu α and v = a − rowsum((K_fu Q) ⊙ K_fu) in blocks of rows, and
-:meth:`Prediction.lengthscale_map`. The prediction reads its model's public parts (the intake's
-scalers, the kernel, Z and q(u)) and changes none of them.
+:meth:`Prediction.lengthscale_map`; :meth:`Prediction.conditioned_std`, the std after samples
+planned but not yet taken (a fleet's teammates' paths). The prediction reads its model's
+public parts (the intake's scalers, the kernel, Z and q(u)) and changes none of them.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from poam_ros.models.linalg import NumericalError
+from poam_ros.models.linalg import NumericalError, robust_cholesky, solve_lower
 from poam_ros.models.posterior import TERMS_DTYPE, PredictionCache, prediction_cache
 
 if TYPE_CHECKING:
@@ -34,6 +35,10 @@ class ModelNotReadyError(RuntimeError):
     def __init__(self, message: str = "the model has no posterior yet: add data and call "
                                       "update()"):
         super().__init__(message)
+
+
+class ConditioningUnsupportedError(ValueError):
+    """The method's predictions are not of the shared form that conditioning needs."""
 
 
 class Prediction:
@@ -107,6 +112,63 @@ class Prediction:
         if not (np.isfinite(mean).all() and np.isfinite(std).all()):
             raise NumericalError("prediction is not finite")
         return model.y_scaler.inverse_mean(mean), model.y_scaler.inverse_std(std)
+
+    @property
+    def conditions(self) -> bool:
+        """Whether :meth:`conditioned_std` applies: the queries are the shared ones (a subclass
+        that replaces :meth:`predict` answers in another form)."""
+        return type(self).predict is Prediction.predict
+
+    @torch.no_grad()
+    def conditioned_std(self, x, t, include_noise: bool = False) -> np.ndarray:
+        """Predictive std at x (N × D, world units) once noisy samples at t (T × D) are added,
+        at the current hyper-parameters: (N,) in target units.
+
+        A GP's predictive variance depends on where samples are, not on their values, so the
+        samples at t need no targets. With Σ the current posterior covariance of f,
+
+            Σ_xt = a·k(x, t) − K_xu Q K_ut,   v = diag Σ_xx − diag(Σ_xt (Σ_tt + σ²I)⁻¹ Σ_tx),
+
+        Q = K_uu⁻¹ − K_uu⁻¹ S K_uu⁻¹ the prediction factor: the Gaussian conditioning of the
+        model's posterior over f on the new samples. For the exact GP (Q = (K + σ²I)⁻¹ with
+        its samples as u) that is its posterior with the samples added; for a sparse model
+        it is the conditioning of its current posterior process, not the update it will
+        make (which sees the samples only through u). Σ_tt + σ²I has eigenvalues ≥ σ², so
+        its Cholesky needs no jitter. The kernel is evaluated in the model's dtype, the
+        products in TERMS_DTYPE, in one block (N × T and N × M: a planner's thousands of
+        candidates, not a map grid). A subclass that answers its queries otherwise (the
+        multi-channel models, the Bernoulli dual GP) raises
+        :class:`ConditioningUnsupportedError`.
+        """
+        if not self.conditions:
+            raise ConditioningUnsupportedError(
+                f"{self.model.method}: its predictions are not the single-channel Gaussian "
+                f"form that conditioning on planned samples needs")
+        self.require_ready()
+        model = self.model
+        x, t, z = self.scaled_inputs(x), self.scaled_inputs(t), model.inducing
+        q = self.factors.q.to(TERMS_DTYPE)
+        amplitude, noise = model.amplitude.to(TERMS_DTYPE), model.noise.to(TERMS_DTYPE)
+
+        def covariance(a: Tensor, b: Tensor) -> Tensor:
+            return model.covariance(a, b).to(TERMS_DTYPE)
+
+        k_xu, k_tu = covariance(x, z), covariance(t, z)
+        k_xu_q = k_xu @ q
+        sigma_xt = covariance(x, t) - k_xu_q @ k_tu.T
+        sigma_tt = covariance(t, t) - k_tu @ q @ k_tu.T
+        sigma_tt = 0.5 * (sigma_tt + sigma_tt.T) + noise * torch.eye(
+            len(t), dtype=TERMS_DTYPE, device=t.device)
+        chol = robust_cholesky(sigma_tt, 0.0, model.config.max_jitter_tries, "Σ_tt + σ²I")
+        gain = solve_lower(chol, sigma_xt.T)  # L⁻¹ Σ_tx, T × N
+        var = amplitude - (k_xu_q * k_xu).sum(1) - gain.square().sum(0)
+        var = var.clamp_min(1e-9 * amplitude)
+        if include_noise:
+            var = var + noise
+        std = var.sqrt().cpu().double().numpy()
+        if not np.isfinite(std).all():
+            raise NumericalError("conditioned prediction is not finite")
+        return model.y_scaler.inverse_std(std)
 
     def _covariance(self, kernel_dtype: torch.dtype | None):
         """a · k(x1, x2) in the model's dtype, evaluated in ``kernel_dtype`` when given (from a

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -68,8 +69,12 @@ class MaxEntropyPlanner(Planner):
         self.config = config or MaxEntropyConfig()
 
     def plan(self, position: np.ndarray, predict_std: PredictStd | None = None,
-             heading: float | None = None) -> np.ndarray:
-        """``heading``: the vehicle's yaw (rad), needed with a turning radius."""
+             heading: float | None = None,
+             allowed: Callable[[np.ndarray], np.ndarray] | None = None) -> np.ndarray:
+        """``heading``: the vehicle's yaw (rad), needed with a turning radius. ``allowed``:
+        which candidates (N, 2) may be the goal, (N,) bool (a fleet's separation,
+        :mod:`~poam_ros.planners.coordination`); the scores' rescaling spans all of them.
+        ``ValueError`` if none may."""
         if predict_std is None:
             raise ValueError("MaxEntropyPlanner needs predict_std")
         position = checked_position(position)
@@ -85,6 +90,12 @@ class MaxEntropyPlanner(Planner):
         else:
             distance = np.linalg.norm(candidates - position, axis=1)
         score = _minmax(entropy) - self.config.distance_weight * _minmax(distance)
+        if allowed is not None:
+            mask = allowed(candidates)
+            if not mask.any():
+                raise ValueError(f"none of the {len(candidates)} candidate goals is allowed "
+                                 f"(every one is too near a teammate)")
+            score = np.where(mask, score, -np.inf)
         return candidates[np.argmax(score)][None, :]
 
 

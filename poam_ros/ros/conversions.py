@@ -29,7 +29,7 @@ from std_msgs.msg import Header
 
 from poam_ros import diagnostics
 from poam_ros.attitude import quaternion_from_rpy
-from poam_ros.messages import NANOSECONDS_PER_SECOND, XYZ, seconds_to_nanoseconds
+from poam_ros.messages import NANOSECONDS_PER_SECOND, PLANNED, XYZ, seconds_to_nanoseconds
 
 # --------------------------------------------------------------------------- time
 
@@ -292,13 +292,23 @@ def inducing_to_cloud(header: Header, xy, mean) -> PointCloud2:
     return fields_to_cloud(header, {"x": xy[:, 0], "y": xy[:, 1], "z": mean}, required=XYZ)
 
 
-def query_to_cloud(header: Header, xy) -> PointCloud2:
+def query_to_cloud(header: Header, xy, planned=None) -> PointCloud2:
     """``uncertainty/query``: candidate points (N, 2) [m] as float64 fields x, y.
 
-    float64, so that the mapper scores exactly the candidates the planner drew.
+    float64, so that the mapper scores exactly the candidates the planner drew. With
+    ``planned`` points (T, 2) [m] (where a fleet's teammates will sample, T > 0), they follow
+    the candidates and a field ``planned`` marks them 1, the candidates 0: the mapper
+    answers for the candidates, conditioned on samples at the planned points
+    (:func:`poam_ros.messages.cloud_to_query_sets`).
     """
     xy = _points(xy)
-    return fields_to_cloud(header, {"x": xy[:, 0], "y": xy[:, 1]},
+    planned = np.empty((0, 2)) if planned is None else _points(planned)
+    if not len(planned):
+        return fields_to_cloud(header, {"x": xy[:, 0], "y": xy[:, 1]},
+                               datatype=PointField.FLOAT64)
+    points = np.vstack([xy, planned])
+    flags = np.concatenate([np.zeros(len(xy)), np.ones(len(planned))])
+    return fields_to_cloud(header, {"x": points[:, 0], "y": points[:, 1], PLANNED: flags},
                            datatype=PointField.FLOAT64)
 
 

@@ -214,9 +214,10 @@ class MapperNode(ManagedNode):
         self.warn_throttled(reason, text)
 
     def _on_query(self, message: PointCloud2) -> None:
-        """Predictive std of a new measurement at the query's points (with channels, their
-        covariance), from the served model; an empty response means there is no model yet
-        (or the query was unusable)."""
+        """Predictive std of a new measurement at the query's candidates (with channels,
+        their covariance), from the served model, conditioned on the query's planned points
+        (a fleet's teammates'); an empty response means there is no model yet (or the query
+        was unusable)."""
         served, config = self._worker.query()
         frame = config.settings.map_frame
         xy, spread = np.empty((0, 2)), np.empty(0)
@@ -225,10 +226,14 @@ class MapperNode(ManagedNode):
                                                f"expected '{frame}': answered empty")
         elif served is not None:
             try:
-                points = msg.cloud_to_query(message)
+                points, planned = msg.cloud_to_query_sets(message)
+                if len(planned) and not served.conditions:
+                    self.warn_throttled("query_unconditioned", f"{config.mapping.method} "
+                                        f"cannot condition on planned samples: answered "
+                                        f"without the {len(planned)} of the query")
                 # The paper's planner scores the predictive distribution of a measurement
-                # (of every channel, with several).
-                spread = served.uncertainty(points)
+                # (of every channel, with several), conditioned on the teammates' samples.
+                spread = served.uncertainty(points, planned)
                 xy = points
             except (ValueError, NumericalError, ModelNotReadyError) as error:
                 self.warn_throttled("query_failed", f"query answered empty: {error}")

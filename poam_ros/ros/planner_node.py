@@ -22,17 +22,9 @@ by the node, so that the wait never blocks the executor whatever kind it is; if 
 answer comes, the random stream is rewound and planning is tried again later, so a retry
 draws the same candidates.
 
-Topics (names relative, remappable):
-
-| topic                  | type                            | direction | QoS                   |
-|------------------------|---------------------------------|-----------|-----------------------|
-| odom                   | nav_msgs/Odometry               | in        | reliable, depth 100   |
-| map                    | sensor_msgs/PointCloud2         | in        | latched (TL, 1)       |
-| uncertainty/response   | sensor_msgs/PointCloud2         | in        | reliable, depth 10    |
-| plan                   | nav_msgs/Path                   | out       | latched (TL, 1)       |
-| goal                   | geometry_msgs/PoseStamped       | out       | latched (TL, 1)       |
-| uncertainty/query      | sensor_msgs/PointCloud2         | out       | reliable, depth 10    |
-| /diagnostics           | diagnostic_msgs/DiagnosticArray | out       | reliable, depth 10    |
+Topics (names relative, remappable), their types and QoS: docs/nodes.md ("planner"). In a
+fleet the planner announces its plan on ``fleet/plan`` and hears its teammates'
+(:mod:`poam_ros.ros.fleet_coordination`, docs/fleet.md).
 
 Every input is checked before it changes anything (:mod:`poam_ros.planners.input_check`):
 odometry in another frame than ``map_frame``, with a non-finite position or orientation or an
@@ -50,9 +42,10 @@ empty: the vehicle stops where it is.
 
 Parameters: ``mission.*``, ``planning.*``, ``workspace.*`` (a ``workspace.geojson`` file is
 placed with the anchor ``geo.*``), ``pilot.*``, ``max_entropy.*``, ``lawnmower.*``, ``geo.*``,
-``seed``, ``map_frame``, ``diagnostics_period``, ``autostart_mission`` and ``mapper_name`` are
-read-only (they fix the mission and its random stream); ``mode``, ``goal_radius`` (from the
-next plan), ``query_timeout``, ``odometry.*`` and the vertical setpoint can change while it runs.
+``fleet.*``, ``coordination.*``, ``seed``, ``map_frame``, ``diagnostics_period``,
+``autostart_mission`` and ``mapper_name`` are read-only (they fix the mission and its random
+stream); ``mode``, ``goal_radius`` (from the next plan), ``query_timeout``, ``odometry.*`` and
+the vertical setpoint can change while it runs.
 """
 
 from __future__ import annotations
@@ -102,6 +95,7 @@ from poam_ros.planners.mission_control import (
 from poam_ros.planners.progress import remaining_plan
 from poam_ros.ros import conversions as cv
 from poam_ros.ros import qos
+from poam_ros.ros.fleet_coordination import FleetCoordination
 from poam_ros.ros.managed import ManagedNode
 from poam_ros.ros.mission_services import MissionServices
 from poam_ros.ros.node_status import node_status, status_array
@@ -164,6 +158,8 @@ class PlannerNode(ManagedNode):
             pilot = pilot_survey(self._workspace, self._rng, setup.pilot)
         except ValueError as error:
             raise ConfigError(f"planner: {error}") from error
+        self._fleet = FleetCoordination(self, self._planner, self._settings.map_frame)
+        pilot = self._fleet.pilot(pilot)
         self._planner_name = setup.planning.planner
 
         self._lock = threading.Condition()  # reentrant: MissionServices calls back under it
@@ -226,6 +222,7 @@ class PlannerNode(ManagedNode):
         self.create_subscription(PointCloud2, "map", self._on_map, qos.LATCHED)
         self.create_subscription(PointCloud2, "uncertainty/response", self._on_response,
                                  qos.QUERY)
+        self._fleet.activate()
         with self._lock:
             self._active = True
             # The latched map comes again to the new subscription: the same one is no news.
@@ -277,6 +274,7 @@ class PlannerNode(ManagedNode):
             if position is None:
                 return
             self._position, self._heading = position, yaw
+            self._fleet.observe(position)
             self._mission.advance(lambda: self._mission.control.observe_pose(t, (x, y, z)))
             if self._state in (PILOT, DRIVING, HOMING) and \
                     self._progress.update(self._position):
@@ -356,7 +354,7 @@ class PlannerNode(ManagedNode):
             start = time.perf_counter()
             state = self._rng.bit_generator.state
             try:
-                waypoints = self._planner.plan(position, self._predict_std, heading)
+                waypoints = self._fleet.plan(position, self._predict_std, heading)
                 self._workspace.check(waypoints, "planned waypoint")
             except Exception as error:  # noqa: BLE001 - any failure: rewind, report, retry
                 # The next attempt draws the same candidates, as the ROS-free mission would.
@@ -380,11 +378,12 @@ class PlannerNode(ManagedNode):
                 self._mission.advance(self._mission.control.planning_started)
                 self._issue(waypoints, position, DRIVING)
 
-    def _predict_std(self, points: np.ndarray) -> np.ndarray:
-        """The mapper's predictive std (of a new measurement) at ``points`` (N, 2)."""
+    def _predict_std(self, points: np.ndarray, planned: np.ndarray | None) -> np.ndarray:
+        """The mapper's predictive std (of a new measurement) at ``points`` (N, 2), given
+        the teammates' samples at ``planned`` (T, 2)."""
         with self._lock:
             timeout, frame = self._settings.query_timeout, self._settings.map_frame
-        return self._queries.ask(points, timeout, frame)
+        return self._queries.ask(points, timeout, frame, planned)
 
     def _issue(self, waypoints: np.ndarray, position: np.ndarray | None, state: str) -> None:
         """Publish ``waypoints`` (K, 2) as the plan and its last pose as the goal (while
@@ -406,6 +405,7 @@ class PlannerNode(ManagedNode):
             self._path_sent = False
             if self._active:
                 self._send_plan()
+        self._fleet.issued(waypoints)
         self._publish_diagnostics()
 
     def _send_plan(self) -> None:
@@ -444,6 +444,7 @@ class PlannerNode(ManagedNode):
             self._path_sent = False
             if self._active:
                 self._send_plan()
+        self._fleet.issued(np.empty((0, 2)))
         self._publish_diagnostics()
 
     def _resume(self) -> None:

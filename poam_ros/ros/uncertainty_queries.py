@@ -1,9 +1,15 @@
 """The planner's questions to the mapper: the predictive std at candidate points, asked on
 ``uncertainty/query`` and answered on ``uncertainty/response``, matched by stamp.
 
+A question may carry, besides its candidates, the points where a fleet's teammates will
+sample (a field ``planned`` marks them, :func:`~poam_ros.ros.conversions.query_to_cloud`);
+the answer is about the candidates only, conditioned on samples at those points.
+
 One question is open at a time (the planner's thread asks and waits); an answer to an
-earlier question, or to another planner, is ignored. Stamps differ between questions even
-when the clock stands still (a held simulation clock), so every answer has one owner.
+earlier question, or to another planner, is ignored. A planner's stamps differ between its
+questions even when the clock stands still (a held simulation clock); two planners asking one
+mapper (a fleet's central mapper) may share a stamp, and an answer about other points than
+the question's is then the other planner's.
 """
 
 from __future__ import annotations
@@ -45,15 +51,18 @@ class UncertaintyQueries:
         self._query: _Query | None = None
         self._last_stamp = 0
 
-    def ask(self, points: np.ndarray, timeout: float, frame: str) -> np.ndarray:
+    def ask(self, points: np.ndarray, timeout: float, frame: str,
+            planned: np.ndarray | None = None) -> np.ndarray:
         """The mapper's answer for ``points`` (N, 2) [m] in ``frame``: std (N,) or the
-        channels' covariance (N, D, D); :class:`QueryFailed` without one in ``timeout`` s."""
+        channels' covariance (N, D, D); :class:`QueryFailed` without one in ``timeout`` s.
+        ``planned`` (T, 2) [m]: where a fleet's teammates will sample; the std is then
+        conditioned on samples there (if the mapping method can: ``docs/fleet.md``)."""
         with self._lock:
             stamp = max(self._node.get_clock().now().nanoseconds, self._last_stamp + 1)
             self._last_stamp = stamp
             query = self._query = _Query(stamp, np.asarray(points, dtype=float))
         header = Header(stamp=cv.nanoseconds_to_time(stamp), frame_id=frame)
-        self._publisher.publish(cv.query_to_cloud(header, query.points))
+        self._publisher.publish(cv.query_to_cloud(header, query.points, planned))
         answered = query.done.wait(timeout)
         with self._lock:
             self._query = None
@@ -76,10 +85,12 @@ class UncertaintyQueries:
         except ValueError as error:
             unreadable = query.error = f"unreadable answer: {error}"
         else:
+            if len(spread) and not np.array_equal(points, query.points):
+                # Another planner's question with the same stamp (a fleet's planners asking
+                # one mapper under a held clock): this one's answer is still to come.
+                return None
             if len(spread) == 0:
                 query.error = "the mapper has no map to answer from"
-            elif not np.array_equal(points, query.points):
-                query.error = "the answer is about other points than the query's"
             else:
                 query.spread = spread
         query.done.set()

@@ -30,6 +30,7 @@ from poam_ros.params.files import (
 )
 from poam_ros.params.node_settings import MapperSettings, PlannerSettings
 from poam_ros.planners import InputCheckConfig, PilotSurveyConfig
+from poam_ros.planners.coordination import CoordinationConfig, FleetMemberConfig
 from poam_ros.planners.factory import PLANNERS
 from poam_ros.planners.lawnmower import LawnmowerConfig
 from poam_ros.planners.max_entropy import MaxEntropyConfig
@@ -127,8 +128,10 @@ class MissionSetup:
                           "geo": GeoConfig},
         # the map covers the planner's workspace (a complete file repeats it here)
         "mapper": {"journal": JournalConfig, "workspace": WorkspaceConfig},
-        # a robot's file (robot.launch.xml) repeats the mapper's anchor for these nodes
-        "planner": {"odometry": InputCheckConfig, "geo": GeoConfig},
+        # a robot's file (robot.launch.xml) repeats the mapper's anchor for these nodes; a
+        # fleet's vehicle names its place in it and how it coordinates
+        "planner": {"odometry": InputCheckConfig, "geo": GeoConfig,
+                    "fleet": FleetMemberConfig, "coordination": CoordinationConfig},
         "sensor_ingest": {"geo": GeoConfig},
     }
 
