@@ -85,17 +85,17 @@ class FleetLink:
         self.soundings_sent += len(soundings)
         return packet
 
-    def plan_packet(self, time: float, waypoints) -> bytes | None:
+    def plan_packet(self, time: float, waypoints, stamp: float | None = None) -> bytes | None:
         """This vehicle's remaining ``waypoints`` (N, 2) [m] as a plan packet (as many of the
-        first as one packet holds), if the link lets it leave at ``time`` [s]; else None
-        (announce it again later). A waypoint outside the encoding's range raises
-        ``ValueError``."""
+        first as one packet holds) stamped ``stamp`` [s] (default ``time``), if the link lets
+        it leave at ``time`` [s]; else None (announce it again later). A waypoint outside the
+        encoding's range raises ``ValueError``."""
         fits = min(MAX_ENTRIES, (self.config.link.packet_limit - OVERHEAD_BYTES) // WAYPOINT_BYTES)
         waypoints = np.asarray(waypoints, dtype=float).reshape(-1, 2)[:fits]
         size = OVERHEAD_BYTES + WAYPOINT_BYTES * len(waypoints)
         if not len(waypoints) or self.schedule.capacity(time) < size:
             return None
-        packet = self.codec.encode_plan(waypoints, time)
+        packet = self.codec.encode_plan(waypoints, time if stamp is None else stamp)
         self.schedule.record(time, len(packet))
         return packet
 

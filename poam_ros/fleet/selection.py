@@ -53,8 +53,9 @@ class SentPositions:
         nearest = np.full(len(xy), np.inf)
         if self._tree is not None and len(xy):
             nearest = self._tree.query(xy)[0]
-        for block in self._recent:
-            gaps = np.linalg.norm(xy[:, None, :] - block[None, :, :], axis=2).min(axis=1)
+        if self._recent and len(xy):
+            recent = np.vstack(self._recent)
+            gaps = np.linalg.norm(xy[:, None, :] - recent[None, :, :], axis=2).min(axis=1)
             nearest = np.minimum(nearest, gaps)
         return nearest
 

@@ -1,0 +1,18 @@
+"""`poam-ros bench fleet-link`: a saturated link carries what its budget holds, no more."""
+
+from poam_ros.benchmark.fleet_link import carry, main
+
+
+def test_a_saturated_link_carries_its_budget():
+    figures = carry({"bandwidth": 100.0}, rate=100.0, seconds=20.0, period=0.1)
+    assert figures["peak_window_bytes"] <= 100
+    assert 12.0 <= figures["soundings_per_s"] <= 13.0  # 13 soundings in each 97-byte packet
+    assert figures["bytes_per_sounding"] == 97 / 13
+    unlimited = carry({}, rate=50.0, seconds=20.0, period=0.1)
+    assert unlimited["waiting"] == 0
+
+
+def test_the_command_prints_a_row_per_budget(capsys):
+    assert main(["--bandwidths", "0", "100", "--seconds", "5", "--rate", "20"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert rows[2].split()[0] == "unlimited" and rows[3].split()[0] == "100.0"
