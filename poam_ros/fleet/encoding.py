@@ -184,10 +184,11 @@ class PacketCodec:
         not measured) and ``stamps`` (N,) [s], in their order; the others are counted in
         ``refused``. A sounding must carry at least one finite value."""
         xy = np.asarray(xy, dtype=float).reshape(-1, 2)
-        values = np.asarray(values, dtype=float).reshape(len(xy), -1)
-        if values.shape[1] != self.config.outputs:
-            raise ValueError(f"{values.shape[1]} outputs, the encoding has "
-                             f"{self.config.outputs}")
+        values = np.asarray(values, dtype=float)
+        values = values[:, None] if values.ndim == 1 else values
+        if values.shape != (len(xy), self.config.outputs):
+            raise ValueError(f"values of shape {values.shape} for {len(xy)} soundings, the "
+                             f"encoding has {self.config.outputs} output(s)")
         stamps = np.broadcast_to(np.asarray(stamps, dtype=float), (len(xy),))
         with np.errstate(invalid="ignore"):
             qxy = np.rint(xy / self.config.xy_resolution)

@@ -142,3 +142,10 @@ def test_the_configuration_is_checked():
         EncodingConfig(value_resolutions=[0.0])
     with pytest.raises(ConfigError, match="sender"):
         PacketCodec(EncodingConfig(), sender=256)
+
+
+def test_no_soundings_quantise_to_none_and_a_wrong_shape_is_an_error():
+    codec = PacketCodec(EncodingConfig())
+    assert len(codec.quantise(np.empty((0, 2)), np.empty(0), 0.0)) == 0
+    with pytest.raises(ValueError, match="output"):
+        codec.quantise(np.zeros((3, 2)), np.zeros((3, 2)), 0.0)
