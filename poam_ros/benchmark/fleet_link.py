@@ -14,17 +14,32 @@ peak bytes in any 1-s window, and the soundings still waiting at the end. Run::
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from poam_ros.cli.common import ArgumentParser
-from poam_ros.fleet import FleetLink, FleetLinkConfig, LinkChannel
+from poam_ros.fleet import FleetLink, FleetLinkConfig, LinkChannel, LinkConfig
 
 
-def carry(link: dict, rate: float, seconds: float, period: float, seed: int = 0) -> dict:
-    """The figures of one run at the link settings ``link`` (:class:`LinkConfig` fields)."""
-    sender = FleetLink(FleetLinkConfig.from_dict({"vehicle_id": 0, "link": link}))
-    receiver = FleetLink(FleetLinkConfig.from_dict({"vehicle_id": 1, "link": link}))
-    channel = LinkChannel(sender.config.link, ["a", "b"], seed=seed)
+@dataclass(frozen=True)
+class Carried:
+    """What one run carried: soundings and bytes delivered per second, bytes per sounding
+    on the wire, the sender's peak bytes in a 1-s window and soundings still waiting."""
+
+    soundings_per_s: float
+    bytes_per_s: float
+    bytes_per_sounding: float
+    peak_window_bytes: int
+    waiting: int
+
+
+def carry(link: LinkConfig, rate: float, seconds: float, period: float,
+          seed: int = 0) -> Carried:
+    """One run through ``link``."""
+    sender = FleetLink(FleetLinkConfig(vehicle_id=0, link=link))
+    receiver = FleetLink(FleetLinkConfig(vehicle_id=1, link=link))
+    channel = LinkChannel(link, ["a", "b"], seed=seed)
     rng = np.random.default_rng(seed)
     delivered_bytes = 0
     steps = int(round(seconds / period))
@@ -38,10 +53,9 @@ def carry(link: dict, rate: float, seconds: float, period: float, seed: int = 0)
             if receiver.receive(delivery.packet) is not None:
                 delivered_bytes += len(delivery.packet)
     received = receiver.soundings_received
-    return {"soundings_per_s": received / seconds, "bytes_per_s": delivered_bytes / seconds,
-            "bytes_per_sounding": delivered_bytes / max(received, 1),
-            "peak_window_bytes": channel.schedules["a"].peak_window_bytes,
-            "waiting": len(sender.pool), "pool_dropped": sender.pool.dropped}
+    return Carried(received / seconds, delivered_bytes / seconds,
+                   delivered_bytes / max(received, 1),
+                   channel.schedules["a"].peak_window_bytes, len(sender.pool))
 
 
 def main(argv=None) -> int:
@@ -63,13 +77,13 @@ def main(argv=None) -> int:
     print("bandwidth B/s | soundings/s | bytes/s | bytes/sounding | peak 1-s window B | "
           "waiting at end")
     for bandwidth in args.bandwidths:
-        figures = carry({"bandwidth": bandwidth, "max_packet_bytes": args.max_packet_bytes,
-                         "slots": args.slots, "slot_length": args.slot_length,
-                         "latency": args.latency, "loss_probability": args.loss},
-                        args.rate, args.seconds, args.period)
-        print(f"{bandwidth or 'unlimited':>13} | {figures['soundings_per_s']:11.1f} | "
-              f"{figures['bytes_per_s']:7.1f} | {figures['bytes_per_sounding']:14.2f} | "
-              f"{figures['peak_window_bytes']:17d} | {figures['waiting']:d}")
+        link = LinkConfig(bandwidth=bandwidth, max_packet_bytes=args.max_packet_bytes,
+                          slots=args.slots, slot_length=args.slot_length, latency=args.latency,
+                          loss_probability=args.loss)
+        got = carry(link, args.rate, args.seconds, args.period)
+        print(f"{bandwidth or 'unlimited':>13} | {got.soundings_per_s:11.1f} | "
+              f"{got.bytes_per_s:7.1f} | {got.bytes_per_sounding:14.2f} | "
+              f"{got.peak_window_bytes:17d} | {got.waiting:d}")
     return 0
 
 

@@ -17,9 +17,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from poam_ros.diagnostics import FleetLinkStatus
 from poam_ros.fleet.encoding import (
+    DROPS,
     MAX_ENTRIES,
     OVERHEAD_BYTES,
+    REFUSALS,
     WAYPOINT_BYTES,
     EncodingConfig,
     PacketCodec,
@@ -32,6 +35,7 @@ from poam_ros.params import ConfigError, Params, group, param
 
 OWN_ECHO = "own_echo"
 DUPLICATE = "duplicate"
+REJECTIONS = (OWN_ECHO, DUPLICATE)
 
 
 @dataclass
@@ -116,3 +120,14 @@ class FleetLink:
         if isinstance(packet, Soundings):
             self.soundings_received += len(packet.xy)
         return packet
+
+    def status(self) -> FleetLinkStatus:
+        """The counts, every reason listed (0 when none)."""
+        dropped = {**self.codec.dropped, **self.rejected}
+        return FleetLinkStatus(
+            vehicle_id=self.config.vehicle_id, waiting=len(self.pool),
+            soundings_sent=self.soundings_sent, soundings_received=self.soundings_received,
+            packets_sent=self.schedule.packets_sent, bytes_sent=self.schedule.bytes_sent,
+            peak_window_bytes=self.schedule.peak_window_bytes, pool_dropped=self.pool.dropped,
+            refused={reason: self.codec.refused[reason] for reason in REFUSALS},
+            dropped={reason: dropped.get(reason, 0) for reason in (*DROPS, *REJECTIONS)})

@@ -23,6 +23,10 @@ Topics (names relative, remappable; one node per vehicle, in its namespace):
   arrives on ``fleet/teammate_<id>/plan`` (latched, ``map_frame``, the announcement's stamp),
   the topic a planner in ``distributed`` mode lists in ``fleet.teammates``.
 
+It publishes ``/diagnostics`` once a second (wall clock): a
+:class:`~poam_ros.diagnostics.FleetLinkStatus`, WARN while packets were dropped or soundings
+refused in the last second.
+
 Parameters: :class:`~poam_ros.fleet.relay.FleetLinkConfig` (``vehicle_id``, ``pool_size``,
 ``encoding.*``, ``link.*``: this vehicle's budget and slot) and :class:`FleetLinkSettings`,
 all read-only.
@@ -33,7 +37,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from nav_msgs.msg import Path
+from rclpy.clock import Clock, ClockType
 from sensor_msgs.msg import PointCloud2
 from std_msgs.msg import Header, UInt8MultiArray
 
@@ -42,10 +48,12 @@ from poam_ros.fleet import FleetLink, FleetLinkConfig, Plan
 from poam_ros.params import ConfigError, Params, param
 from poam_ros.ros import conversions as cv
 from poam_ros.ros import qos
+from poam_ros.ros.node_status import node_status, status_array
 from poam_ros.ros.parameters import declare_config
 from poam_ros.ros.run import StartingNode, run_node
 
 OUT, IN, PLAN = "fleet/out", "fleet/in", "fleet/plan"
+DIAGNOSTICS_PERIOD = 1.0  # s, wall
 
 
 def teammate_plan_topic(vehicle_id: int) -> str:
@@ -90,6 +98,11 @@ class FleetLinkNode(StartingNode):
         self.create_subscription(UInt8MultiArray, IN, self._on_packet, qos.SENSORS)
         self.create_subscription(Path, PLAN, self._on_plan, qos.LATCHED)
         self.create_timer(self.settings.period, self._on_tick)
+        self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics",
+                                                  qos.DIAGNOSTICS)
+        self._troubles = 0  # packets dropped and soundings refused at the last report
+        self.create_timer(DIAGNOSTICS_PERIOD, self._publish_diagnostics,
+                          clock=Clock(clock_type=ClockType.STEADY_TIME))
 
     # ---------------------------------------------------------------- callbacks
     def _on_samples(self, message: PointCloud2, info) -> None:
@@ -142,6 +155,14 @@ class FleetLinkNode(StartingNode):
         self._samples_pub.publish(cv.points_to_cloud(
             header, np.column_stack([packet.xy, packet.values]), float64=True,
             channels=self._channels))
+
+    def _publish_diagnostics(self) -> None:
+        status = self.link.status()
+        troubles = sum(status.dropped.values()) + sum(status.refused.values())
+        level = DiagnosticStatus.WARN if troubles > self._troubles else DiagnosticStatus.OK
+        self._troubles = troubles
+        self._diagnostics.publish(status_array(self, [node_status(
+            self, level, f"{status.waiting} soundings waiting", status)]))
 
     # ---------------------------------------------------------------- helpers
     def _plan_publisher(self, sender: int):

@@ -7,6 +7,7 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy", exc_type=ModuleNotFoundError)
 
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from nav_msgs.msg import Path  # noqa: E402
 from sensor_msgs.msg import PointCloud2  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
@@ -93,6 +94,13 @@ def test_soundings_cross_once_and_never_come_back(fleet, make_node, spin_until):
     assert not (a.link.rejected or b.link.rejected or a.link.codec.dropped
                 or b.link.codec.dropped)
     assert channel.channel.schedules["/auv0"].peak_window_bytes <= 1000
+    statuses = {}
+    tester.create_subscription(DiagnosticArray, "/diagnostics", lambda array: statuses.update(
+        {status.name: status for status in array.status}), qos.DIAGNOSTICS)
+    assert spin_until(lambda: "auv1/fleet_link: fleet link" in statuses, a, b, channel, tester,
+                      timeout=TIMEOUT)
+    record = msg.status_record(statuses["auv1/fleet_link: fleet link"])
+    assert (record.vehicle_id, record.soundings_received, record.soundings_sent) == (4, 60, 40)
 
 
 def test_a_plan_reaches_the_teammate(fleet, make_node, spin_until):

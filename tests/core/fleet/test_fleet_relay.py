@@ -56,6 +56,11 @@ def test_an_echo_and_a_repeat_are_dropped_and_counted():
     assert b.receive(packet) is None and a.receive(packet) is None
     assert b.rejected == {DUPLICATE: 1} and a.rejected == {OWN_ECHO: 1}
     assert b.receive(packet[:-1]) is None and sum(b.codec.dropped.values()) == 1
+    status = b.status()
+    assert (status.vehicle_id, status.soundings_received, status.packets_sent) == (2, 2, 0)
+    assert status.dropped[DUPLICATE] == 1 and status.dropped["truncated"] == 1
+    assert sum(status.dropped.values()) == 2 and not any(status.refused.values())
+    assert (a.status().soundings_sent, a.status().bytes_sent) == (2, len(packet))
 
 
 def test_a_plan_travels_as_far_as_a_packet_holds():
