@@ -112,7 +112,11 @@ class FleetLinkNode(StartingNode):
             self.warn_throttled("wrong_frame", f"samples in frame '{message.header.frame_id}',"
                                                f" not '{self.settings.map_frame}': not sent")
             return
-        xy, values = msg.cloud_to_samples(message, self._channels)
+        try:
+            xy, values = msg.cloud_to_samples(message, self._channels)
+        except ValueError as error:  # a field missing, a layout that does not read
+            self.warn_throttled("unreadable", f"unreadable samples cloud, not sent: {error}")
+            return
         self.link.offer(xy, values, msg.time_to_seconds(message.header.stamp))
         if self.link.codec.refused:
             self.warn_throttled("refused", f"soundings outside the encoding's range, not sent: "
