@@ -40,6 +40,7 @@ OVERSIZE = "oversize"
 
 
 def nanoseconds(seconds: float) -> int:
+    """``seconds`` as integer nanoseconds, the schedule's time."""
     return round(seconds * SECOND)
 
 
@@ -82,7 +83,9 @@ class LinkConfig(Params):
 class LinkSchedule:
     """When one sender's packets may leave: the budget's window and the TDMA slot. It
     remembers what left in the last second and counts ``bytes_sent``, ``packets_sent`` and
-    ``peak_window_bytes``, the most bytes that left in any 1-s window."""
+    ``peak_window_bytes``, the most bytes that left in any 1-s window. Times are integer
+    nanoseconds (:func:`nanoseconds`): a float of seconds since 1970 resolves only about
+    0.2 µs, and the window's edges must be exact."""
 
     def __init__(self, config: LinkConfig) -> None:
         self.config = config
@@ -91,15 +94,22 @@ class LinkSchedule:
         self.packets_sent = 0
         self.peak_window_bytes = 0
 
-    def earliest(self, time: float, size: int) -> float:
-        """The earliest instant ≥ ``time`` [s] at which a packet of ``size`` bytes may leave
+    def earliest(self, now: int, size: int) -> int:
+        """The earliest instant ≥ ``now`` [ns] at which a packet of ``size`` bytes may leave
         (after those already recorded)."""
-        return self._earliest(nanoseconds(time), size) / SECOND
+        if self.config.bandwidth > 0:
+            budget = int(self.config.bandwidth)
+            used = self._window_bytes(now)
+            # each packet that leaves the window frees its bytes one second after it left
+            for time, sent in list(self._recent):
+                if used + size <= budget:
+                    break
+                now, used = max(now, time + SECOND), used - sent
+        return self._slot_start(now)  # later only frees more of the budget
 
-    def capacity(self, time: float) -> int:
-        """The largest packet that may leave at ``time`` [s]: 0 outside the slot or with
-        the second's budget spent."""
-        now = nanoseconds(time)
+    def capacity(self, now: int) -> int:
+        """The largest packet that may leave at ``now`` [ns]: 0 outside the slot or with the
+        second's budget spent."""
         if self._slot_start(now) != now:
             return 0
         limit = self.config.packet_limit
@@ -107,9 +117,8 @@ class LinkSchedule:
             return limit
         return max(0, min(limit, int(self.config.bandwidth) - self._window_bytes(now)))
 
-    def record(self, time: float, size: int) -> None:
-        """A packet of ``size`` bytes left at ``time`` [s], as the rules allow."""
-        now = nanoseconds(time)
+    def record(self, now: int, size: int) -> None:
+        """A packet of ``size`` bytes left at ``now`` [ns], as the rules allow."""
         self._recent.append((now, size))
         self.bytes_sent += size
         self.packets_sent += 1
@@ -120,17 +129,6 @@ class LinkSchedule:
         while self._recent and self._recent[0][0] <= now - SECOND:
             self._recent.popleft()
         return sum(size for time, size in self._recent if time <= now)
-
-    def _earliest(self, now: int, size: int) -> int:
-        if self.config.bandwidth > 0:
-            budget = int(self.config.bandwidth)
-            used = self._window_bytes(now)
-            # each packet that leaves the window frees its bytes one second after it left
-            for time, sent in list(self._recent):
-                if used + size <= budget:
-                    break
-                now, used = max(now, time + SECOND), used - sent
-        return self._slot_start(now)  # later only frees more of the budget
 
     def _slot_start(self, now: int) -> int:
         """The first instant ≥ ``now`` inside this sender's slot."""
@@ -169,14 +167,14 @@ class LinkChannel:
             raise ConfigError(f"vehicles named twice: {list(self.vehicles)}")
         self.schedules = {name: LinkSchedule(config.replace(slot=k % config.slots))
                           for k, name in enumerate(self.vehicles)}
-        # (the time it was sent [s], the packet) per sender
-        self._queues: dict[str, deque[tuple[float, bytes]]] = {
+        # (the time it was sent [ns], the packet) per sender
+        self._queues: dict[str, deque[tuple[int, bytes]]] = {
             name: deque() for name in self.vehicles}
         self._flight: list[tuple[int, int, str, str, bytes]] = []  # heap by arrival
         self._order = 0  # ties in arrival keep the order of departure
         self._rng = np.random.default_rng(seed)
-        self._now = 0.0  # s
-        self._left: dict[str, float] = {}  # each sender's last departure [s]
+        self._now = 0  # ns
+        self._left: dict[str, int] = {}  # each sender's last departure [ns]
         self.sent: Counter[str] = Counter()
         self.lost: Counter[str] = Counter()
         self.delivered: Counter[str] = Counter()
@@ -192,27 +190,28 @@ class LinkChannel:
         if len(queue) >= self.config.queue_packets:
             self.dropped[QUEUE_FULL] += 1
             return False
-        queue.append((time, bytes(packet)))
+        queue.append((nanoseconds(time), bytes(packet)))
         return True
 
     def advance(self, time: float) -> list[Delivery]:
         """Let every packet that may leave by ``time`` [s] leave, and return those that
         arrive by then, in order of arrival."""
-        self._now = now = max(self._now, time)
+        self._now = now = max(self._now, nanoseconds(time))
+        latency = nanoseconds(self.config.latency)
         for sender, queue in self._queues.items():
             schedule = self.schedules[sender]
             while queue:
                 sent, packet = queue[0]
-                leaves = schedule.earliest(max(sent, self._left.get(sender, 0.0)), len(packet))
+                leaves = schedule.earliest(max(sent, self._left.get(sender, 0)), len(packet))
                 if leaves > now:
                     break
                 queue.popleft()
                 schedule.record(leaves, len(packet))
                 self._left[sender] = leaves
                 self.sent[sender] += 1
-                self._launch(sender, nanoseconds(leaves + self.config.latency), packet)
+                self._launch(sender, leaves + latency, packet)
         arrived = []
-        while self._flight and self._flight[0][0] <= nanoseconds(now):
+        while self._flight and self._flight[0][0] <= now:
             arrival, _, sender, receiver, packet = heapq.heappop(self._flight)
             self.delivered[sender] += 1
             arrived.append(Delivery(arrival / SECOND, sender, receiver, packet))

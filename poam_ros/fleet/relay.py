@@ -29,7 +29,7 @@ from poam_ros.fleet.encoding import (
     Plan,
     Soundings,
 )
-from poam_ros.fleet.link import LinkConfig, LinkSchedule
+from poam_ros.fleet.link import LinkConfig, LinkSchedule, nanoseconds
 from poam_ros.fleet.selection import NoveltyPool
 from poam_ros.params import ConfigError, Params, group, param
 
@@ -80,12 +80,13 @@ class FleetLink:
     def outgoing(self, time: float) -> bytes | None:
         """The packet to send at ``time`` [s], if the link lets one leave then and soundings
         wait: as many as fit, most novel first."""
-        count = self.codec.fitting(self.schedule.capacity(time))
+        now = nanoseconds(time)
+        count = self.codec.fitting(self.schedule.capacity(now))
         soundings = self.pool.take(count)
         if soundings is None or not len(soundings):
             return None
         packet = self.codec.encode(soundings)
-        self.schedule.record(time, len(packet))
+        self.schedule.record(now, len(packet))
         self.soundings_sent += len(soundings)
         return packet
 
@@ -97,10 +98,10 @@ class FleetLink:
         fits = min(MAX_ENTRIES, (self.config.link.packet_limit - OVERHEAD_BYTES) // WAYPOINT_BYTES)
         waypoints = np.asarray(waypoints, dtype=float).reshape(-1, 2)[:fits]
         size = OVERHEAD_BYTES + WAYPOINT_BYTES * len(waypoints)
-        if not len(waypoints) or self.schedule.capacity(time) < size:
+        if not len(waypoints) or self.schedule.capacity(nanoseconds(time)) < size:
             return None
         packet = self.codec.encode_plan(waypoints, time if stamp is None else stamp)
-        self.schedule.record(time, len(packet))
+        self.schedule.record(nanoseconds(time), len(packet))
         return packet
 
     def receive(self, data: bytes) -> Soundings | Plan | None:

@@ -4,7 +4,15 @@ only inside the sender's TDMA slot, latency and loss applied (seeded, statistica
 import numpy as np
 import pytest
 
-from poam_ros.fleet.link import OVERSIZE, QUEUE_FULL, LinkChannel, LinkConfig, LinkSchedule
+from poam_ros.fleet.link import (
+    OVERSIZE,
+    QUEUE_FULL,
+    SECOND,
+    LinkChannel,
+    LinkConfig,
+    LinkSchedule,
+    nanoseconds,
+)
 from poam_ros.params import ConfigError
 
 
@@ -102,12 +110,27 @@ def test_a_full_queue_and_an_oversize_packet_are_dropped_and_counted():
 
 def test_the_schedule_says_when_a_packet_may_leave():
     schedule = LinkSchedule(LinkConfig(bandwidth=100.0, slot_length=1.0, slots=2, slot=1))
-    assert schedule.capacity(0.5) == 0  # slot 0's time
-    assert schedule.capacity(1.0) == 100
-    schedule.record(1.0, 70)
-    assert schedule.capacity(1.5) == 30
-    assert schedule.earliest(1.5, 50) == 3.0  # 2.0 frees the bytes, but 2-3 is slot 0's
-    assert schedule.earliest(1.5, 30) == 1.5
+    assert schedule.capacity(SECOND // 2) == 0  # slot 0's time
+    assert schedule.capacity(SECOND) == 100
+    schedule.record(SECOND, 70)
+    assert schedule.capacity(3 * SECOND // 2) == 30
+    # 2 s frees the bytes, but 2-3 s is slot 0's
+    assert schedule.earliest(3 * SECOND // 2, 50) == 3 * SECOND
+    assert schedule.earliest(3 * SECOND // 2, 30) == 3 * SECOND // 2
+
+
+def test_window_edges_are_exact_at_the_epoch_s_seconds():
+    """At ROS time since 1970 (1.8e9 s, where a float of seconds resolves 0.2 µs) a packet
+    that waits for the budget leaves exactly one second after the one that filled it."""
+    epoch = 1_800_000_000.123456789
+    channel = LinkChannel(LinkConfig(bandwidth=100.0, queue_packets=100), ["a", "b"])
+    for _ in range(20):
+        channel.send("a", epoch, b"x" * 60)
+    deliveries = channel.advance(epoch + 30.0)
+    assert len(deliveries) == 20
+    assert channel.schedules["a"].peak_window_bytes == 60
+    gaps = np.diff([nanoseconds(d.time) for d in deliveries])
+    assert (np.abs(gaps - SECOND) < 1000).all()
 
 
 def test_the_configuration_is_checked():
