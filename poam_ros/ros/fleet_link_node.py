@@ -117,8 +117,8 @@ class FleetLinkNode(StartingNode):
         except ValueError as error:  # a field missing, a layout that does not read
             self.warn_throttled("unreadable", f"unreadable samples cloud, not sent: {error}")
             return
-        self.link.offer(xy, values, msg.time_to_seconds(message.header.stamp))
-        if self.link.codec.refused:
+        taken = self.link.offer(xy, values, msg.time_to_seconds(message.header.stamp))
+        if taken < len(xy):
             self.warn_throttled("refused", f"soundings outside the encoding's range, not sent: "
                                            f"{dict(self.link.codec.refused)}")
 
@@ -129,20 +129,27 @@ class FleetLinkNode(StartingNode):
 
     def _on_tick(self) -> None:
         now = self.get_clock().now().nanoseconds * 1e-9
-        packet = None
-        if self._plan is not None:
-            try:
-                packet = self.link.plan_packet(now, self._plan[1], stamp=self._plan[0])
-            except ValueError as error:  # outside the encoding's range
-                self.warn_throttled("plan", f"plan not sent: {error}")
-                self._plan = None
-            if packet is not None:
-                self._plan = None
-        packet = packet or self.link.outgoing(now)
+        packet = self._plan_packet(now) or self.link.outgoing(now)
         if packet is not None:
             out = UInt8MultiArray()
             out.data = packet
             self._out_pub.publish(out)
+
+    def _plan_packet(self, now: float) -> bytes | None:
+        """The plan waiting to be announced, as a packet if it can leave ``now`` [s]; it waits
+        no more once sent or refused."""
+        if self._plan is None:
+            return None
+        stamp, waypoints = self._plan
+        try:
+            packet = self.link.plan_packet(now, waypoints, stamp=stamp)
+        except ValueError as error:  # a waypoint outside the encoding's range
+            self.warn_throttled("plan", f"plan not sent: {error}")
+            self._plan = None
+            return None
+        if packet is not None:
+            self._plan = None
+        return packet
 
     def _on_packet(self, message: UInt8MultiArray) -> None:
         packet = self.link.receive(bytes(message.data))

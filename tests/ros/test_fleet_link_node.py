@@ -1,6 +1,7 @@
 """Two fleet_link nodes and a fleet_channel over real DDS: vehicle A's soundings reach vehicle
 B's samples topic (the one B's mapper reads), each once; B's reach A; none goes back; a plan
-announced by A reaches B as a teammate's plan."""
+announced by A reaches B as a teammate's plan; a corrupted or truncated packet is counted and
+never reaches the samples topic."""
 
 import numpy as np
 import pytest
@@ -10,9 +11,10 @@ rclpy = pytest.importorskip("rclpy", exc_type=ModuleNotFoundError)
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from nav_msgs.msg import Path  # noqa: E402
 from sensor_msgs.msg import PointCloud2  # noqa: E402
-from std_msgs.msg import Header  # noqa: E402
+from std_msgs.msg import Header, UInt8MultiArray  # noqa: E402
 
 from poam_ros import messages as msg  # noqa: E402
+from poam_ros.fleet import EncodingConfig, PacketCodec  # noqa: E402
 from poam_ros.params import ConfigError  # noqa: E402
 from poam_ros.ros import conversions as cv  # noqa: E402
 from poam_ros.ros import qos  # noqa: E402
@@ -115,6 +117,33 @@ def test_a_plan_reaches_the_teammate(fleet, make_node, spin_until):
     assert spin_until(lambda: plans, a, b, channel, tester, timeout=TIMEOUT)
     assert msg.time_to_seconds(plans[0].header.stamp) == 7.25
     assert np.abs(msg.path_to_waypoints(plans[0]) - waypoints).max() <= 0.25
+
+
+def test_a_corrupted_or_truncated_packet_is_counted_and_never_mapped(fleet, make_node,
+                                                                    spin_until):
+    a, b, channel = fleet
+    tester = make_node("fleet_test_modem")
+    modem = tester.create_publisher(UInt8MultiArray, "/auv1/fleet/in", qos.SENSORS)
+    heard = []
+    tester.create_subscription(PointCloud2, "/auv1/samples",
+                               lambda cloud: heard.append(msg.cloud_to_points(cloud)),
+                               qos.SAMPLES)
+    codec = PacketCodec(EncodingConfig(), sender=7)
+    bad = codec.encode(codec.quantise([[10.0, 20.0]], [-30.0], 1.0))
+    good = codec.encode(codec.quantise([[-10.0, 5.0]], [-40.0], 2.0))
+    flipped = bytearray(bad)
+    flipped[20] ^= 0x10
+    assert spin_until(lambda: modem.get_subscription_count() >= 1
+                      and b.count_publishers("/auv1/samples") >= 1,
+                      b, tester, timeout=TIMEOUT)
+    for packet in (bytes(flipped), bad[:-3], good):  # in order, reliably
+        modem.publish(UInt8MultiArray(data=packet))
+    assert spin_until(lambda: heard, b, tester, timeout=TIMEOUT)
+    spin_until(lambda: False, b, tester, timeout=0.5)
+    assert len(heard) == 1 and heard[0][:, :3].tolist() == [[-10.0, 5.0, -40.0]]
+    status = b.link.status()
+    assert (status.dropped["bad_crc"], status.dropped["truncated"]) == (1, 1)
+    assert status.soundings_received == 1
 
 
 def test_outputs_must_match_the_channels(ros_context):
