@@ -150,3 +150,10 @@ def test_outputs_must_match_the_channels(ros_context):
     with pytest.raises(ConfigError, match="output"):
         FleetLinkNode(context=ros_context, namespace="/auv9", parameter_overrides=overrides(
             {"channels": ["temperature"]}))
+
+
+def test_a_channel_needs_two_distinct_vehicles(ros_context):
+    for vehicles in (["/auv0"], ["/auv0", "/auv0/"]):
+        with pytest.raises(ConfigError, match="two|twice"):
+            FleetChannelNode(context=ros_context, parameter_overrides=overrides(
+                {"vehicles": vehicles}))
