@@ -269,10 +269,30 @@ class BridgeStatus:
     events: dict[str, int] = keyed("events.{}")
 
 
+@dataclass(frozen=True, kw_only=True)
+class FleetLinkStatus:
+    """A vehicle's end of the fleet link (:mod:`poam_ros.fleet.relay`): soundings waiting,
+    sent and received, packets and bytes sent, the most bytes in any 1-s window, soundings
+    refused by the encoding and dropped over the pool, packets dropped per reason."""
+
+    KIND: ClassVar[str] = "fleet link"
+
+    vehicle_id: int = key("vehicle_id")
+    waiting: int = key("waiting")
+    soundings_sent: int = key("soundings_sent")
+    soundings_received: int = key("soundings_received")
+    packets_sent: int = key("packets_sent")
+    bytes_sent: int = key("bytes_sent")
+    peak_window_bytes: int = key("peak_window_bytes")
+    pool_dropped: int = key("pool_dropped")
+    refused: dict[str, int] = keyed("refused.{}")
+    dropped: dict[str, int] = keyed("dropped.{}")
+
+
 RECORDS = (MapperStatus, IngestStatus, PlannerStatus, SimulatorStatus, RecorderStatus,
-           MissionStatus, BridgeStatus, ScoreStatus)
+           MissionStatus, BridgeStatus, ScoreStatus, FleetLinkStatus)
 Record = Union[MapperStatus, IngestStatus, PlannerStatus, SimulatorStatus, RecorderStatus,
-               MissionStatus, BridgeStatus, ScoreStatus]
+               MissionStatus, BridgeStatus, ScoreStatus, FleetLinkStatus]
 
 
 def status_name(node_name: str, record_type: type) -> str:

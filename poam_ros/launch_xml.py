@@ -54,6 +54,8 @@ EXECUTABLES = {
     "recorder": "poam_ros.ros.recorder_node",
     "viewer": "poam_ros.ros.viewer_node",
     "vehicle_bridge": "poam_ros.ros.vehicle_bridge_node",
+    "fleet_link": "poam_ros.ros.fleet_link_node",
+    "fleet_channel": "poam_ros.ros.fleet_channel_node",
 }
 WILDCARD_KEY = "/**"  # the key of a <param name value> on a node of unspecified namespace
 

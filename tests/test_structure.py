@@ -19,7 +19,7 @@ FLOORS = (
      "dependencies"),
     ("workspace", "messages", "sim", "models", "launch_xml"),
     ("geo", "figures"),
-    ("ingest", "mapping", "vehicle"),
+    ("ingest", "mapping", "vehicle", "fleet"),
     ("planners", "view"),
     ("setup",),
     ("mission",),

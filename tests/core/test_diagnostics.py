@@ -53,7 +53,12 @@ BRIDGE = d.BridgeStatus(state="active", reason="flying to plan pose 1", link_up=
                         bad_data={"bad_crc": 2}, refused={"above_surface": 1},
                         sent={"HEARTBEAT": 9}, events={"aborts": 1})
 SCORES = d.ScoreStatus(epoch=3, samples=712, smse=0.0421, msll=-1.25)
-EXAMPLES = (MAPPER, INGEST, PLANNER, SIMULATOR, RECORDER, MISSION, BRIDGE, SCORES)
+FLEET_LINK = d.FleetLinkStatus(vehicle_id=3, waiting=120, soundings_sent=260,
+                               soundings_received=91, packets_sent=20, bytes_sent=1940,
+                               peak_window_bytes=97, pool_dropped=0,
+                               refused={"xy_out_of_range": 2},
+                               dropped={"bad_crc": 1, "duplicate": 0})
+EXAMPLES = (MAPPER, INGEST, PLANNER, SIMULATOR, RECORDER, MISSION, BRIDGE, SCORES, FLEET_LINK)
 
 
 def _same(a, b) -> bool:
