@@ -13,7 +13,8 @@ measures, all on this process's ``perf_counter``:
   UDP);
 * ``telemetry``: a GLOBAL_POSITION_INT sent by the autopilot -> its ``odom`` message
   received here (UDP, the bridge's tick, conversion, DDS); a message is matched to its
-  odometry by the stamp, which the bridge maps from the autopilot's boot time;
+  odometry by the stamp: the autopilot's boot time plus the clock offset the bridge
+  reports on ``vehicle/state``;
 * ``cpu``: the bridge process's CPU time (user + system, all its threads, DDS's included)
   over the wall time of the window.
 
@@ -61,17 +62,22 @@ def plan_latencies(plans, targets, tolerance: float = 0.05) -> list[float]:
     return delays
 
 
-def telemetry_latencies(sent, received, period: float) -> list[float]:
-    """Each received odometry (stamp s, perf s) matched to the send (boot s, wall s, perf s)
-    whose wall time is nearest its stamp, within a third of the telemetry ``period``."""
-    if not sent:
+def telemetry_latencies(sent, received, offsets, period: float) -> list[float]:
+    """Each received odometry (stamp s, perf s) matched to the send (boot s, perf s) whose
+    boot time is nearest its stamp less the bridge's clock offset reported last before it
+    arrived (``offsets``: (perf s, offset s), in order), within a third of the telemetry
+    ``period``."""
+    if not sent or not offsets:
         return []
-    walls = np.array([wall for _, wall, _ in sent])
+    boots = np.array([boot for boot, _ in sent])
+    reported = np.array([perf for perf, _ in offsets])
     delays = []
     for stamp, arrival in received:
-        index = int(np.argmin(np.abs(walls - stamp)))
-        if abs(walls[index] - stamp) < period / 3.0:
-            delays.append(arrival - sent[index][2])
+        latest = max(int(np.searchsorted(reported, arrival, side="right")) - 1, 0)
+        boot = stamp - offsets[latest][1]
+        index = int(np.argmin(np.abs(boots - boot)))
+        if abs(boots[index] - boot) < period / 3.0:
+            delays.append(arrival - sent[index][1])
     return delays
 
 
@@ -161,7 +167,7 @@ def _measure(args, pid: int, autopilot, probe) -> dict | None:
     return {"plan": summary(plan_latencies(plans, list(vehicle.targets))),
             "telemetry": summary(telemetry_latencies(autopilot.sent[sent_before:],
                                                      probe.odometry[received_before:],
-                                                     1.0 / args.rate)),
+                                                     list(probe.offsets), 1.0 / args.rate)),
             "cpu_share": (cpu1 - cpu0) / (wall1 - wall0), "plans": len(plans),
             "window_s": wall1 - wall0}
 

@@ -11,6 +11,7 @@ import threading
 import time
 
 import numpy as np
+from diagnostic_msgs.msg import DiagnosticStatus
 from nav_msgs.msg import Odometry, Path
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
@@ -31,7 +32,7 @@ START = (20.0, -20.0, math.pi)  # x, y (m), yaw (rad) in the map
 class AutopilotThread:
     """The simulated autopilot on ``port``, stepped on ``time.perf_counter`` as soon as a
     message arrives or telemetry is due; ``sent`` lists each GLOBAL_POSITION_INT as
-    (boot s, wall s, perf s) and ``autopilot.targets`` each target with its arrival (perf s)."""
+    (boot s, perf s) and ``autopilot.targets`` each target with its arrival (perf s)."""
 
     def __init__(self, anchor: GeoReference, port: int, rate: float) -> None:
         simulator = SurveySimulator(default_terrain((-31.0, 31.0, -31.0, 31.0)),
@@ -39,13 +40,12 @@ class AutopilotThread:
                                     start_pose=START)
         self.autopilot = SimulatedAutopilot(simulator, anchor, f"udpout:127.0.0.1:{port}",
                                             telemetry_rate=rate)
-        self.sent: list[tuple[float, float, float]] = []
+        self.sent: list[tuple[float, float]] = []
         send = self.autopilot.link.send
 
         def recorded(message) -> None:
             if message.get_type() == "GLOBAL_POSITION_INT":
-                self.sent.append((message.time_boot_ms / 1000.0, time.time(),
-                                  time.perf_counter()))
+                self.sent.append((message.time_boot_ms / 1000.0, time.perf_counter()))
             send(message)
 
         self.autopilot.link.send = recorded
@@ -67,12 +67,16 @@ class AutopilotThread:
 
 class BridgeProbe:
     """A node in ``context`` that publishes plans to the bridge, calls its start and keeps
-    each odometry's stamp (s) with its arrival (perf s); spun on a thread of its own."""
+    each odometry's stamp (s) with its arrival (perf s) and each clock offset the bridge
+    reports on ``vehicle/state`` (perf s, offset s); spun on a thread of its own."""
 
     def __init__(self, context) -> None:
         self.node = Node("bridge_bench", context=context)
         self.odometry: list[tuple[float, float]] = []
+        self.offsets: list[tuple[float, float]] = []
         self.node.create_subscription(Odometry, "odom", self._on_odometry, qos.SENSORS)
+        self.node.create_subscription(DiagnosticStatus, "vehicle/state", self._on_state,
+                                      qos.LATCHED)
         self._plans = self.node.create_publisher(Path, "plan", qos.LATCHED)
         self._start = self.node.create_client(Trigger, "/vehicle_bridge/start")
         self._executor = SingleThreadedExecutor(context=context)
@@ -87,6 +91,11 @@ class BridgeProbe:
 
     def _on_odometry(self, odometry: Odometry) -> None:
         self.odometry.append((msg.time_to_seconds(odometry.header.stamp), time.perf_counter()))
+
+    def _on_state(self, status: DiagnosticStatus) -> None:
+        offset = msg.status_record(status).clock_offset
+        if offset is not None:
+            self.offsets.append((time.perf_counter(), offset))
 
     def start(self, timeout: float) -> str:
         """Wait for the bridge's plan subscription, then call its ~/start until it succeeds

@@ -13,10 +13,15 @@ def test_a_plan_is_paired_with_the_first_target_at_its_goal_after_it():
     assert plan_latencies(plans, targets) == pytest.approx([0.02, 0.03])
 
 
-def test_telemetry_is_paired_by_the_stamp_nearest_the_send():
-    sent = [(0.0, 100.0, 10.0), (0.1, 100.1, 10.1), (0.2, 100.2, 10.2)]  # boot, wall, perf
-    received = [(100.1003, 10.115), (100.0001, 10.012), (100.25, 10.3)]  # the last: no match
-    assert telemetry_latencies(sent, received, 0.1) == pytest.approx([0.015, 0.012])
+def test_telemetry_is_paired_by_its_boot_time_through_the_reported_offset():
+    sent = [(0.0, 10.0), (0.1, 10.1), (0.2, 10.2), (0.3, 10.3)]  # boot s, perf s
+    offsets = [(9.0, 100.0), (10.25, 100.001)]  # (perf s, offset s): the bridge's reports
+    received = [(100.1003, 10.115), (100.0001, 10.012),  # stamps: boot + offset
+                (100.301, 10.32),  # after the second report: its offset
+                (100.25, 10.4)]  # between two sends: no match
+    assert telemetry_latencies(sent, received, offsets, 0.1) == pytest.approx(
+        [0.015, 0.012, 0.02])
+    assert telemetry_latencies(sent, received, [], 0.1) == []  # no offset yet: no pairs
 
 
 def test_summary_in_milliseconds():
