@@ -164,8 +164,10 @@ def _measure(args, pid: int, autopilot, probe) -> dict | None:
         time.sleep(max(0.0, wall0 + (index + 1) / args.plan_rate - time.perf_counter()))
     cpu1, wall1 = cpu_seconds(pid), time.perf_counter()
     time.sleep(0.5)  # the last plan's target and odometry in flight
-    return {"plan": summary(plan_latencies(plans, list(vehicle.targets))),
-            "telemetry": summary(telemetry_latencies(autopilot.sent[sent_before:],
+    sent = autopilot.sent[sent_before:]
+    return {"sent_rate": len([1 for _, perf in sent if wall0 <= perf < wall1]) / (wall1 - wall0),
+            "plan": summary(plan_latencies(plans, list(vehicle.targets))),
+            "telemetry": summary(telemetry_latencies(sent,
                                                      probe.odometry[received_before:],
                                                      list(probe.offsets), 1.0 / args.rate)),
             "cpu_share": (cpu1 - cpu0) / (wall1 - wall0), "plans": len(plans),
@@ -174,8 +176,8 @@ def _measure(args, pid: int, autopilot, probe) -> dict | None:
 
 def _report(args, results: dict) -> None:
     print(f"vehicle bridge against the simulated autopilot on UDP loopback: telemetry "
-          f"{args.rate:g} Hz, tick {args.tick_rate:g} Hz, {results['plans']} plans in "
-          f"{results['window_s']:.1f} s")
+          f"{args.rate:g} Hz ({results['sent_rate']:.2f} Hz sent), tick {args.tick_rate:g} Hz, "
+          f"{results['plans']} plans in {results['window_s']:.1f} s")
     for name, label in (("plan", "plan -> SET_POSITION_TARGET_GLOBAL_INT"),
                         ("telemetry", "GLOBAL_POSITION_INT -> odom received")):
         row = results[name]
