@@ -274,12 +274,12 @@ class Telemetry:
     def _home(self, message, t: float) -> Origin | None:
         """The EKF origin HOME_POSITION implies: home moved back by its local x (north) and
         y (east), in ArduPilot's convention (:func:`~.conversions.local_to_global`)."""
+        cv.degrees(message.latitude, message.longitude)  # home itself in range
+        cv.finite("home's local position", message.x, message.y, message.z)
         if self.origin is not None and self.origin.source != "HOME_POSITION":
             return None  # GPS_GLOBAL_ORIGIN says it directly
-        cv.degrees(message.latitude, message.longitude)  # home itself in range
         lat, lon = cv.local_to_global(message.latitude, message.longitude, -message.x,
                                       -message.y)
-        cv.finite("home altitude", message.z)
         lat_e7, lon_e7 = round(lat * cv.DEGREES_E7), round(lon * cv.DEGREES_E7)
         return Origin(t, lat_e7, lon_e7, int(message.altitude + round(message.z * 1000.0)),
                       cv.origin_offset(self.frame, lat_e7, lon_e7), "HOME_POSITION")

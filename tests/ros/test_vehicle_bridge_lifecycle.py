@@ -13,9 +13,11 @@ import pytest
 rclpy = pytest.importorskip("rclpy", exc_type=ModuleNotFoundError)
 
 from diagnostic_msgs.msg import DiagnosticStatus  # noqa: E402
+from graph_helpers import call  # noqa: E402
 from lifecycle_msgs.msg import Transition  # noqa: E402
 from lifecycle_msgs.srv import ChangeState  # noqa: E402
 from nav_msgs.msg import Odometry, Path  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
@@ -192,3 +194,23 @@ def test_a_lost_link_pauses_the_planner_and_only_a_start_resumes(vehicle, start_
     assert car.start("/planner/start").success
     assert car.spin(lambda: mission() == (PILOT, "resumed by start"), timeout=5.0)
     assert car.start().success  # and the bridge's own start
+
+
+def test_configure_fails_without_an_anchor_until_one_is_set(start_node, make_node,
+                                                            spin_until):
+    port = free_udp_port()
+    node = start_node(VehicleBridgeNode, autostart=False,
+                      connection=f"udpin:127.0.0.1:{port}")
+    supervisor = make_node("bridge_supervisor")
+    change = supervisor.create_client(ChangeState, "/vehicle_bridge/change_state")
+
+    def configure() -> bool:
+        request = ChangeState.Request(transition=Transition(
+            id=Transition.TRANSITION_CONFIGURE))
+        return call(change, request, spin_until, node, supervisor).success
+
+    assert not configure()
+    assert node.lifecycle_state == "unconfigured" and port_free(port)  # alive, no link
+    assert all(result.successful for result in node.set_parameters(
+        [Parameter(name, value=value) for name, value in ANCHOR.items()]))
+    assert configure() and node.lifecycle_state == "inactive" and not port_free(port)

@@ -3,8 +3,10 @@ LOCAL_POSITION_NED through the EKF origin, SCALED_PRESSURE2's depth, HOME_POSITI
 each compared with the simulator's truth (signs, units)."""
 
 import math
+import socket
 
 from conftest import DEPTH
+from pymavlink.dialects.v20 import ardupilotmega as dialect
 
 from poam_ros.vehicle.conversions import GRAVITY
 from poam_ros.vehicle.telemetry import Depth, Odometry
@@ -95,4 +97,25 @@ def test_gps_global_origin_comes_first(make_pair):
     pair = make_pair(origin_offset=ORIGIN)
     pair.ready()
     pair.run(2.0)
+    assert pair.bridge.origin.source == "GPS_GLOBAL_ORIGIN"
+
+
+def test_bad_local_positions_pressures_and_homes_are_counted_and_dropped(make_pair):
+    pair = make_pair()
+    pair.ready()
+    boot = pair.autopilot.boot_ms(pair.t)
+    encoder = dialect.MAVLink(None, srcSystem=1, srcComponent=1)
+    bad = [dialect.MAVLink_local_position_ned_message(boot, math.nan, 0.0, 30.0, 0, 0, 0),
+           dialect.MAVLink_scaled_pressure2_message(boot, math.inf, 0.0, 2000),
+           dialect.MAVLink_scaled_pressure2_message(boot, 2.0e6, 0.0, 2000),  # 19.9 km deep
+           dialect.MAVLink_home_position_message(910_000_000, 80_000_000, 0, 0.0, 0.0, 0.0,
+                                                 [1.0, 0.0, 0.0, 0.0], 0.0, 0.0, 0.0)]
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as rogue:
+        for message in bad:
+            rogue.sendto(bytes(message.pack(encoder)), ("127.0.0.1", pair.port))
+    before = len(pair.records)
+    pair.run(2.0)
+    assert pair.bridge.telemetry.dropped == {"not_finite": 2, "out_of_range": 2}
+    depths = [r.depth for r in pair.records[before:] if isinstance(r, Depth)]
+    assert depths and all(abs(depth - DEPTH) < 1e-5 for depth in depths)  # nothing else
     assert pair.bridge.origin.source == "GPS_GLOBAL_ORIGIN"
