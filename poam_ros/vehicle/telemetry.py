@@ -31,8 +31,9 @@ autopilot, a ground station), ``other_component``, ``not_finite`` (NaN, ±inf),
 ``out_of_range`` (latitude beyond ±90°, a depth beyond ``max_depth_report``),
 ``reboot`` (boot time going back), ``no_clock`` (no boot time seen yet),
 ``not_downward`` (a rangefinder looking elsewhere), ``no_origin`` (a local position before
-the origin). Garbage bytes and bad CRCs never become
-messages (:class:`~poam_ros.vehicle.link.MavlinkLink` counts them).
+the origin). A source set aside while another wins is still checked, so bad data is counted
+whether or not it would be used. Garbage bytes and bad CRCs never become messages
+(:class:`~poam_ros.vehicle.link.MavlinkLink` counts them).
 """
 
 from __future__ import annotations
