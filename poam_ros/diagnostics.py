@@ -267,6 +267,7 @@ class BridgeStatus:
     refused: dict[str, int] = keyed("refused.{}")
     sent: dict[str, int] = keyed("sent.{}")
     events: dict[str, int] = keyed("events.{}")
+    lifecycle_state: str | None = key("lifecycle_state", default=None)  # the node's
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -8,11 +8,17 @@ States::
     idle --start--> pilot --first informative plan--> adaptive
     pilot | adaptive --budget spent--> returning (on_budget: home) | done (on_budget: hold)
     returning --home reached--> done
-    pilot | adaptive | returning --pause--> paused --resume--> the state it left
+    pilot | adaptive | returning --pause | vehicle link lost--> paused
+    paused --resume | start--> the state it left
     any --abort--> aborted;  any but idle and returning --return_home--> returning
 
 ``done`` and ``aborted`` end the mission (a ``return_home`` still brings the vehicle back).
 Every change carries its reason, one line (``samples budget spent: 5012 of 5000``).
+
+The vehicle's link (:meth:`MissionController.observe_vehicle_link`): a moving mission whose
+vehicle bridge lost its autopilot pauses with the reason :data:`LINK_LOST_REASON`; the link
+coming back resumes nothing. Only an explicit request (``start`` or ``pause(False)``)
+resumes, and not while the link is still lost: the vehicle would not follow.
 
 Budgets, any combination (a limit of 0 is no budget), checked while the mission runs (pilot,
 adaptive):
@@ -42,6 +48,8 @@ RUNNING = (PILOT, ADAPTIVE)  # budgets are checked in these
 MOVING = (PILOT, ADAPTIVE, RETURNING)  # the vehicle follows a plan
 HOME, HOLD = "home", "hold"
 MEAN, P95 = "mean", "p95"
+
+LINK_LOST_REASON = "vehicle link lost"
 
 #: the budgets' names, in the order they are checked and reported (``<name>_used``, ...)
 BUDGETS = ("samples", "time_s", "distance_m", "std_m")
@@ -122,25 +130,36 @@ class MissionController:
         self._start_time: float | None = None
         self._last: np.ndarray | None = None  # the last pose (x, y, z)
         self._resume = IDLE  # the state a pause left
+        self.vehicle_link_lost = False  # the vehicle bridge's last report
 
     # ---------------------------------------------------------------- requests
     def start(self) -> str | None:
+        """Start an idle mission, or resume a paused one (after a lost vehicle link)."""
+        if self.state == PAUSED:
+            return self._resume_paused("resumed by start")
         if self.state != IDLE:
             return f"the mission is {self.state}, not idle"
+        if self.vehicle_link_lost:
+            return LINK_LOST_REASON
         self._change(PILOT, "started")
         return None
 
-    def pause(self, paused: bool) -> str | None:
-        """Pause (True) a moving mission, or resume (False) a paused one."""
-        if paused:
-            if self.state not in MOVING:
-                return f"the mission is {self.state}: nothing to pause"
-            self._resume = self.state
-            self._change(PAUSED, "paused by request")
-        else:
-            if self.state != PAUSED:
-                return f"the mission is {self.state}, not paused"
-            self._change(self._resume, "resumed by request")
+    def pause(self, paused: bool, reason: str = "paused by request") -> str | None:
+        """Pause (True) a moving mission, saying ``reason``, or resume (False) a paused one."""
+        if not paused:
+            return self._resume_paused("resumed by request")
+        if self.state not in MOVING:
+            return f"the mission is {self.state}: nothing to pause"
+        self._resume = self.state
+        self._change(PAUSED, reason)
+        return None
+
+    def _resume_paused(self, reason: str) -> str | None:
+        if self.state != PAUSED:
+            return f"the mission is {self.state}, not paused"
+        if self.vehicle_link_lost:
+            return f"{LINK_LOST_REASON}: resume once the vehicle bridge has its link"
+        self._change(self._resume, reason)
         return None
 
     def abort(self) -> None:
@@ -186,6 +205,12 @@ class MissionController:
         if math.isfinite(std):
             self.std_m = float(std)
         return self._check()
+
+    def observe_vehicle_link(self, lost: bool) -> bool:
+        """The vehicle bridge's report: ``lost`` (it had the autopilot's heartbeat and lost
+        it) pauses a moving mission; a link back only lets a request resume."""
+        self.vehicle_link_lost = lost
+        return lost and self.pause(True, LINK_LOST_REASON) is None
 
     def home_reached(self) -> bool:
         """The vehicle reached home: returning -> done."""

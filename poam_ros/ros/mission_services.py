@@ -6,7 +6,8 @@ interface:
 
 | name              | type                                  | what                              |
 |-------------------|---------------------------------------|-----------------------------------|
-| ~/start           | std_srvs/Trigger                      | idle -> pilot: the pilot survey   |
+| ~/start           | std_srvs/Trigger                      | idle -> pilot: the pilot survey;  |
+|                   |                                       | paused -> resume where it was     |
 | ~/pause           | std_srvs/SetBool                      | true: pause (empty plan); false:  |
 |                   |                                       | resume where it was               |
 | ~/abort           | std_srvs/Trigger                      | any state -> aborted (empty plan) |
@@ -14,11 +15,19 @@ interface:
 | mission/state     | diagnostic_msgs/DiagnosticStatus, out | latched (TL, 1): message = state, |
 |                   |                                       | values = MissionStatus            |
 | /diagnostics      | diagnostic_msgs/DiagnosticArray, in   | the mapper's sample count         |
+| vehicle/state     | diagnostic_msgs/DiagnosticStatus, in  | latched (TL, 1): the vehicle      |
+|                   |                                       | bridge's BridgeStatus             |
 
 A refused request answers ``success: false`` and why (``the mission is done, not idle``).
 The sample budget reads the mapper's count of each map from its status (``<mapper_name>:
 mapping``, :class:`~poam_ros.diagnostics.MapperStatus`, matched by ``map_stamp``): a map counts
 for the mission once both have come, whatever order DDS delivers them in.
+
+``vehicle/state`` is the vehicle bridge's report (:mod:`poam_ros.ros.vehicle_bridge_node`): a
+bridge that had the autopilot's heartbeat and lost it (``link_up`` false with a
+``heartbeat_age``) pauses a moving mission with the reason ``vehicle link lost``; the link
+coming back resumes nothing, ``~/start`` does (refused while the link is still lost). With no
+bridge on the graph nothing comes and nothing changes.
 
 Every method runs under the node's ``lock`` (a reentrant ``threading.Condition``); the node's
 ``on_change(previous state)`` turns a change into a plan (the pilot, an empty plan, the leg
@@ -35,7 +44,7 @@ from rclpy.node import Node
 from std_srvs.srv import SetBool, Trigger
 
 from poam_ros import messages as msg
-from poam_ros.diagnostics import DiagnosticsError, MapperStatus, status_name
+from poam_ros.diagnostics import BridgeStatus, DiagnosticsError, MapperStatus, status_name
 from poam_ros.planners.mission_control import (
     ABORTED,
     MissionControlConfig,
@@ -69,6 +78,8 @@ class MissionServices:
         if config.max_samples:
             node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics,
                                      qos.DIAGNOSTICS)
+        node.create_subscription(DiagnosticStatus, "vehicle/state", self._on_vehicle_state,
+                                 qos.LATCHED)
         self.publish()
 
     # ------------------------------------------------------------------ requests
@@ -139,6 +150,20 @@ class MissionServices:
                 else:
                     self._counts[stamp] = record.samples
                     _keep_newest(self._counts)
+
+    def _on_vehicle_state(self, status: DiagnosticStatus) -> None:
+        try:
+            record = msg.status_record(status)
+        except DiagnosticsError as error:
+            record = error
+        if not isinstance(record, BridgeStatus):
+            self._node.get_logger().warning(
+                f"vehicle/state is not a vehicle bridge's status ({status.name!r}): {record}",
+                throttle_duration_sec=10.0)
+            return
+        lost = not record.link_up and record.heartbeat_age is not None
+        with self._lock:
+            self.advance(lambda: self.control.observe_vehicle_link(lost))
 
     def _counted(self, stamp: int, samples: int, std: float) -> None:
         self.advance(lambda: self.control.observe_map(samples, std))

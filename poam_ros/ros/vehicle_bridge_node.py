@@ -6,20 +6,30 @@ or the simulator's with ``use_sim_time``); the records it returns are published.
 autopilot's boot time is mapped onto that clock (:mod:`poam_ros.vehicle.clock`), so every
 message is stamped with when the autopilot measured it.
 
+A managed node (:class:`~poam_ros.ros.managed.ManagedNode`): configure checks the
+parameters and opens the link (the timer then keeps it: heartbeats out, the autopilot's
+tracked, the state reported); activate takes plans and publishes the vehicle's state;
+deactivate stops commanding with a hold, as ``~/abort`` does, keeping the link and its
+state (activate again, then ``~/start``, to fly); cleanup closes the link.
+
 Topics (relative, remappable): subscribes ``plan`` (nav_msgs/Path in ``world_frame``,
 transient local: z of each pose is its vertical setpoint, the header stamp its age);
 publishes ``odom`` (nav_msgs/Odometry ``world_frame`` → ``base_frame``), ``fix``
 (sensor_msgs/NavSatFix), ``depth`` (sensor_msgs/FluidPressure: the gauge pressure
 ρ g depth, which the ingest's ``depth_from_pressure`` with ``atmospheric_pressure`` 0
-reads back), ``altimeter`` (sensor_msgs/Range, down) and ``/diagnostics`` (a
-:class:`~poam_ros.diagnostics.BridgeStatus`). Services ``~/start`` and ``~/abort``
-(std_srvs/Trigger). Parameters: :class:`~poam_ros.vehicle.config.VehicleBridgeConfig`,
+reads back), ``altimeter`` (sensor_msgs/Range, down), ``/diagnostics`` (a
+:class:`~poam_ros.diagnostics.BridgeStatus`) and ``vehicle/state`` (the same record as a
+latched diagnostic_msgs/DiagnosticStatus whose message is the bridge's state, on every change
+of state and every diagnostics period: the planner pauses its mission on ``link_lost``).
+Services ``~/start`` and ``~/abort`` (std_srvs/Trigger). Parameters:
+:class:`~poam_ros.vehicle.config.VehicleBridgeConfig`,
 :class:`~poam_ros.vehicle.config.VehicleNodeConfig`, ``geo.*`` (the anchor, required) and
-``workspace.*``; all read-only (the link is opened once).
+``workspace.*``; all read-only while configured (the link is opened at configure).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -31,13 +41,16 @@ from std_msgs.msg import Header
 from std_srvs.srv import Trigger
 
 from poam_ros import messages as msg
+from poam_ros.diagnostics import BridgeStatus
 from poam_ros.geo import GeoConfig, GeoReference, resolve_workspace
 from poam_ros.ingest.attitude_depth import GRAVITY
 from poam_ros.params import ConfigError
 from poam_ros.ros import conversions as cv
 from poam_ros.ros import qos
+from poam_ros.ros.managed import ManagedNode
+from poam_ros.ros.node_status import node_status
 from poam_ros.ros.parameters import declare_config
-from poam_ros.ros.run import StartingNode, run_node
+from poam_ros.ros.run import run_node
 from poam_ros.vehicle import telemetry
 from poam_ros.vehicle.bridge import LINK_LOST, VehicleBridge
 from poam_ros.vehicle.config import VehicleBridgeConfig, VehicleNodeConfig
@@ -50,13 +63,16 @@ def _all(config_cls) -> tuple[str, ...]:
     return tuple(spec.name for spec in config_cls.specs())
 
 
-class VehicleBridgeNode(StartingNode):
+class VehicleBridgeNode(ManagedNode):
     """The bridge on the graph; ``node_kwargs`` go to :class:`rclpy.node.Node`."""
+
+    start_errors = (OSError,)  # a link that cannot be opened (port taken, no such device)
+    bridge: VehicleBridge | None = None
 
     def __init__(self, node_name: str = "vehicle_bridge", **node_kwargs) -> None:
         super().__init__(node_name, **node_kwargs)
 
-    def _start(self, node_name: str) -> None:
+    def _configure(self) -> None:
         self.config = declare_config(self, VehicleBridgeConfig,
                                      read_only=_all(VehicleBridgeConfig))
         self.settings = declare_config(self, VehicleNodeConfig,
@@ -70,13 +86,15 @@ class VehicleBridgeNode(StartingNode):
                               "to latlon or projected")
         workspace = Workspace.from_config(resolve_workspace(area, anchor))
         self.bridge = VehicleBridge(self.config, anchor, workspace)
-        self._odom = self.create_publisher(Odometry, "odom", qos.SENSORS)
-        self._fix = self.create_publisher(NavSatFix, "fix", qos.SENSORS)
-        self._depth = self.create_publisher(FluidPressure, "depth", qos.SENSORS)
-        self._range = self.create_publisher(Range, "altimeter", qos.SENSORS)
+        self._reported = self.bridge.state  # the state vehicle/state last said
+        self._odom = self.create_lifecycle_publisher(Odometry, "odom", qos.SENSORS)
+        self._fix = self.create_lifecycle_publisher(NavSatFix, "fix", qos.SENSORS)
+        self._depth = self.create_lifecycle_publisher(FluidPressure, "depth", qos.SENSORS)
+        self._range = self.create_lifecycle_publisher(Range, "altimeter", qos.SENSORS)
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics",
                                                   qos.DIAGNOSTICS)
-        self.create_subscription(Path, "plan", self._on_plan, qos.LATCHED)
+        self._state_pub = self.create_publisher(DiagnosticStatus, "vehicle/state",
+                                                qos.LATCHED)
         self.create_service(Trigger, "~/start", self._on_start)
         self.create_service(Trigger, "~/abort", self._on_abort)
         steady = Clock(clock_type=ClockType.STEADY_TIME)
@@ -87,9 +105,18 @@ class VehicleBridgeNode(StartingNode):
                                f"autopilot (system {self.config.target_system}); it never "
                                f"arms; mode changes {modes}")
 
-    def destroy_node(self) -> None:
-        self.bridge.close()
-        super().destroy_node()
+    def _activate(self) -> None:
+        self.create_subscription(Path, "plan", self._on_plan, qos.LATCHED)
+        self._publish_state()
+
+    def _deactivate(self) -> None:
+        self.bridge.abort(self._now(), "deactivated")
+        self._publish_state()
+
+    def _cleanup(self) -> None:
+        if self.bridge is not None:
+            self.bridge.close()
+            self.bridge = None
 
     def _now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
@@ -109,7 +136,8 @@ class VehicleBridgeNode(StartingNode):
             self.warn_throttled("plan", f"plan of {len(poses)} pose(s) refused: {reason}")
 
     def _on_start(self, _request, response):
-        reason = self.bridge.start(self._now())
+        reason = ("the node is not active (activate it first)"
+                  if self.lifecycle_state != "active" else self.bridge.start(self._now()))
         response.success, response.message = reason is None, reason or "commanding"
         return response
 
@@ -124,6 +152,8 @@ class VehicleBridgeNode(StartingNode):
             self._publish(record)
         if self.bridge.state == LINK_LOST and not was_lost:
             self.get_logger().warning(self.bridge.reason)
+        if self.bridge.state != self._reported:
+            self._publish_state()
 
     def _publish(self, record) -> None:
         if isinstance(record, telemetry.Odometry):
@@ -133,7 +163,7 @@ class VehicleBridgeNode(StartingNode):
         elif isinstance(record, telemetry.Depth):
             self._depth.publish(FluidPressure(
                 header=self._header(record.t, self.settings.depth_frame),
-                fluid_pressure=record.depth * self.settings.water_density * GRAVITY))
+                fluid_pressure=record.depth * self.config.water_density * GRAVITY))
         elif isinstance(record, telemetry.Range):
             self._range.publish(cv.range_from_reading(
                 self._header(record.t, self.settings.altimeter_frame), record.range,
@@ -170,13 +200,24 @@ class VehicleBridgeNode(StartingNode):
             fix.position_covariance_type = NavSatFix.COVARIANCE_TYPE_APPROXIMATED
         return fix
 
-    def _publish_diagnostics(self) -> None:
-        now = self._now()
-        status = self.bridge.status(now)
+    def _status(self) -> tuple[bytes, BridgeStatus]:
+        status = dataclasses.replace(self.bridge.status(self._now()),
+                                     lifecycle_state=self.lifecycle_state)
         level = (DiagnosticStatus.OK if status.link_up else DiagnosticStatus.ERROR
-                 if self.bridge.state == LINK_LOST else DiagnosticStatus.WARN)
-        self._diagnostics.publish(cv.diagnostic_array(now, [cv.diagnostic_status(
-            self.get_name(), level, status.reason, status)]))
+                 if status.state == LINK_LOST else DiagnosticStatus.WARN)
+        return level, status
+
+    def _publish_state(self) -> None:
+        """``vehicle/state``: the bridge's state as its message, the record as values."""
+        level, status = self._status()
+        self._reported = status.state
+        self._state_pub.publish(node_status(self, level, status.state, status))
+
+    def _publish_diagnostics(self) -> None:
+        level, status = self._status()
+        self._diagnostics.publish(cv.diagnostic_array(self._now(), [node_status(
+            self, level, status.reason, status)]))
+        self._publish_state()
 
 
 def main(args=None) -> None:

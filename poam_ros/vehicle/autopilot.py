@@ -11,7 +11,12 @@ the documented behaviour the bridge relies on and nothing more:
 * At ``telemetry_rate``: GLOBAL_POSITION_INT (depth as negative altitude, as ArduSub), ATTITUDE,
   VFR_HUD (``alt`` = −depth), DISTANCE_SENSOR looking down (the true altitude above the
   terrain, within the sonar's range limits), GPS_RAW_INT only at the surface (no GNSS
-  under water). GPS_GLOBAL_ORIGIN on MAV_CMD_REQUEST_MESSAGE.
+  under water), LOCAL_POSITION_NED from the EKF origin (ArduPilot's flat-Earth convention,
+  :func:`~poam_ros.vehicle.conversions.global_to_local`) and, as a submarine, SCALED_PRESSURE2
+  (its external depth sensor: :data:`SURFACE_PRESSURE` plus ρ g depth, ρ =
+  :data:`WATER_DENSITY`). On MAV_CMD_REQUEST_MESSAGE: GPS_GLOBAL_ORIGIN, and HOME_POSITION
+  with home where the vehicle was at the first request (ArduPilot sets it on arming or at
+  its first fix) and its local position from the origin.
 * COMMAND_LONG MAV_CMD_COMPONENT_ARM_DISARM and MAV_CMD_DO_SET_MODE (param1
   MAV_MODE_FLAG_CUSTOM_MODE_ENABLED, param2 the mode), and SET_MODE, each answered with
   COMMAND_ACK where the command protocol asks for one; every command is recorded, so tests
@@ -36,6 +41,8 @@ from poam_ros.vehicle import conversions as cv
 from poam_ros.vehicle.link import MavlinkLink, mavlink
 
 SURFACE_DEPTH = 0.5  # m: GNSS works this close to the surface
+SURFACE_PRESSURE = 101_325.0  # Pa, the standard atmosphere at the surface
+WATER_DENSITY = 1025.0  # kg/m³, sea water
 # (guided, manual, abort) custom modes: ArduSub GUIDED 4, MANUAL 19, SURFACE 9;
 # Rover GUIDED 15, MANUAL 0, HOLD 4.
 MODES = {mavlink.MAV_TYPE_SUBMARINE: {"GUIDED": 4, "MANUAL": 19, "SURFACE": 9,
@@ -77,6 +84,7 @@ class SimulatedAutopilot:
         self.guided_timeout = guided_timeout
         self.origin_offset = tuple(float(v) for v in origin_offset)
         self.silent = False  # True: sends nothing (a cut link)
+        self.home: tuple[float, float, float] | None = None  # map x, y, z, at the first request
         self.target: tuple[float, float, float] | None = None  # x, y, commanded alt
         self.received: Counter[str] = Counter()  # messages heard, by type
         self.ignored: Counter[str] = Counter()  # targets not taken, by reason
@@ -163,6 +171,10 @@ class SimulatedAutopilot:
                 int(params[0]) == mavlink.MAVLINK_MSG_ID_GPS_GLOBAL_ORIGIN:
             self._send_origin()
             result = mavlink.MAV_RESULT_ACCEPTED
+        elif message.command == mavlink.MAV_CMD_REQUEST_MESSAGE and \
+                int(params[0]) == mavlink.MAVLINK_MSG_ID_HOME_POSITION:
+            self._send_home()
+            result = mavlink.MAV_RESULT_ACCEPTED
         if not self.silent:
             self.link.send(self.link.mav.command_ack_encode(message.command, result))
 
@@ -220,8 +232,40 @@ class SimulatedAutopilot:
             self.link.send(mav.gps_raw_int_encode(
                 boot * 1000, mavlink.GPS_FIX_TYPE_3D_FIX, lat_e7, lon_e7, round(z * 1000),
                 100, 150, round(math.hypot(vx, vy) * 100), heading, 12))
+        self._send_local_position(boot, lat, lon, z, north, east)
+        self._send_pressure(boot, z)
 
     def _send_origin(self) -> None:
+        self.link.send(self.link.mav.gps_global_origin_encode(*self._origin_e7(), 0, 0))
+
+    def _origin_e7(self) -> tuple[int, int]:
+        """The EKF origin as GPS_GLOBAL_ORIGIN sends it (degrees · 1e7)."""
         lat, lon = self.frame.to_latlon(*self.origin_offset)
-        self.link.send(self.link.mav.gps_global_origin_encode(
-            round(lat * cv.DEGREES_E7), round(lon * cv.DEGREES_E7), 0, 0))
+        return round(lat * cv.DEGREES_E7), round(lon * cv.DEGREES_E7)
+
+    def _send_local_position(self, boot: int, lat: float, lon: float, z: float, north: float,
+                             east: float) -> None:
+        """LOCAL_POSITION_NED: the vehicle from the EKF origin (m, NED), its velocity (m/s)."""
+        x, y = cv.global_to_local(*self._origin_e7(), lat, lon)
+        self.link.send(self.link.mav.local_position_ned_encode(boot, x, y, -z, north, east,
+                                                               0.0))
+
+    def _send_pressure(self, boot: int, z: float) -> None:
+        """SCALED_PRESSURE2 of a submarine's depth sensor (hPa; 20 °C)."""
+        if self.vehicle_type != mavlink.MAV_TYPE_SUBMARINE:
+            return
+        pressure = SURFACE_PRESSURE + WATER_DENSITY * cv.GRAVITY * max(-z, 0.0)
+        self.link.send(self.link.mav.scaled_pressure2_encode(boot, pressure / 100.0, 0.0,
+                                                             2000))
+
+    def _send_home(self) -> None:
+        """HOME_POSITION: where the vehicle was at the first request, globally and from the
+        EKF origin (x north, y east, z down, m)."""
+        if self.home is None:
+            self.home = (*self.simulator.pose[:2], self.simulator.z)
+        x, y, z = self.home
+        lat, lon = self.frame.to_latlon(x, y)
+        north, east = cv.global_to_local(*self._origin_e7(), lat, lon)
+        self.link.send(self.link.mav.home_position_encode(
+            round(lat * cv.DEGREES_E7), round(lon * cv.DEGREES_E7), round(z * 1000.0), north,
+            east, -z, [1.0, 0.0, 0.0, 0.0], 0.0, 0.0, 0.0))

@@ -9,9 +9,10 @@ Each step follows documented MAVLink and ArduPilot behaviour:
   missed 1 Hz beats): the link is lost, the bridge stops commanding and says so in
   :attr:`VehicleBridge.reason`; when heartbeats return it waits for an explicit
   :meth:`~VehicleBridge.start`, never resuming by itself.
-* **EKF origin**: with ``require_origin`` the bridge asks for GPS_GLOBAL_ORIGIN with
+* **EKF origin**: with ``require_origin`` the bridge asks for GPS_GLOBAL_ORIGIN and
+  HOME_POSITION (which implies the origin, :mod:`~poam_ros.vehicle.telemetry`) with
   MAV_CMD_REQUEST_MESSAGE (mavlink.io/en/messages/common.html#MAV_CMD_REQUEST_MESSAGE) until
-  it has it, and refuses to command while it lies farther than ``origin_tolerance`` from
+  it has one, and refuses to command while it lies farther than ``origin_tolerance`` from
   the map origin (a wrong survey file or a wrong vehicle).
 * **Guided targets** (ardupilot.org/dev/docs/mavlink-rover-commands.html; ArduSub's guided
   mode takes the same message): each plan pose becomes SET_POSITION_TARGET_GLOBAL_INT with
@@ -61,7 +62,7 @@ from poam_ros.workspace import Workspace
 IDLE, ACTIVE, HOLDING, LINK_LOST = "idle", "active", "holding", "link_lost"
 HEARTBEAT_PERIOD = 1.0  # s, the heartbeat protocol's rate
 ORIGIN_REQUEST_PERIOD = 1.0  # s
-GPS_GLOBAL_ORIGIN_ID = 49
+GPS_GLOBAL_ORIGIN_ID, HOME_POSITION_ID = 49, 242
 # Custom mode numbers by MAV_TYPE: ArduSub (submarine) and Rover (boat, ground rover).
 GUIDED_MODE = {mavlink.MAV_TYPE_SUBMARINE: 4, mavlink.MAV_TYPE_SURFACE_BOAT: 15,
                mavlink.MAV_TYPE_GROUND_ROVER: 15}
@@ -96,13 +97,14 @@ class VehicleBridge:
                                         config.component_id, config.baud)
         self.clock = AutopilotClock(config.clock_window, config.reboot_tolerance)
         self.telemetry = Telemetry(georeference, config.target_system,
-                                   config.target_component, self.clock)
+                                   config.target_component, self.clock,
+                                   surface_pressure=config.surface_pressure,
+                                   water_density=config.water_density)
         self.gate = SafetyGate(config, workspace, seabed)
         self.state = IDLE
         self.reason = "no autopilot heartbeat yet"
         self.autopilot: AutopilotStatus | None = None
         self.odometry: Odometry | None = None
-        self.origin: Origin | None = None
         self.events: Counter[str] = Counter()  # link losses, reboots, plans, aborts
         self.plan: np.ndarray | None = None  # (K, 3) map poses being flown
         self.plan_stamp = 0.0
@@ -172,13 +174,14 @@ class VehicleBridge:
         self._last["command"] = -math.inf
         return None
 
-    def abort(self, now: float) -> None:
+    def abort(self, now: float, why: str = "aborted") -> None:
         """Hold the vehicle where it is, at once; commanding resumes only on :meth:`start`.
-        Without commanding (idle, link lost) there is nothing to stop: only counted."""
+        Without commanding (idle, link lost) there is nothing to stop: only counted.
+        ``why`` heads the reason (``aborted: holding``)."""
         self.events["aborts"] += 1
         if self.state not in (ACTIVE, HOLDING):
             return
-        self.state, self.reason = HOLDING, "aborted: holding"
+        self.state, self.reason = HOLDING, f"{why}: holding"
         odometry = self.odometry
         self._hold = None if odometry is None else (odometry.x, odometry.y, odometry.z)
         self._last["command"] = -math.inf
@@ -188,6 +191,11 @@ class VehicleBridge:
     def link_up(self, now: float) -> bool:
         """Whether an autopilot heartbeat came within ``link_timeout``."""
         return self.autopilot is not None and now - self.autopilot.t <= self.config.link_timeout
+
+    @property
+    def origin(self) -> Origin | None:
+        """The autopilot's EKF origin as the telemetry knows it (None: not yet)."""
+        return self.telemetry.origin
 
     @property
     def origin_ok(self) -> bool:
@@ -221,7 +229,6 @@ class VehicleBridge:
         elif isinstance(record, Odometry):
             self.odometry = record
         elif isinstance(record, Origin):
-            self.origin = record
             if not self.origin_ok and self.config.require_origin and self.state != LINK_LOST:
                 self.state, self.reason = IDLE, self._origin_problem()
 
@@ -238,7 +245,7 @@ class VehicleBridge:
 
     def _on_reboot(self) -> None:
         self.events["reboots"] += 1
-        self.origin = None
+        self.telemetry.forget_origin()
         if self.state in (ACTIVE, HOLDING):
             self.state = IDLE
         self.reason = "autopilot rebooted: waiting for start"
@@ -255,7 +262,8 @@ class VehicleBridge:
                 or not self.link_up(now) or now - self._last["origin"] < ORIGIN_REQUEST_PERIOD):
             return
         self._last["origin"] = now
-        self._send_command(mavlink.MAV_CMD_REQUEST_MESSAGE, GPS_GLOBAL_ORIGIN_ID)
+        for message_id in (GPS_GLOBAL_ORIGIN_ID, HOME_POSITION_ID):
+            self._send_command(mavlink.MAV_CMD_REQUEST_MESSAGE, message_id)
 
     def _command(self, now: float) -> None:
         if self.state not in (ACTIVE, HOLDING) or not self.link_up(now):

@@ -56,6 +56,15 @@ class VehicleBridgeConfig(Params):
                                        "origin_tolerance of the map anchor")
     origin_tolerance: float = param(10.0, "largest distance between the autopilot's EKF "
                                           "origin and the map origin", unit="m", low=0.0)
+    surface_pressure: float = param(101_325.0, "absolute pressure at the water surface, "
+                                              "which SCALED_PRESSURE2 depth is measured from "
+                                              "(ArduSub calibrates its own at boot)", unit="Pa",
+                                    low=50_000.0, high=120_000.0)
+    water_density: float = param(1025.0, "density turning pressure into depth "
+                                          "(SCALED_PRESSURE2) and depth into the gauge "
+                                          "pressure published on depth (the ingest's "
+                                          "depth_from_pressure inverts it)", unit="kg/m^3",
+                                 low=900.0, high=1100.0)
     clock_window: float = param(30.0, "window of the boot-time offset estimate", unit="s",
                                 low=1.0)
     reboot_tolerance: float = param(1.0, "boot time going back by more than this is a "
@@ -81,7 +90,3 @@ class VehicleNodeConfig(Params):
     depth_frame: str = param("base_link", "frame of the depth (FluidPressure)")
     tick_rate: float = param(50.0, "rate of the bridge's read-and-command timer", unit="Hz",
                              low=1.0, high=1000.0)
-    water_density: float = param(1025.0, "density turning depth into the gauge pressure "
-                                          "published on depth (the ingest's "
-                                          "depth_from_pressure inverts it)", unit="kg/m^3",
-                                 low=900.0, high=1100.0)

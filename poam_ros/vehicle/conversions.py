@@ -18,6 +18,16 @@ Conventions (MAVLink common message set, mavlink.io/en/messages/common.html):
   and VFR_HUD ``alt`` below the surface are negative), with home at the surface. The map's
   z is up with 0 at the anchor's vertical reference; the bridge assumes the vehicle's depth
   reference (the surface) is that 0, so z = relative_alt / 1000 and depth = −z.
+* LOCAL_POSITION_NED is metres north, east, down of the autopilot's EKF origin. ArduPilot
+  turns its local position into latitude and longitude with ``Location::offset``
+  (libraries/AP_Common/Location.cpp): a flat Earth of radius 6 378 100 m, the east offset
+  divided by the cosine of the mid latitude. :func:`local_to_global` inverts that
+  convention (and :func:`global_to_local` is ``Location::get_distance_NE``), so a local
+  position lands where the same autopilot's GLOBAL_POSITION_INT puts it; from there it goes
+  through the anchor like any latitude and longitude. Down is negative map z with the
+  origin's altitude at the surface, as home's.
+* SCALED_PRESSURE2 is ArduSub's second barometer, the external depth sensor (a Bar30 on a
+  BlueROV2): ``press_abs`` in hPa, depth = (p − p_surface) / (ρ g) (:func:`depth_from_pressure`).
 * GPS_RAW_INT ``fix_type`` (GPS_FIX_TYPE) → ``sensor_msgs/NavSatStatus`` status:
   0–1 no fix, 2–3 a fix, 4 (DGPS) an SBAS-augmented fix, 5–6 (RTK float/fixed) a
   ground-based-augmented fix, 7 (static) and 8 (PPP) a fix.
@@ -34,6 +44,10 @@ import pyproj
 from poam_ros.geo import GeoReference
 
 DEGREES_E7 = 1e7
+# ArduPilot's LOCATION_SCALING_FACTOR: m per 1e-7 degree of latitude on its sphere
+# (RADIUS_OF_EARTH 6 378 100 m)
+LOCATION_SCALING = 1e-7 * math.pi / 180.0 * 6_378_100.0
+GRAVITY = 9.80665  # m/s², standard gravity (as the ingest's depth_from_pressure)
 UINT16_MAX = 65535
 NORTH_PROBE = 1e-5  # deg of latitude (≈ 1.1 m) between the two points θ_north is measured from
 
@@ -126,6 +140,35 @@ def global_position(frame: GeoFrame, lat_e7: int, lon_e7: int,
                     -vz_cms / 100.0)
 
 
+def local_to_global(origin_lat_e7: int, origin_lon_e7: int, north: float,
+                    east: float) -> tuple[float, float]:
+    """(lat, lon) degrees of a point ``north``, ``east`` metres from the EKF origin, as
+    ArduPilot's ``Location::offset`` places it (module docstring)."""
+    finite("local position", north, east)
+    dlat = north / LOCATION_SCALING
+    scale = max(math.cos(math.radians((origin_lat_e7 + 0.5 * dlat) / DEGREES_E7)), 0.01)
+    lon_e7 = math.remainder(origin_lon_e7 + east / LOCATION_SCALING / scale, 360 * DEGREES_E7)
+    return degrees(origin_lat_e7 + dlat, lon_e7)
+
+
+def global_to_local(origin_lat_e7: int, origin_lon_e7: int, lat: float,
+                    lon: float) -> tuple[float, float]:
+    """(north, east) metres of (lat, lon) degrees from the EKF origin, as ArduPilot's
+    ``Location::get_distance_NE`` measures it: the inverse of :func:`local_to_global`."""
+    lat_e7, lon_e7 = lat * DEGREES_E7, lon * DEGREES_E7
+    scale = max(math.cos(math.radians(0.5 * (origin_lat_e7 + lat_e7) / DEGREES_E7)), 0.01)
+    return ((lat_e7 - origin_lat_e7) * LOCATION_SCALING,
+            math.remainder(lon_e7 - origin_lon_e7, 360 * DEGREES_E7) * LOCATION_SCALING * scale)
+
+
+def local_position(frame: GeoFrame, origin_lat_e7: int, origin_lon_e7: int, north: float,
+                   east: float, down: float, vn: float, ve: float, vd: float) -> MapState:
+    """LOCAL_POSITION_NED (m, m/s; NED from the EKF origin) → map position and ENU velocity."""
+    finite("local position", north, east, down, vn, ve, vd)
+    x, y = frame.to_map(*local_to_global(origin_lat_e7, origin_lon_e7, north, east))
+    return MapState(x, y, -down, ve, vn, -vd)
+
+
 def map_velocity(theta_north: float, ve: float, vn: float) -> tuple[float, float]:
     """A (east, north) velocity rotated into map axes (vx, vy) by θ_north."""
     east = theta_north - 0.5 * math.pi
@@ -190,6 +233,14 @@ def depth_from_altitude(altitude: float) -> float:
     """Depth (m, positive down) of an ArduSub altitude (negative below the surface)."""
     finite("altitude", altitude)
     return -altitude
+
+
+def depth_from_pressure(press_abs_hpa: float, surface_pressure: float,
+                        water_density: float) -> float:
+    """Depth (m, positive down) of an absolute pressure (hPa, as SCALED_PRESSURE2) below a
+    surface at ``surface_pressure`` (Pa) in water of ``water_density`` (kg/m³)."""
+    finite("pressure", press_abs_hpa)
+    return (press_abs_hpa * 100.0 - surface_pressure) / (water_density * GRAVITY)
 
 
 def rangefinder(current_cm: int, min_cm: int, max_cm: int) -> float:

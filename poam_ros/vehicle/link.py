@@ -65,6 +65,11 @@ class MavlinkLink:
                 continue
             yield message
 
+    def fileno(self) -> int:
+        """The link's file descriptor, to wait on with :func:`select.select` (a benchmark
+        that must see a message the moment it arrives)."""
+        return self._port.fd
+
     def send(self, message) -> None:
         """Send one packed message (``link.mav.<name>_encode(...)``) and count it."""
         self.mav.send(message)

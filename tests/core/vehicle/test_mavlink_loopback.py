@@ -29,7 +29,8 @@ def test_heartbeats_both_ways_and_state_in_the_map_frame(make_pair):
     assert math.hypot(odometry.x - x, odometry.y - y) < INTEGER_DEGREE
     assert odometry.z == -DEPTH  # map z up: the vehicle is below the surface
     assert abs(math.remainder(odometry.yaw - yaw, math.tau)) < 1e-6
-    assert _latest(pair.records, Depth).depth == DEPTH  # depth positive down
+    # depth positive down, from the depth sensor's float32 hPa (SCALED_PRESSURE2)
+    assert abs(_latest(pair.records, Depth).depth - DEPTH) < 1e-5
     elevation = float(simulator.terrain.elevation([[x, y]])[0])
     assert abs(_latest(pair.records, Range).range - (-DEPTH - elevation)) <= 0.01  # 1 cm steps
     assert not [r for r in pair.records if isinstance(r, Fix)]  # no GNSS under water
