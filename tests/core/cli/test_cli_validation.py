@@ -30,7 +30,7 @@ def exit_status(command, argv) -> int:
 
 
 @pytest.mark.parametrize("name", ["core", "sweep", "remap", "recorder", "ingest", "latency",
-                                  "journal", "real-scale", "export", "bridge"])
+                                  "journal", "real-scale", "export", "bridge", "fleet-link"])
 def test_every_benchmark_runs_as_bench_name(name, capsys):
     assert exit_status(cli.main, ["bench", name, "--help"]) == 0
     assert "--help" in capsys.readouterr().out
@@ -41,7 +41,7 @@ def test_the_bench_usage_lists_every_benchmark(capsys):
     assert capsys.readouterr().out == ("usage: poam-ros bench {core,sweep,remap,recorder,ingest,"
                                        "latency,journal,vips-paper,oips-paper,dual-gp-paper,"
                                        "cmogp-paper,"
-                                       "real-scale,export,view,bridge} "
+                                       "real-scale,export,view,fleet-link,bridge} "
                                        "[options]   "
                                        "(--help for each)\n")
 
