@@ -2,8 +2,11 @@
 ``uncertainty/query`` and answered on ``uncertainty/response``, matched by stamp.
 
 One question is open at a time (the planner's thread asks and waits); an answer to an
-earlier question, or to another planner, is ignored. Stamps differ between questions even
-when the clock stands still (a held simulation clock), so every answer has one owner.
+earlier question, or to another planner, is ignored. Stamps differ between one planner's
+questions even when the clock stands still (a held simulation clock). The planners of a
+fleet ask one central mapper and hear every answer: two of them may ask at one held stamp,
+so an answer is this question's when its stamp and its points are the query's (an answer
+about the same points at the same stamp is the same answer, whoever asked).
 """
 
 from __future__ import annotations
@@ -79,7 +82,7 @@ class UncertaintyQueries:
             if len(spread) == 0:
                 query.error = "the mapper has no map to answer from"
             elif not np.array_equal(points, query.points):
-                query.error = "the answer is about other points than the query's"
+                return None  # another planner's question at the same stamp
             else:
                 query.spread = spread
         query.done.set()

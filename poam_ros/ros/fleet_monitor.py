@@ -1,0 +1,106 @@
+"""The monitor of ``poam-ros sim --robots N``: the fleet's one map scored, each vehicle watched.
+
+A :class:`~poam_ros.ros.mission_monitor.MissionMonitor` in the central mapper's namespace
+(``/fleet``): it scores the fleet's map from ``/fleet/samples``, ``/fleet/map`` and
+``/fleet/map/evaluation`` as the single vehicle's monitor scores its map, and hears every
+vehicle's planner on ``/<ns>/mission/state`` and ``/<ns>/goal``.
+
+The fleet's mission is over when every vehicle's is (``done``, or ``aborted`` if any was)
+and the map holding the most samples any planner counted is scored. Per vehicle it keeps the
+mission state, the goals and the ingest's counts (its ``<ns>/sensor_ingest: ingest``
+status on ``/diagnostics``).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from diagnostic_msgs.msg import DiagnosticStatus
+from geometry_msgs.msg import PoseStamped
+
+from poam_ros.diagnostics import DiagnosticsError, IngestStatus, MissionStatus, decode, status_name
+from poam_ros.planners.mission_control import ABORTED, DONE
+from poam_ros.ros import qos
+from poam_ros.ros.mission_monitor import MissionMonitor
+
+FLEET_NAMESPACE = "/fleet"
+ENDED = (DONE, ABORTED)
+
+
+class FleetMonitor(MissionMonitor):
+    """Scores the fleet's map and follows the vehicles of ``namespaces`` (``/auv0``, ...);
+    the rest as :class:`MissionMonitor` (``on_state(namespace, state, reason)`` sees every
+    vehicle's change of mission state)."""
+
+    def __init__(self, terrain, namespaces: list[str], on_epoch=None, fields=None,
+                 on_state=None, **kwargs) -> None:
+        self.namespaces, self.on_state = list(namespaces), on_state
+        super().__init__(terrain, on_epoch, fields=fields, namespace=FLEET_NAMESPACE, **kwargs)
+
+    def _start(self, node_name: str) -> None:
+        super()._start(node_name)
+        self.vehicle_states = dict.fromkeys(self.namespaces, "")
+        self.vehicle_missions: dict[str, MissionStatus | None] = dict.fromkeys(self.namespaces)
+        self.vehicle_goals: dict[str, list[tuple[float, float]]] = {
+            namespace: [] for namespace in self.namespaces}
+        self._goal_subscriptions = {}
+        for namespace in self.namespaces:
+            self.create_subscription(DiagnosticStatus, f"{namespace}/mission/state",
+                                     partial(self._on_vehicle_mission, namespace), qos.LATCHED)
+            self._goal_subscriptions[namespace] = self.create_subscription(
+                PoseStamped, f"{namespace}/goal", partial(self._on_vehicle_goal, namespace),
+                qos.LATCHED_HISTORY)
+
+    def missing_sources(self) -> list[str]:
+        """The central mapper, and each vehicle's ingest and planner, not heard yet."""
+        missing = [node for node in super().missing_sources() if node == "mapper"]
+        ingests = {info.node_namespace for info in self.get_publishers_info_by_topic(
+            f"{FLEET_NAMESPACE}/samples")}
+        for namespace in self.namespaces:
+            if namespace not in ingests:
+                missing.append(f"{namespace}/sensor_ingest")
+            if self._goal_subscriptions[namespace].get_publisher_count() == 0:
+                missing.append(f"{namespace}/planner")
+        return missing
+
+    def vehicle_ingest(self, namespace: str) -> IngestStatus | None:
+        """The newest status of the vehicle's ingest, None before one came."""
+        return self._status_records.get(status_name(f"{namespace.strip('/')}/sensor_ingest",
+                                                    IngestStatus))
+
+    def counts_current(self) -> bool:
+        """Whether the ingests' diagnostics count every sample received here."""
+        ingests = [self.vehicle_ingest(namespace) for namespace in self.namespaces]
+        return None not in ingests and sum(ingest.samples_published for ingest in ingests) \
+            >= sum(len(z) for _, _, z in self._batches)
+
+    def _on_vehicle_goal(self, namespace: str, message: PoseStamped) -> None:
+        position = message.pose.position
+        self.vehicle_goals[namespace].append((position.x, position.y))
+        self.goals.append((position.x, position.y))
+
+    def _on_vehicle_mission(self, namespace: str, message: DiagnosticStatus) -> None:
+        try:
+            mission = decode(MissionStatus, ((kv.key, kv.value) for kv in message.values))
+        except DiagnosticsError as error:
+            self.get_logger().warning(f"unreadable mission state of {namespace}: {error}")
+            return
+        changed = message.message != self.vehicle_states[namespace]
+        self.vehicle_states[namespace], self.vehicle_missions[namespace] = \
+            message.message, mission
+        if changed and self.on_state is not None:
+            self.on_state(namespace, message.message, mission.reason)
+        self._fleet_state()
+
+    def _fleet_state(self) -> None:
+        """The fleet's state: ``done`` (``aborted`` if any vehicle's was) once every vehicle's
+        mission has ended, else the first running vehicle's state; its mission is the
+        vehicle's that counted the most samples."""
+        states = list(self.vehicle_states.values())
+        if all(state in ENDED for state in states):
+            self.mission_state = ABORTED if ABORTED in states else DONE
+        else:
+            self.mission_state = next(state for state in states if state not in ENDED)
+        missions = [mission for mission in self.vehicle_missions.values() if mission]
+        self.mission = max(missions, key=lambda mission: mission.samples_used)
+        self._score_ready()
