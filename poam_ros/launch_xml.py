@@ -13,8 +13,10 @@ The subset, with launch_ros's meaning:
   given; an argument not declared is refused); ``<let name value>``;
 - ``<group>`` (its ``<let>`` and pushed namespace stay inside it) and
   ``<push-ros-namespace namespace>``;
-- ``<include file>`` with ``<arg name value>``: the file's nodes with those arguments (and
-  no others of the including file), under the namespace pushed where it stands;
+- ``<include file>`` with ``<arg name value>``: the file's nodes with those arguments, under
+  the namespace pushed where it stands (launch_ros also lets the included file see the
+  includer's arguments of the same name: an include that passes every argument the two
+  files share, as fleet.launch.xml's do, means the same to both);
 - ``<node pkg exec name namespace output args>``, with ``<param from>`` (a parameter file),
   ``<param name value>`` and ``<remap from to>``;
 - ``if`` and ``unless`` on ``<node>`` and ``<group>`` (``true``/``false``/``1``/``0``);
