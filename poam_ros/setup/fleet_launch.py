@@ -58,17 +58,20 @@ def vehicle_namespaces(robots: int) -> list[str]:
     return FleetConfig(vehicles=robots).namespaces()
 
 
-def fleet_nodes(params_file: str | Path, robots: int) -> list[LaunchNode]:
-    """The nodes of the simulated fleet of ``robots`` vehicles with a central map, each
-    configured by ``params_file``: fleet.launch.xml's with ``sim:=true`` for two."""
+def fleet_nodes(params_file: str | Path, robots: int, central: bool = True) -> list[LaunchNode]:
+    """The nodes of the simulated fleet of ``robots`` vehicles, each configured by
+    ``params_file``: fleet.launch.xml's with ``sim:=true`` (``central_map:=`` ``central``)
+    for two. Without a central map each vehicle has its own mapper, as robot.launch.xml
+    starts it (the fleet's links, which feed it the teammates' samples, go beside)."""
     file = str(params_file)
-    fleet = [node for node in expand(launch_file(FLEET_LAUNCH),
-                                     {"params_file": file, "sim": "true"})
+    fleet = [node for node in expand(launch_file(FLEET_LAUNCH), {
+        "params_file": file, "sim": "true", "central_map": "true" if central else "false"})
              if node.namespace in ("", FLEET_NAMESPACE)]
+    shared = {"mapper": "false", "map_prefix": f"{FLEET_NAMESPACE}/"} if central else {}
     for namespace in vehicle_namespaces(robots):
         fleet += expand(launch_file(ROBOT_LAUNCH), {
             "namespace": namespace.strip("/"), "params_file": file, "use_sim_time": "true",
-            "mapper": "false", "map_prefix": f"{FLEET_NAMESPACE}/"})
+            **shared})
     return fleet
 
 

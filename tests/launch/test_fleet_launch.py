@@ -20,8 +20,12 @@ from poam_ros.workspace import Workspace
 
 def test_two_robots_are_the_launch_file_s_graph():
     params = str(default_parameter_file())
-    assert fleet_nodes(params, 2) == expand(launch_file("fleet.launch.xml"),
-                                            {"params_file": params, "sim": "true"})
+    for central in (True, False):
+        assert fleet_nodes(params, 2, central) == expand(launch_file("fleet.launch.xml"), {
+            "params_file": params, "sim": "true", "central_map": str(central).lower()})
+    assert [node.fqn for node in fleet_nodes(params, 2, central=False)] == [
+        "/fleet_sim", "/auv0/sensor_ingest", "/auv0/mapper", "/auv0/planner",
+        "/auv1/sensor_ingest", "/auv1/mapper", "/auv1/planner"]
 
 
 def test_every_vehicle_talks_to_the_central_mapper_only():
