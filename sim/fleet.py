@@ -5,8 +5,9 @@ control step of all of them at a time, so that every vehicle's events carry the 
 time. In ``lockstep`` the clock holds while any vehicle that is not done has no plan: the
 vehicle that reached the end of its plan waits for its planner, and the others wait with it
 at that very control step, as the single vehicle's clock waits for its planner. A vehicle
-whose mission is done (or aborted) stops counting; it holds where it is. In ``realtime`` the
-clock always runs and a vehicle without a plan holds position, sounding.
+whose mission is done (or aborted) stops counting; it holds where it is, its own clock
+stopped, and takes no plan again in that run (its readings would carry a time past).
+In ``realtime`` the clock always runs and a vehicle without a plan holds position, sounding.
 
 Each vehicle has its own sonar noise (:func:`vehicle_seeds`: independent streams spawned from
 the fleet's seed) and its own start (:func:`fleet_start_poses`: spread over the area, drawn
@@ -24,7 +25,7 @@ import numpy as np
 from poam_ros.params import ConfigError, Params, param
 from poam_ros.sim.multibeam import MultibeamSonar, MultibeamStreamConfig
 from poam_ros.sim.simulated_auv import Event, SimulatedAuv
-from poam_ros.sim.simulator import CLOCK_TOLERANCE, SurveySimulator
+from poam_ros.sim.simulator import CLOCK_TOLERANCE, SimulationError, SurveySimulator
 from poam_ros.sim.sonar import SonarConfig
 from poam_ros.sim.terrain import Terrain
 from poam_ros.sim.vehicle import Pose, VehicleConfig
@@ -159,6 +160,16 @@ class FleetSim:
     def holding(self) -> bool:
         """Whether the clock stands (lockstep, a vehicle waits for a plan)."""
         return self._mode == "lockstep" and bool(self.waiting())
+
+    def set_plan(self, k: int, waypoints) -> None:
+        """Give vehicle ``k`` the plan ``waypoints`` (K, 2) m (K = 0: it holds). Raises
+        TerrainError (a waypoint off the terrain) or SimulationError (a vehicle whose clock
+        stopped when its mission ended); the vehicle keeps its plan."""
+        auv = self.auvs[k]
+        if len(waypoints) and auv.time < self.time - CLOCK_TOLERANCE:
+            raise SimulationError(f"vehicle {k} stopped at {auv.time:.1f} s when its mission "
+                                  f"ended; it flies no more in lockstep")
+        auv.set_plan(waypoints)
 
     def advance(self, until: float, max_steps: int | None = None) -> list[list[Event]]:
         """Step every vehicle together while the next step ends by ``until`` s (at most

@@ -45,6 +45,7 @@ from poam_ros.setup.terrain import TerrainConfig, terrain_from_config
 from poam_ros.sim.fleet import FleetConfig, FleetSim, build_auv, fleet_start_poses, vehicle_seeds
 from poam_ros.sim.multibeam import MultibeamStreamConfig
 from poam_ros.sim.simulated_auv import SimulatedAuvConfig
+from poam_ros.sim.simulator import SimulationError
 from poam_ros.sim.sonar import SonarConfig
 from poam_ros.sim.terrain import TerrainError
 from poam_ros.sim.vehicle import VehicleConfig
@@ -122,8 +123,8 @@ class FleetSimNode(StartingNode):
         if not np.isfinite(waypoints).all():
             return self._refuse(k, "plan has non-finite waypoints")
         try:
-            self.fleet.auvs[k].set_plan(waypoints)
-        except TerrainError as error:
+            self.fleet.set_plan(k, waypoints)
+        except (TerrainError, SimulationError) as error:
             return self._refuse(k, str(error))
         self.get_logger().info(f"{self.namespaces[k]}: new plan, {len(waypoints)} waypoint(s) "
                                f"at sim time {self.fleet.time:.3f} s")

@@ -16,7 +16,7 @@ from poam_ros.sim.fleet import (
 )
 from poam_ros.sim.multibeam import MultibeamStreamConfig
 from poam_ros.sim.simulated_auv import Odom, SimulatedAuv, Sounding
-from poam_ros.sim.simulator import SurveySimulator
+from poam_ros.sim.simulator import SimulationError, SurveySimulator
 from poam_ros.sim.sonar import SonarConfig
 from poam_ros.sim.vehicle import VehicleConfig
 from poam_ros.sim.water_temperature import WaterTemperatureConfig
@@ -77,6 +77,10 @@ def test_lockstep_holds_until_every_vehicle_has_a_plan_and_stops_when_one_finish
     sim.done[0] = True  # its mission ended: the clock runs for the other
     sim.advance(stopped + 2.0)
     assert sim.time == pytest.approx(stopped + 2.0) and sim.auvs[0].time == stopped
+    with pytest.raises(SimulationError, match="vehicle 0 stopped"):  # its clock stands
+        sim.set_plan(0, [[x, y]])
+    sim.set_plan(0, [])  # holding it is fine
+    sim.set_plan(1, [[x, y + 35.0]])
 
 
 def test_realtime_runs_the_clock_without_plans():
