@@ -71,11 +71,9 @@ def sim(argv) -> int:
             if child.executable in CLOCK_SOURCES:  # the mission starts with the clock
                 print(log.header, flush=True)
 
-        def state(namespace: str, name: str, reason: str) -> None:
-            print(f"{namespace}: mission {name}: {reason}", flush=True)
-
         try:
-            run = run_graph(setup, terrain, effective, options, logs, log, started, state)
+            run = run_graph(setup, terrain, effective, options, logs,
+                            epoch_printer(log, args.robots), started, print_state)
         except GraphError as error:
             return fail("sim", error, 1)
     status = 0 if run.outcome == "budget" else INTERRUPTED
@@ -127,6 +125,25 @@ def _parser() -> ArgumentParser:
 
 
 FLEET_MAPS = ("central", "distributed")
+
+
+def epoch_printer(log, robots: int):
+    """``log`` (an :class:`EpochLog`), and with ``robots`` > 1 after each line the samples of
+    each vehicle that the fleet's map holds."""
+    if robots == 1:
+        return log
+
+    def epoch(record) -> None:
+        log(record)
+        print(f"{'':{log.width}} " + ", ".join(
+            f"{key[len('samples_'):]} {value}" for key, value in record.extra.items()
+            if key.startswith("samples_")), flush=True)
+    return epoch
+
+
+def print_state(namespace: str, state: str, reason: str) -> None:
+    """A fleet's vehicle changed its mission state."""
+    print(f"{namespace}: mission {state}: {reason}", flush=True)
 
 
 def mission_outcome(run, robots: int) -> dict:

@@ -7,8 +7,10 @@ vehicle's planner on ``/<ns>/mission/state`` and ``/<ns>/goal``.
 
 The fleet's mission is over when every vehicle's is (``done``, or ``aborted`` if any was)
 and the map holding the most samples any planner counted is scored. Per vehicle it keeps the
-mission state, the goals and the ingest's counts (its ``<ns>/sensor_ingest: ingest``
-status on ``/diagnostics``).
+mission state, the goals and the ingest's counts (its ``<ns>/sensor_ingest: samples``
+status on ``/diagnostics``), and tells each samples batch's vehicle by its publisher (the
+DDS writer's gid, matched to the ingest's namespace): every record carries, in ``extra``,
+``samples_<vehicle>``, the samples of each vehicle that its map holds.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from functools import partial
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import PoseStamped
 
+from poam_ros import messages as msg
 from poam_ros.diagnostics import DiagnosticsError, IngestStatus, MissionStatus, decode, status_name
 from poam_ros.planners.mission_control import ABORTED, DONE
 from poam_ros.ros import qos
@@ -35,7 +38,9 @@ class FleetMonitor(MissionMonitor):
     def __init__(self, terrain, namespaces: list[str], on_epoch=None, fields=None,
                  on_state=None, **kwargs) -> None:
         self.namespaces, self.on_state = list(namespaces), on_state
-        super().__init__(terrain, on_epoch, fields=fields, namespace=FLEET_NAMESPACE, **kwargs)
+        self._on_fleet_epoch = on_epoch
+        super().__init__(terrain, self._with_vehicles, fields=fields, namespace=FLEET_NAMESPACE,
+                         **kwargs)
 
     def _start(self, node_name: str) -> None:
         super()._start(node_name)
@@ -44,6 +49,8 @@ class FleetMonitor(MissionMonitor):
         self.vehicle_goals: dict[str, list[tuple[float, float]]] = {
             namespace: [] for namespace in self.namespaces}
         self._goal_subscriptions = {}
+        self._samples_writers: dict[bytes, str] = {}  # samples writer's gid -> ingest namespace
+        self._vehicle_batches: list[tuple[int, str, int]] = []  # stamp ns, vehicle, samples
         for namespace in self.namespaces:
             self.create_subscription(DiagnosticStatus, f"{namespace}/mission/state",
                                      partial(self._on_vehicle_mission, namespace), qos.LATCHED)
@@ -73,6 +80,32 @@ class FleetMonitor(MissionMonitor):
         ingests = [self.vehicle_ingest(namespace) for namespace in self.namespaces]
         return None not in ingests and sum(ingest.samples_published for ingest in ingests) \
             >= sum(len(z) for _, _, z in self._batches)
+
+    def _on_samples(self, message, info) -> None:
+        """A batch, attributed to the vehicle whose ingest published it, then scored."""
+        gid = bytes(info["publisher_gid"]["data"])
+        if gid not in self._samples_writers:
+            self._samples_writers.update((bytes(endpoint.endpoint_gid), endpoint.node_namespace)
+                                    for endpoint in self.get_publishers_info_by_topic(
+                                        f"{FLEET_NAMESPACE}/samples"))
+        stamp = msg.time_to_nanoseconds(message.header.stamp)
+        self._vehicle_batches.append((stamp, self._samples_writers.get(gid, "unknown"),
+                                      message.width * message.height))
+        super()._on_samples(message)
+
+    def vehicle_samples(self, until: int) -> dict[str, int]:
+        """Samples per vehicle in the batches stamped up to ``until`` (ns)."""
+        counts = dict.fromkeys(self.namespaces, 0)
+        for stamp, namespace, count in self._vehicle_batches:
+            if stamp <= until:
+                counts[namespace] = counts.get(namespace, 0) + count
+        return counts
+
+    def _with_vehicles(self, record) -> None:
+        record.extra.update({f"samples_{namespace.strip('/')}": count for namespace, count
+                             in self.vehicle_samples(self.record_stamps[-1]).items()})
+        if self._on_fleet_epoch is not None:
+            self._on_fleet_epoch(record)
 
     def _on_vehicle_goal(self, namespace: str, message: PoseStamped) -> None:
         position = message.pose.position

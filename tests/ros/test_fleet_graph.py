@@ -124,6 +124,11 @@ def test_the_central_map_holds_both_vehicles_samples_once(fleet):
     assert mapper.samples == len(both) == summary["final"]["num_samples"]
     vehicles = summary["vehicles"]
     assert sum(vehicles[ns]["samples"] for ns in VEHICLES) == summary["final"]["num_samples"]
+    # every epoch's record tells each vehicle's share of the map, as the probe counted it
+    final = summary["final"]["extra"]
+    assert [final[f"samples_{ns.strip('/')}"] for ns in VEHICLES] == \
+        [len(probe.samples(ns)) for ns in VEHICLES]
+    assert f"auv0 {final['samples_auv0']}, auv1 {final['samples_auv1']}" in printed
     assert summary["final"]["num_samples"] >= 2 * BUDGET and summary["outcome"] == "budget"
     for namespace in VEHICLES:
         assert vehicles[namespace]["state"] == "done"
