@@ -38,7 +38,7 @@ from poam_ros.planners.mission_control import ABORTED, DONE
 from poam_ros.ros import conversions as cv
 from poam_ros.ros import qos
 from poam_ros.ros.node_status import HOST, status_node_name
-from poam_ros.ros.parameters import declare_config
+from poam_ros.ros.parameters import add_config_callback, declare_config
 from poam_ros.ros.run import StartingNode, run_node
 from poam_ros.ros.vehicle_topics import VehicleTopics
 from poam_ros.setup.terrain import TerrainConfig, terrain_from_config
@@ -71,6 +71,7 @@ class FleetSimNode(StartingNode):
                                        ("multibeam", MultibeamStreamConfig),
                                        ("geo", GeoConfig),
                                        ("temperature", WaterTemperatureConfig))}
+        add_config_callback(self, SimulatedAuvConfig, self._reconfigure)  # mode, time_scale
         fleet: FleetConfig = configs["fleet"]
         if self.config.start_pose:
             raise ConfigError("fleet_sim: start_pose is the single vehicle's; give each "
@@ -114,6 +115,9 @@ class FleetSimNode(StartingNode):
             f"simulated fleet ready: {fleet.vehicles} vehicles ({', '.join(self.namespaces)}), "
             f"{self.config.mode} mode, time_scale {self.config.time_scale:g}, starts "
             + "; ".join(f"{tuple(round(v, 1) for v in auv.pose)}" for auv in self.fleet.auvs))
+
+    def _reconfigure(self, config: SimulatedAuvConfig) -> None:
+        self.config = config  # the next tick takes its mode and time scale
 
     def _on_plan(self, k: int, path: Path) -> None:
         if path.header.frame_id != self.config.world_frame:
