@@ -17,6 +17,7 @@ from the seed), so that the vehicles neither sound the same noise nor start on o
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -51,8 +52,7 @@ class FleetConfig(Params):
                               unit="m, m, rad")
 
     def validate(self) -> None:
-        if not self.namespace_prefix or not self.namespace_prefix.replace("_", "a").isalnum() \
-                or self.namespace_prefix[0].isdigit():
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.namespace_prefix):
             raise ConfigError(f"FleetConfig.namespace_prefix must be a ROS name token, got "
                               f"{self.namespace_prefix!r}")
         if self.start_poses and (len(self.start_poses) != 3 * self.vehicles or not all(
