@@ -5,8 +5,9 @@ A :class:`~poam_ros.ros.mission_monitor.MissionMonitor` in the central mapper's 
 ``/fleet/map/evaluation`` as the single vehicle's monitor scores its map, and hears every
 vehicle's planner on ``/<ns>/mission/state`` and ``/<ns>/goal``.
 
-The fleet's mission is over when every vehicle's is (``done``, or ``aborted`` if any was)
-and the map holding the most samples any planner counted is scored. Per vehicle it keeps the
+The fleet's mission is over when every vehicle's is (``done``, or ``aborted`` if any was:
+:mod:`~poam_ros.planners.fleet_state`) and the map holding the most samples any planner
+counted is scored. Per vehicle it keeps the
 mission state, the goals and the ingest's counts (its ``<ns>/sensor_ingest: samples``
 status on ``/diagnostics``), and tells each samples batch's vehicle by its publisher (the
 DDS writer's gid, matched to the ingest's namespace): every record carries, in ``extra``,
@@ -22,12 +23,11 @@ from geometry_msgs.msg import PoseStamped
 
 from poam_ros import messages as msg
 from poam_ros.diagnostics import DiagnosticsError, IngestStatus, MissionStatus, decode, status_name
-from poam_ros.planners.mission_control import ABORTED, DONE
+from poam_ros.planners.fleet_state import fleet_mission, fleet_state
 from poam_ros.ros import qos
 from poam_ros.ros.mission_monitor import MissionMonitor
 
 FLEET_NAMESPACE = "/fleet"
-ENDED = (DONE, ABORTED)
 
 
 class FleetMonitor(MissionMonitor):
@@ -126,14 +126,7 @@ class FleetMonitor(MissionMonitor):
         self._fleet_state()
 
     def _fleet_state(self) -> None:
-        """The fleet's state: ``done`` (``aborted`` if any vehicle's was) once every vehicle's
-        mission has ended, else the first running vehicle's state; its mission is the
-        vehicle's that counted the most samples."""
-        states = list(self.vehicle_states.values())
-        if all(state in ENDED for state in states):
-            self.mission_state = ABORTED if ABORTED in states else DONE
-        else:
-            self.mission_state = next(state for state in states if state not in ENDED)
-        missions = [mission for mission in self.vehicle_missions.values() if mission]
-        self.mission = max(missions, key=lambda mission: mission.samples_used)
+        """The fleet's state and mission (:mod:`poam_ros.planners.fleet_state`)."""
+        self.mission_state = fleet_state(self.vehicle_states)
+        self.mission = fleet_mission(self.vehicle_missions)
         self._score_ready()
