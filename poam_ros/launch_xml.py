@@ -13,6 +13,10 @@ The subset, with launch_ros's meaning:
   given; an argument not declared is refused); ``<let name value>``;
 - ``<group>`` (its ``<let>`` and pushed namespace stay inside it) and
   ``<push-ros-namespace namespace>``;
+- ``<include file>`` with ``<arg name value>``: the file's nodes with those arguments, under
+  the namespace pushed where it stands (launch_ros also lets the included file see the
+  includer's arguments of the same name: an include that passes every argument the two
+  files share, as fleet.launch.xml's do, means the same to both);
 - ``<node pkg exec name namespace output args>``, with ``<param from>`` (a parameter file),
   ``<param name value>`` and ``<remap from to>``;
 - ``if`` and ``unless`` on ``<node>`` and ``<group>`` (``true``/``false``/``1``/``0``);
@@ -48,6 +52,7 @@ PACKAGE = "poam_ros"
 #: the package's executables (``ros2 run poam_ros <exec>``) and the module each runs
 EXECUTABLES = {
     "simulated_auv": "poam_ros.ros.simulated_auv_node",
+    "fleet_sim": "poam_ros.ros.fleet_sim_node",
     "sensor_ingest": "poam_ros.ros.ingest_node",
     "mapper": "poam_ros.ros.mapper_node",
     "planner": "poam_ros.ros.planner_node",
@@ -61,17 +66,19 @@ WILDCARD_KEY = "/**"  # the key of a <param name value> on a node of unspecified
 
 _ATTRIBUTES = {
     "launch": set(),
-    "arg": {"name", "default", "description"},
+    "arg": {"name", "default", "description", "value"},
     "let": {"name", "value"},
     "group": {"if", "unless"},
+    "include": {"file"},
     "push-ros-namespace": {"namespace"},
     "node": {"pkg", "exec", "name", "namespace", "output", "args", "if", "unless"},
     "param": {"from", "name", "value"},
     "remap": {"from", "to"},
 }
-_CHILDREN = {"launch": {"arg", "let", "group", "push-ros-namespace", "node"},
-             "group": {"let", "group", "push-ros-namespace", "node"},
-             "node": {"param", "remap"}}
+_CHILDREN = {"launch": {"arg", "let", "group", "push-ros-namespace", "node", "include"},
+             "group": {"let", "group", "push-ros-namespace", "node", "include"},
+             "node": {"param", "remap"},
+             "include": {"arg"}}
 _SUBSTITUTION = re.compile(r"\$\(([^()]*)\)")
 _SUBSTITUTIONS = {"var": (1, 1), "find-pkg-share": (1, 1), "env": (1, 2)}
 _TRUTH = {"true": True, "1": True, "false": False, "0": False}
@@ -183,6 +190,16 @@ def expand(path: str | Path, arguments: Mapping[str, str] | None = None) -> list
     return _Expansion(path, dict(arguments or {})).run(root)
 
 
+def _expand_under(path: Path, arguments: dict[str, str],
+                  namespace: str | None) -> list[LaunchNode]:
+    """``<include>``: the nodes of ``path`` with ``arguments``, under ``namespace``."""
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError) as error:
+        raise LaunchError(f"{path}: {error}") from None
+    return _Expansion(path, arguments).run(root, namespace)
+
+
 @dataclass
 class _Scope:
     variables: dict[str, str] = field(default_factory=dict)
@@ -196,9 +213,9 @@ class _Expansion:
         self.path, self.given, self.declared = path, given, set()
         self.nodes: list[LaunchNode] = []
 
-    def run(self, root: ET.Element) -> list[LaunchNode]:
+    def run(self, root: ET.Element, namespace: str | None = None) -> list[LaunchNode]:
         self._check(root)
-        self._children(root, _Scope())
+        self._children(root, _Scope(namespace=namespace))
         unknown = sorted(set(self.given) - self.declared)
         if unknown:
             raise LaunchError(f"{self.path}: no launch argument {', '.join(unknown)} "
@@ -288,9 +305,24 @@ class _Expansion:
                 self._children(element, _Scope(dict(scope.variables), scope.namespace))
             elif element.tag == "node" and self._taken(element, scope):
                 self.nodes.append(self._node(element, scope))
+            elif element.tag == "include":
+                self._include(element, scope)
+
+    def _include(self, element: ET.Element, scope: _Scope) -> None:
+        arguments = {}
+        for child in element:
+            if set(child.attrib) != {"name", "value"}:
+                raise LaunchError(f"{self.path}:<include>: each <arg> takes name and value")
+            arguments[self._attribute(child, "name", scope)] = \
+                self._attribute(child, "value", scope)
+        self.nodes.extend(_expand_under(Path(self._attribute(element, "file", scope)),
+                                        arguments, scope.namespace))
 
     def _argument(self, element: ET.Element, scope: _Scope) -> None:
         name = self._attribute(element, "name", scope)
+        if "value" in element.attrib:
+            raise LaunchError(f"{self.path}:<arg {name}>: value belongs to an <include>'s "
+                              f"<arg>; a declaration takes default")
         self.declared.add(name)
         if name in self.given:
             scope.variables[name] = self.given[name]

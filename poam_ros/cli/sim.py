@@ -46,7 +46,7 @@ def sim(argv) -> int:
         return fail("sim", error)
     try:
         from poam_ros.ros.graph import (
-            CLOCK_SOURCE,
+            CLOCK_SOURCES,
             GraphError,
             GraphOptions,
             run_graph,
@@ -58,20 +58,22 @@ def sim(argv) -> int:
                            f"poam-ros mission")
     options = GraphOptions(mode=args.mode, time_scale=args.time_scale,
                            torch_threads=args.torch_threads, stall_timeout=args.stall_timeout,
-                           record=args.record, view=viewer_parameters(args, setup))
+                           record=args.record, view=viewer_parameters(args, setup),
+                           robots=args.robots)
     logs = args.out / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    effective = write_graph_file(setup, params, options, logs)
+    effective = write_graph_file(setup, params, options, logs, terrain)
     print(f"sim: {describe(setup)}; node logs in {logs}")
-    print_launch(params, effective, args.record is not None, args.view)
+    print_launch(params, effective, args.record is not None, args.view, args.robots)
     with EpochLog(args.out) as log:
         def started(child) -> None:
             print(f"started {child.name} (pid {child.process.pid})", flush=True)
-            if child.name == CLOCK_SOURCE:  # the mission starts with the clock
+            if child.executable in CLOCK_SOURCES:  # the mission starts with the clock
                 print(log.header, flush=True)
 
         try:
-            run = run_graph(setup, terrain, effective, options, logs, log, started)
+            run = run_graph(setup, terrain, effective, options, logs,
+                            epoch_printer(log, args.robots), started, print_state)
         except GraphError as error:
             return fail("sim", error, 1)
     status = 0 if run.outcome == "budget" else INTERRUPTED
@@ -82,16 +84,14 @@ def sim(argv) -> int:
         print("poam-ros sim: stopped before the first map", file=sys.stderr)
         return status or 1
     figure = plot_final_map(run, args.out / "sim.png", setup)
-    if run.monitor.mission is not None:
-        print(f"mission {run.monitor.mission_state}: {run.monitor.mission.reason}")
-    extra = {"outcome": run.outcome, "exit_codes": run.exit_codes,
-             "mission": run.monitor.mission and run.monitor.mission.reason,
-             "goals": run.monitor.goals, "diagnostics": run.monitor.statuses}
+    extra = mission_outcome(run, args.robots)
     if args.record is not None:
         extra["bag"] = describe_bag(args.record)
     if args.compare:
         extra["ros_free"] = compare(setup, run, args.torch_threads)
     report(summarize(run.records, run.wall_time, setup, **extra), args.out, "sim", figure)
+    if args.robots > 1:
+        print_vehicles(extra["vehicles"])
     print_node_counts(run.monitor)
     return status
 
@@ -113,8 +113,76 @@ def _parser() -> ArgumentParser:
     parser.add_argument("--record", type=Path, metavar="BAG",
                         help="record the mission to this bag (a recorder node beside the "
                              "others; its parameters from the file's 'recorder' section)")
+    parser.add_argument("--robots", type=int, default=1, metavar="N",
+                        help="fly N simulated vehicles (/auv0, ...) on the one terrain and "
+                             "clock, from distinct starts (default 1: the single vehicle)")
+    parser.add_argument("--fleet-map", choices=FLEET_MAPS, default="central",
+                        help="with --robots: central, one mapper (/fleet/mapper) fuses every "
+                             "vehicle's samples; distributed, a mapper per vehicle fed over "
+                             "the fleet's links")
     add_view_arguments(parser)
     return parser
+
+
+FLEET_MAPS = ("central", "distributed")
+
+
+def epoch_printer(log, robots: int):
+    """``log`` (an :class:`EpochLog`), and with ``robots`` > 1 after each line the samples of
+    each vehicle that the fleet's map holds."""
+    if robots == 1:
+        return log
+
+    def epoch(record) -> None:
+        log(record)
+        print(f"{'':{log.width}} " + ", ".join(
+            f"{key[len('samples_'):]} {value}" for key, value in record.extra.items()
+            if key.startswith("samples_")), flush=True)
+    return epoch
+
+
+def print_state(namespace: str, state: str, reason: str) -> None:
+    """A fleet's vehicle changed its mission state."""
+    print(f"{namespace}: mission {state}: {reason}", flush=True)
+
+
+def mission_outcome(run, robots: int) -> dict:
+    """Print how the mission ended (the fleet's, with ``robots`` > 1); the summary's
+    outcome, mission, goals, diagnostics and, for a fleet, each vehicle's."""
+    monitor = run.monitor
+    if monitor.mission is not None:
+        print(f"{'fleet ' if robots > 1 else ''}mission {monitor.mission_state}: "
+              f"{monitor.mission.reason}")
+    extra = {"outcome": run.outcome, "exit_codes": run.exit_codes,
+             "mission": monitor.mission and monitor.mission.reason,
+             "goals": monitor.goals, "diagnostics": monitor.statuses}
+    if robots > 1:
+        extra["vehicles"] = vehicle_summaries(monitor)
+    return extra
+
+
+def vehicle_summaries(monitor) -> dict[str, dict]:
+    """Per vehicle of a fleet: its mission's state and reason, its ingest's sample count
+    and its goals."""
+    summaries = {}
+    for namespace in monitor.namespaces:
+        mission, ingest = monitor.vehicle_missions[namespace], monitor.vehicle_ingest(namespace)
+        summaries[namespace] = {
+            "state": monitor.vehicle_states[namespace],
+            "reason": mission.reason if mission else None,
+            "distance_m": mission.distance_m_used if mission else None,
+            "samples": ingest.samples_published if ingest else None,
+            "goals": monitor.vehicle_goals[namespace]}
+    return summaries
+
+
+def print_vehicles(summaries: dict[str, dict]) -> None:
+    """One line per vehicle: its samples, goals, distance and mission state."""
+    for namespace, vehicle in summaries.items():
+        distance = "?" if vehicle["distance_m"] is None else f"{vehicle['distance_m']:.0f}"
+        print(f"{namespace}: {'?' if vehicle['samples'] is None else vehicle['samples']} "
+              f"samples, {len(vehicle['goals'])} goals, {distance} m flown, mission "
+              f"{vehicle['state']}: {vehicle['reason']}")
 
 
 def viewer_parameters(args, setup) -> dict | None:
@@ -154,15 +222,39 @@ def _check_graph_options(args, setup, params: Path) -> None:
         load_model(Path(setup.mapper_node.state_file).expanduser(), device=setup.mapping.device)
     if not args.stall_timeout > 0:
         raise ConfigError(f"--stall-timeout must be > 0 s, got {args.stall_timeout}")
+    _check_fleet_options(args)
     if args.record is not None:
         check_new_bag(args.record)
 
 
-def print_launch(params: Path, effective: Path, record: bool, view: bool = False) -> None:
+def _check_fleet_options(args) -> None:
+    """What a fleet (``--robots`` > 1) flies with: a central map; one vehicle's bag, view and
+    ROS-free comparison are the single vehicle's. Raises ConfigError."""
+    from poam_ros.params import ConfigError
+
+    if args.robots < 1:
+        raise ConfigError(f"--robots must be >= 1, got {args.robots}")
+    if args.robots == 1:
+        return
+    if args.fleet_map != "central":
+        raise ConfigError(f"--fleet-map {args.fleet_map}: not yet; the simulated fleet "
+                          f"shares a central map (--fleet-map central)")
+    given = [option for option, value in (("--record", args.record), ("--view", args.view),
+                                          ("--compare", args.compare)) if value]
+    if given:
+        raise ConfigError(f"{', '.join(given)}: the single vehicle's, not yet with --robots")
+
+
+def print_launch(params: Path, effective: Path, record: bool, view: bool = False,
+                 robots: int = 1) -> None:
     """The launch the graph is, and the values the command line sets otherwise than the
     parameter file (which ``ros2 launch`` with that file alone would not get)."""
     from poam_ros.setup.sim_launch import differences
 
+    if robots > 1:
+        print(f"the graph: {robots} vehicles with a central map, as fleet.launch.xml starts "
+              f"two: ros2 launch poam_ros fleet.launch.xml sim:=true params_file:={effective}")
+        return
     print(f"the graph: ros2 launch poam_ros sim.launch.xml params_file:={effective}"
           + (" record:=true" if record else "") + (" view:=true" if view else ""))
     changed = differences(params, effective, record)
@@ -254,13 +346,21 @@ def compare(setup, run, torch_threads: int | None) -> dict:
 
 
 def print_node_counts(monitor) -> None:
-    """What the ingest and the mapper counted: samples, inducing points, drops, rejections;
+    """What the ingest (a fleet's ingests together) and the mapper counted: samples,
+    inducing points, drops, rejections;
     the soundings not mapped as information, readings lost or late as a warning."""
-    ingest, mapper = monitor.status(IngestStatus), monitor.status(MapperStatus)
-    drops = {reason: n for reason, n in (ingest.dropped if ingest else {}).items() if n}
+    ingests = ([monitor.vehicle_ingest(namespace) for namespace in monitor.namespaces]
+               if hasattr(monitor, "namespaces") else [monitor.status(IngestStatus)])
+    mapper = monitor.status(MapperStatus)
+    drops: dict[str, int] = {}
+    for ingest in filter(None, ingests):  # a fleet's ingests summed
+        for reason, n in ingest.dropped.items():
+            if n:
+                drops[reason] = drops.get(reason, 0) + n
     unmapped = [drops.pop(reason, 0) for reason in (OUTSIDE_WORKSPACE, NO_RETURN)]
-    counted = ("? samples in ? batches" if ingest is None else
-               f"{ingest.samples_published} samples in {ingest.batches_published} batches")
+    counted = ("? samples in ? batches" if None in ingests else
+               f"{sum(i.samples_published for i in ingests)} samples in "
+               f"{sum(i.batches_published for i in ingests)} batches")
     mapped = ("? samples, ? inducing points, ? updates, rejected: none" if mapper is None else
               f"{mapper.samples} samples, {mapper.inducing_points} inducing points, "
               f"{mapper.updates} updates, rejected: {mapper.rejected or 'none'}")

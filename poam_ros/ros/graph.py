@@ -10,6 +10,9 @@ lockstep graph replays :class:`~poam_ros.mission.Mission` and ``ros2 launch poam
 sim.launch.xml params_file:=<out>/logs/parameters.yaml`` starts the same graph. A
 :class:`MissionMonitor` in this process scores every map; the simulated AUV, the clock
 source, starts once the monitor hears the other nodes, so that it misses no batch and no map.
+With ``GraphOptions.robots`` > 1 the graph is a fleet's (:func:`~poam_ros.setup.fleet_launch.
+fleet_nodes`: fleet.launch.xml's for N vehicles, ``fleet_sim`` the clock source) and a
+:class:`~poam_ros.ros.fleet_monitor.FleetMonitor` scores the central map.
 
 The run ends when the planner's mission is done (or aborted) and the map holding its last
 count is scored (:class:`MissionMonitor`), on Ctrl-C or SIGTERM, or with a
@@ -43,8 +46,10 @@ from poam_ros.mapping.epochs import EpochRecord
 from poam_ros.params.files import load_config
 from poam_ros.planners.mission_control import DONE
 from poam_ros.processes import wait_or_kill
+from poam_ros.ros.fleet_monitor import FleetMonitor
 from poam_ros.ros.mission_monitor import MissionMonitor
 from poam_ros.ros.run import StopSignals, init_rclpy
+from poam_ros.setup.fleet_launch import FLEET_SIM, fleet_nodes, vehicle_namespaces, write_fleet_file
 from poam_ros.setup.mission_setup import MissionSetup
 from poam_ros.setup.sim_launch import sim_nodes, write_effective_file
 from poam_ros.setup.truth import survey_fields
@@ -52,6 +57,7 @@ from poam_ros.sim import Terrain
 from poam_ros.sim.multibeam import MultibeamStreamConfig
 
 CLOCK_SOURCE = "simulated_auv"  # the executable that publishes /clock: started last
+CLOCK_SOURCES = (CLOCK_SOURCE, FLEET_SIM)  # the single vehicle's, the fleet's
 RECORDER = "recorder"  # with GraphOptions.record: started first, stopped last
 RECORDER_INTAKE = f"{RECORDER}_intake"  # the recorder's node that holds its subscriptions
 SENSOR_TOPICS = ("/odom", "/sonar/range")  # the simulated AUV's, "/sonar/swath" with multibeam
@@ -77,6 +83,7 @@ class GraphOptions:
     stop_timeout: float = 15.0  # wall s the children get to exit after SIGINT
     record: Path | None = None  # a bag to create: the recorder node records the mission
     view: dict[str, Any] | None = None  # the viewer's parameters: serve the live view
+    robots: int = 1  # vehicles: more than one flies fleet.launch.xml's graph, a central map
 
 
 @dataclass
@@ -97,13 +104,14 @@ def graph_overrides(options: GraphOptions, log_dir: Path) -> dict[str, dict[str,
     setup's values: ``mode``, ``time_scale`` and ``torch_threads`` when given, the mission's
     own crash journal (a killed run never resumes into the next one), the bag and the
     viewer's parameters."""
+    clock = FLEET_SIM if options.robots > 1 else CLOCK_SOURCE
     overrides: dict[str, dict[str, Any]] = {
-        "simulated_auv": {}, "planner": {},
+        clock: {}, "planner": {},
         "mapper": {"journal.path": str(log_dir / "mapper.journal")}}
     if options.mode is not None:
-        overrides["simulated_auv"]["mode"] = overrides["planner"]["mode"] = options.mode
+        overrides[clock]["mode"] = overrides["planner"]["mode"] = options.mode
     if options.time_scale is not None:
-        overrides["simulated_auv"]["time_scale"] = float(options.time_scale)
+        overrides[clock]["time_scale"] = float(options.time_scale)
     if options.torch_threads is not None:
         overrides["mapper"]["torch_threads"] = options.torch_threads
     if options.record is not None:
@@ -157,27 +165,36 @@ class Child:
 
 def start_order(nodes: list[LaunchNode]) -> list[LaunchNode]:
     """The launch file's nodes in its order, the clock source moved last."""
-    return sorted(nodes, key=lambda node: node.executable == CLOCK_SOURCE)
+    return sorted(nodes, key=lambda node: node.executable in CLOCK_SOURCES)
 
 
 def write_graph_file(setup: MissionSetup, params_file: Path, options: GraphOptions,
-                     log_dir: Path) -> Path:
+                     log_dir: Path, terrain: Terrain | None = None) -> Path:
     """The run's effective parameter file, ``<log_dir>/parameters.yaml``: ``params_file``
-    with ``setup``'s values and :func:`graph_overrides` written over it."""
-    return write_effective_file(setup, params_file, log_dir / EFFECTIVE_FILE,
-                                graph_overrides(options, log_dir))
+    with ``setup``'s values and :func:`graph_overrides` written over it (a fleet's, with
+    ``options.robots`` > 1: the vehicles start over ``terrain``)."""
+    overrides = graph_overrides(options, log_dir)
+    if options.robots > 1:
+        return write_fleet_file(setup, params_file, log_dir / EFFECTIVE_FILE, options.robots,
+                                terrain, overrides)
+    return write_effective_file(setup, params_file, log_dir / EFFECTIVE_FILE, overrides)
 
 
 def run_graph(setup: MissionSetup, terrain: Terrain, effective: Path, options: GraphOptions,
               log_dir: Path, on_epoch: Callable[[EpochRecord], None] | None = None,
-              on_start: Callable[[Child], None] | None = None) -> GraphRun:
-    """Run sim.launch.xml's graph with the parameter file ``effective``
+              on_start: Callable[[Child], None] | None = None,
+              on_state: Callable[[str, str, str], None] | None = None) -> GraphRun:
+    """Run sim.launch.xml's graph (fleet.launch.xml's, with ``options.robots`` > 1) with the
+    parameter file ``effective``
     (:func:`write_graph_file`) until the planner's mission ends (or Ctrl-C); see the module
     docstring. ``terrain``: the setup's, which the monitor scores against
     (:func:`~poam_ros.setup.truth.mission_terrain`; the caller's checks have loaded it).
-    ``on_start`` sees each node's process as it starts."""
+    ``on_start`` sees each node's process as it starts; ``on_state(namespace, state,
+    reason)`` each vehicle's change of mission state in a fleet."""
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")  # the monitor's too
-    starts = start_order(sim_nodes(effective, record=options.record is not None,
+    fleet = options.robots > 1
+    starts = start_order(fleet_nodes(effective, options.robots) if fleet else
+                         sim_nodes(effective, record=options.record is not None,
                                    view=options.view is not None))
     recording = _recording(effective) if options.record is not None else None
     if recording is not None:
@@ -199,11 +216,13 @@ def run_graph(setup: MissionSetup, terrain: Terrain, effective: Path, options: G
         start = time.monotonic()
         outcome = "interrupted"
         try:
-            monitor = MissionMonitor(terrain, on_epoch,
-                                     fields=survey_fields(setup, terrain)[0], context=context)
+            fields = survey_fields(setup, terrain)[0]
+            monitor = (FleetMonitor(terrain, vehicle_namespaces(options.robots), on_epoch,
+                                    fields, on_state, context=context) if fleet else
+                       MissionMonitor(terrain, on_epoch, fields=fields, context=context))
             executor.add_node(monitor)
             for node in starts:
-                if node.executable == CLOCK_SOURCE:
+                if node.executable in CLOCK_SOURCES:
                     deadline = time.monotonic() + options.start_timeout
                     _spin_until(lambda: not _not_ready(monitor, recording), executor, children,
                                 stop, lambda: time.monotonic() > deadline and (
@@ -288,8 +307,8 @@ def stop_in_stages(children: list[Child], timeout: float) -> dict[str, int | str
     they publish until they are gone). A stage starts once the one before has exited, so
     that no node tears down its DDS endpoints while its peers tear down theirs. The exit
     status of each child, "killed" for one that had to be."""
-    stages = ([c for c in children if c.executable == CLOCK_SOURCE],
-              [c for c in children if c.executable not in (CLOCK_SOURCE, RECORDER)],
+    stages = ([c for c in children if c.executable in CLOCK_SOURCES],
+              [c for c in children if c.executable not in (*CLOCK_SOURCES, RECORDER)],
               [c for c in children if c.executable == RECORDER])
     codes: dict[str, int | str] = {}
     for stage in stages:

@@ -29,11 +29,9 @@ import time
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
-from nav_msgs.msg import Odometry, Path
+from nav_msgs.msg import Path
 from rclpy.clock import Clock, ClockType
 from rosgraph_msgs.msg import Clock as ClockMsg
-from sensor_msgs.msg import PointCloud2, Range, Temperature
-from std_msgs.msg import Header
 
 from poam_ros import messages as msg
 from poam_ros.diagnostics import SimulatorStatus
@@ -44,25 +42,15 @@ from poam_ros.ros import qos
 from poam_ros.ros.node_status import node_status, status_array
 from poam_ros.ros.parameters import add_config_callback, declare_config
 from poam_ros.ros.run import StartingNode, run_node
+from poam_ros.ros.vehicle_topics import VehicleTopics
 from poam_ros.setup.terrain import TerrainConfig, terrain_from_config
-from poam_ros.sim.multibeam import MultibeamSonar, MultibeamStreamConfig
-from poam_ros.sim.simulated_auv import (
-    Odom,
-    Ping,
-    Reading,
-    SimulatedAuv,
-    SimulatedAuvConfig,
-    Sounding,
-)
-from poam_ros.sim.simulator import SurveySimulator
+from poam_ros.sim.fleet import build_auv
+from poam_ros.sim.multibeam import MultibeamStreamConfig
+from poam_ros.sim.simulated_auv import SimulatedAuvConfig
 from poam_ros.sim.sonar import SonarConfig
 from poam_ros.sim.terrain import TerrainError
 from poam_ros.sim.vehicle import VehicleConfig
-from poam_ros.sim.water_temperature import (
-    WaterTemperature,
-    WaterTemperatureConfig,
-    temperature_sensor,
-)
+from poam_ros.sim.water_temperature import WaterTemperatureConfig
 
 DIAGNOSTICS_PERIOD = 1.0  # s, wall
 # Parameters that cannot change once the simulator is built.
@@ -88,32 +76,18 @@ class SimulatedAuvNode(StartingNode):
         self.temperature_config = declare_config(self, WaterTemperatureConfig, "temperature",
                                                  read_only=_all(WaterTemperatureConfig))
         add_config_callback(self, SimulatedAuvConfig, self._reconfigure)
-        self.sonar_config = sonar
         try:  # a terrain file that cannot be read, a start off the terrain, a sonar too short
             terrain = terrain_from_config(terrain_config, GeoReference.from_config(geo))
-            simulator = SurveySimulator(terrain, vehicle, sonar, seed=self.config.seed,
-                                        start_pose=self.config.start_pose or None)
-            multibeam = None
-            if swath.enabled:
-                # Its own noise stream: switching it on leaves the echo sounder's unchanged.
-                rng = np.random.default_rng(np.random.SeedSequence(self.config.seed,
-                                                                   spawn_key=(1,)))
-                multibeam = MultibeamSonar(terrain, swath.sonar_config(),
-                                           simulator.height.constant, rng)
+            self.auv = build_auv(terrain, vehicle, sonar, swath, self.temperature_config,
+                                 self.config.seed, self.config.start_pose or None,
+                                 self.config.mode)
         except ValueError as error:
             raise ConfigError(str(error)) from error
-        sensors = ([temperature_sensor(WaterTemperature(terrain, self.temperature_config),
-                                       self.config.seed)]
-                   if self.temperature_config.enabled else [])
-        self.auv = SimulatedAuv(simulator, self.config.mode, multibeam, swath.rate, sensors)
-
+        multibeam, sensors = self.auv.multibeam, self.auv.sensors
         self._clock_pub = self.create_publisher(ClockMsg, "/clock", qos.CLOCK)
-        self._odom_pub = self.create_publisher(Odometry, "odom", qos.SENSORS)
-        self._range_pub = self.create_publisher(Range, "sonar/range", qos.SENSORS)
-        self._swath_pub = (self.create_publisher(PointCloud2, "sonar/swath", qos.SENSORS)
-                           if multibeam else None)
-        self._temperature_pub = (self.create_publisher(Temperature, "temperature", qos.SENSORS)
-                                 if sensors else None)
+        self.topics = VehicleTopics(self, "", self.config, sonar,
+                                    self.temperature_config.noise_std if sensors else None,
+                                    multibeam is not None)
         self._diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics",
                                                       qos.DIAGNOSTICS)
         self.create_subscription(Path, "plan", self._on_plan, qos.LATCHED)
@@ -125,7 +99,6 @@ class SimulatedAuvNode(StartingNode):
         self._last_clock_wall = -float("inf")
         self.plans_refused = 0
         self.waiting_for: list[str] = []
-        self._complete: dict[str, int] = {}  # topic -> matched subscribers when found complete
         self.create_timer(1.0 / self.config.publish_rate, self._tick, clock=steady)
         self.create_timer(DIAGNOSTICS_PERIOD, self._publish_diagnostics, clock=steady)
         self.get_logger().info(
@@ -158,35 +131,11 @@ class SimulatedAuvNode(StartingNode):
         self.plans_refused += 1
         self.warn_throttled("plan", f"plan refused, the vehicle keeps its current one: {reason}")
 
-    def _subscribers_missing(self) -> list[str]:
-        """Sensor topics that a node of ``hold_for`` does not subscribe to yet.
-
-        A subscriber counts once the graph names its node and the publisher has matched
-        every subscription the graph knows (names come with discovery, matching separately).
-        A topic found complete is asked again only when its number of matched subscribers
-        changes: a graph query costs about 80 µs, the count about 2 µs.
-        """
-        publishers = [publisher for publisher in (self._odom_pub, self._range_pub,
-                                                  self._swath_pub, self._temperature_pub)
-                      if publisher is not None]
-        missing = []
-        for publisher in publishers:
-            topic, count = publisher.topic_name, publisher.get_subscription_count()
-            if self._complete.get(topic) != count:
-                self._complete.pop(topic, None)
-                endpoints = self.get_subscriptions_info_by_topic(topic)
-                names = [(e.node_namespace, e.node_name) for e in endpoints]
-                if count < len(endpoints) or missing_nodes(self.config.hold_for, names):
-                    missing.append(topic)
-                else:
-                    self._complete[topic] = count
-        return missing
-
     def _tick(self) -> None:
         now = time.monotonic()
         elapsed, self._last_tick = now - self._last_tick, now
         config, auv = self.config, self.auv
-        self.waiting_for = (self._subscribers_missing()
+        self.waiting_for = (self.topics.subscribers_missing(config.hold_for)
                             if config.mode == "lockstep" and config.hold_for else [])
         if self.waiting_for:
             self._target = auv.time
@@ -202,7 +151,7 @@ class SimulatedAuvNode(StartingNode):
         if auv.holding and config.mode == "lockstep":
             self._target = auv.time
         for event in events:
-            self._publish(event)
+            self.topics.publish(event)
         if auv.last_failure:
             self.warn_throttled("failure", f"plan abandoned: {auv.last_failure}")
             auv.last_failure = None
@@ -212,28 +161,6 @@ class SimulatedAuvNode(StartingNode):
         if auv.time != self._published_clock or now - self._last_clock_wall >= 1.0:
             self._clock_pub.publish(cv.clock_from_seconds(auv.time))
             self._published_clock, self._last_clock_wall = auv.time, now
-
-    def _publish(self, event) -> None:
-        config = self.config
-        if isinstance(event, Odom):
-            header = Header(frame_id=config.world_frame, stamp=cv.seconds_to_time(event.t))
-            self._odom_pub.publish(cv.odometry_from_state(
-                header, config.base_frame, (event.x, event.y), event.yaw, event.speed,
-                event.yaw_rate, z=event.z, roll=event.roll, pitch=event.pitch))
-        elif isinstance(event, Sounding):
-            header = Header(frame_id=config.sonar_frame, stamp=cv.seconds_to_time(event.t))
-            sonar = self.sonar_config
-            self._range_pub.publish(cv.range_from_reading(
-                header, event.range, min_range=sonar.min_range, max_range=sonar.max_range,
-                field_of_view=0.0, variance=sonar.noise_std ** 2))
-        elif isinstance(event, Ping) and self._swath_pub is not None:
-            header = Header(frame_id=config.sonar_frame, stamp=cv.seconds_to_time(event.t))
-            swath = event.swath
-            self._swath_pub.publish(cv.points_to_cloud(header, swath.points_sensor[swath.valid]))
-        elif isinstance(event, Reading) and self._temperature_pub is not None:
-            header = Header(frame_id=config.base_frame, stamp=cv.seconds_to_time(event.t))
-            self._temperature_pub.publish(cv.temperature_from_reading(
-                header, event.value, variance=self.temperature_config.noise_std ** 2))
 
     def _publish_diagnostics(self) -> None:
         auv = self.auv
@@ -255,14 +182,6 @@ class SimulatedAuvNode(StartingNode):
         # stamped with the simulation's time: this node's clock is the /clock it publishes
         self._diagnostics_pub.publish(status_array(self, [node_status(self, level, message,
                                                                       record)], auv.time))
-
-
-def missing_nodes(required: list[str], subscribers: list[tuple[str, str]]) -> list[str]:
-    """The names in ``required`` that no (namespace, name) in ``subscribers`` matches: a plain
-    name matches in any namespace, one starting with / only the fully qualified name."""
-    plain = {name for _, name in subscribers}
-    qualified = {f"{namespace.rstrip('/')}/{name}" for namespace, name in subscribers}
-    return [n for n in required if n not in (qualified if n.startswith("/") else plain)]
 
 
 def _all(config_cls) -> list[str]:

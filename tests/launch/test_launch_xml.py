@@ -120,6 +120,35 @@ def test_every_supported_element_attribute_and_substitution(tmp_path, monkeypatc
         "params": str(params), "flag": "false"})] == ["mapper", "never", "ingest"]
 
 
+def test_an_include_starts_the_file_s_nodes_with_its_arguments_under_the_namespace(tmp_path):
+    """launch_ros's <include>: the included file's arguments are the <arg>s given (its
+    defaults for the rest, none of the includer's), its nodes under the pushed namespace."""
+    inner = write(tmp_path, """\
+        <launch>
+          <arg name="name" default="ingest"/>
+          <arg name="prefix" default=""/>
+          <node pkg="poam_ros" exec="sensor_ingest" name="$(var name)" namespace="inner">
+            <remap from="samples" to="$(var prefix)samples"/>
+          </node>
+        </launch>""", "inner.launch.xml")
+    outer = write(tmp_path, f"""\
+        <launch>
+          <arg name="prefix" default="/outer/"/>
+          <group>
+            <push-ros-namespace namespace="auv3"/>
+            <include file="{inner}"><arg name="name" value="i$(var prefix)"/></include>
+          </group>
+          <include file="{inner}"/>
+        </launch>""", "outer.launch.xml")
+    first, second = expand(outer)
+    assert (first.fqn, first.name, first.remaps) == ("/auv3/inner/i/outer/", "i/outer/",
+                                                     (("samples", "samples"),))
+    assert (second.fqn, second.remaps) == ("/inner/ingest", (("samples", "samples"),))
+    with pytest.raises(LaunchError, match="no launch argument nope"):
+        expand(write(tmp_path, f'<launch><include file="{inner}"><arg name="nope" value="1"/>'
+                               f'</include></launch>', "bad.launch.xml"))
+
+
 def test_an_unspecified_namespace_keys_inline_values_for_every_node(tmp_path):
     nodes = expand(write(tmp_path, """
         <launch><node pkg="poam_ros" exec="mapper" name="mapper">
@@ -129,7 +158,10 @@ def test_an_unspecified_namespace_keys_inline_values_for_every_node(tmp_path):
 
 
 @pytest.mark.parametrize("body, message", [
-    ('<include file="x.launch.xml"/>', "<include> in <launch>: element not understood"),
+    ('<timer period="1.0"/>', "<timer> in <launch>: element not understood"),
+    ('<include file="x.launch.xml"><arg name="a" default="1"/></include>',
+     "each <arg> takes name and value"),
+    ('<arg name="given" value="1"/>', "value belongs to an <include>'s <arg>"),
     ('<node pkg="poam_ros" exec="mapper" name="m" respawn="true"/>',
      "attribute respawn not understood"),
     ('<node pkg="poam_ros" exec="mapper" name="m" if="$(var flag)"><env name="A" value="1"/>'

@@ -21,7 +21,8 @@ from std_msgs.msg import Header  # noqa: E402
 
 from poam_ros import messages as msg  # noqa: E402
 from poam_ros.ros import conversions as cv  # noqa: E402
-from poam_ros.ros.simulated_auv_node import SimulatedAuvNode, missing_nodes  # noqa: E402
+from poam_ros.ros.simulated_auv_node import SimulatedAuvNode  # noqa: E402
+from poam_ros.ros.vehicle_topics import missing_nodes  # noqa: E402
 from poam_ros.sim.default_terrain import default_terrain  # noqa: E402
 from poam_ros.sim.simulator import SurveySimulator  # noqa: E402
 

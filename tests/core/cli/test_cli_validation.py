@@ -86,7 +86,7 @@ def graph(monkeypatch):
     """``poam_ros.ros.graph`` whose run_graph fails at once (no rclpy needed), recording that
     the command got as far as starting the graph."""
     module = ModuleType("poam_ros.ros.graph")
-    module.CLOCK_SOURCE, module.started = "simulated_auv", []
+    module.CLOCK_SOURCES, module.started = ("simulated_auv", "fleet_sim"), []
 
     class GraphError(RuntimeError):
         pass
@@ -97,7 +97,7 @@ def graph(monkeypatch):
 
     module.GraphError, module.run_graph = GraphError, run_graph
     module.GraphOptions = lambda **options: options
-    module.write_graph_file = lambda setup, params, options, logs: params
+    module.write_graph_file = lambda setup, params, options, logs, terrain=None: params
     monkeypatch.setitem(sys.modules, "poam_ros.ros.graph", module)
     return module
 
@@ -110,6 +110,9 @@ def graph(monkeypatch):
     (["--torch-threads", "-2"], "MapperSettings.torch_threads must be >= 0, got -2"),
     (["--stall-timeout", "0"], "--stall-timeout must be > 0 s, got 0.0"),
     (["--record", "."], ". exists already; a bag is never overwritten"),
+    (["--robots", "0"], "--robots must be >= 1, got 0"),
+    (["--robots", "2", "--fleet-map", "distributed"], "--fleet-map distributed: not yet"),
+    (["--robots", "2", "--compare"], "--compare: the single vehicle's, not yet with --robots"),
 ])
 def test_sim_checks_everything_before_a_node_starts(tmp_path, small_parameter_file, graph,
                                                     capsys, monkeypatch, args, message):
@@ -149,7 +152,7 @@ def test_sim_starts_the_graph_with_good_options(tmp_path, small_parameter_file, 
     assert capsys.readouterr().err == "poam-ros sim: the graph was started\n"
     [(setup, _terrain, params, options, *_)] = graph.started
     assert options == {"mode": "realtime", "time_scale": 0.0, "torch_threads": 1,
-                       "stall_timeout": 600.0, "record": None, "view": None}
+                       "stall_timeout": 600.0, "record": None, "view": None, "robots": 1}
 
 
 @pytest.mark.parametrize("args, message", [

@@ -1,0 +1,32 @@
+"""A fleet's mission state from its vehicles' (no ROS): the rule ``poam-ros sim --robots N``
+ends the fleet's mission by.
+
+Each vehicle's planner runs its own mission (:mod:`poam_ros.planners.mission_control`). The
+fleet's mission has ended once every vehicle's has: ``done``, or ``aborted`` if any vehicle's
+was; until then it is in the state of its first vehicle still running (in the vehicles'
+order). Its figures are those of the vehicle that counted the most samples: in a fleet with a
+central map every planner counts that one map's samples, so the fleet's map must hold them.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from poam_ros.diagnostics import MissionStatus
+from poam_ros.planners.mission_control import ABORTED, DONE, IDLE
+
+ENDED = (DONE, ABORTED)
+
+
+def fleet_state(states: Mapping[str, str]) -> str:
+    """The fleet's state from each vehicle's (vehicle -> state; "" before it said one)."""
+    values = list(states.values())
+    if values and all(state in ENDED for state in values):
+        return ABORTED if ABORTED in values else DONE
+    return next((state for state in values if state not in ENDED and state), IDLE)
+
+
+def fleet_mission(missions: Mapping[str, MissionStatus | None]) -> MissionStatus | None:
+    """The vehicles' mission status that counted the most samples; None before any came."""
+    known = [mission for mission in missions.values() if mission is not None]
+    return max(known, key=lambda mission: mission.samples_used) if known else None

@@ -1,0 +1,94 @@
+"""One simulated vehicle's sensor topics on a node: its events as messages, and whether the
+nodes that must hear it subscribe yet.
+
+:class:`VehicleTopics` publishes a :class:`~poam_ros.sim.simulated_auv.SimulatedAuv`'s
+events under a prefix (``odom``, ``sonar/range``, ``sonar/swath``, ``temperature``; the
+prefix ``/auv1/`` puts them under ``/auv1``), each stamped with its simulated time, so that
+the fleet simulator publishes every vehicle as the single vehicle's node publishes its own.
+"""
+
+from __future__ import annotations
+
+from nav_msgs.msg import Odometry
+from rclpy.node import Node
+from sensor_msgs.msg import PointCloud2, Range, Temperature
+from std_msgs.msg import Header
+
+from poam_ros.ros import conversions as cv
+from poam_ros.ros import qos
+from poam_ros.sim.simulated_auv import Odom, Ping, Reading, SimulatedAuvConfig, Sounding
+from poam_ros.sim.sonar import SonarConfig
+
+
+class VehicleTopics:
+    """The sensor publishers of one vehicle on ``node``, topics under ``prefix`` ("" or
+    ``/auv1/``); ``swath`` and ``temperature`` say whether it has those sensors."""
+
+    def __init__(self, node: Node, prefix: str, config: SimulatedAuvConfig,
+                 sonar: SonarConfig, temperature_std: float | None, swath: bool) -> None:
+        self._node, self.config, self._sonar = node, config, sonar
+        self._temperature_variance = None if temperature_std is None else temperature_std ** 2
+        self.odom = node.create_publisher(Odometry, f"{prefix}odom", qos.SENSORS)
+        self.range = node.create_publisher(Range, f"{prefix}sonar/range", qos.SENSORS)
+        self.swath = (node.create_publisher(PointCloud2, f"{prefix}sonar/swath", qos.SENSORS)
+                      if swath else None)
+        self.temperature = (node.create_publisher(Temperature, f"{prefix}temperature",
+                                                  qos.SENSORS)
+                            if temperature_std is not None else None)
+        self._complete: dict[str, int] = {}  # topic -> matched subscribers when found complete
+
+    def publish(self, event) -> None:
+        """``event`` as its message, stamped with its time ``event.t``."""
+        config = self.config
+        stamp = cv.seconds_to_time(event.t)
+        if isinstance(event, Odom):
+            header = Header(frame_id=config.world_frame, stamp=stamp)
+            self.odom.publish(cv.odometry_from_state(
+                header, config.base_frame, (event.x, event.y), event.yaw, event.speed,
+                event.yaw_rate, z=event.z, roll=event.roll, pitch=event.pitch))
+        elif isinstance(event, Sounding):
+            sonar = self._sonar
+            self.range.publish(cv.range_from_reading(
+                Header(frame_id=config.sonar_frame, stamp=stamp), event.range,
+                min_range=sonar.min_range, max_range=sonar.max_range, field_of_view=0.0,
+                variance=sonar.noise_std ** 2))
+        elif isinstance(event, Ping) and self.swath is not None:
+            swath = event.swath
+            self.swath.publish(cv.points_to_cloud(Header(frame_id=config.sonar_frame,
+                                                         stamp=stamp),
+                                                  swath.points_sensor[swath.valid]))
+        elif isinstance(event, Reading) and self.temperature is not None:
+            self.temperature.publish(cv.temperature_from_reading(
+                Header(frame_id=config.base_frame, stamp=stamp), event.value,
+                variance=self._temperature_variance))
+
+    def subscribers_missing(self, hold_for: list[str]) -> list[str]:
+        """This vehicle's sensor topics that a node of ``hold_for`` does not subscribe to yet.
+
+        A subscriber counts once the graph names its node and the publisher has matched
+        every subscription the graph knows (names come with discovery, matching separately).
+        A topic found complete is asked again only when its number of matched subscribers
+        changes: a graph query costs about 80 µs, the count about 2 µs.
+        """
+        missing = []
+        for publisher in (self.odom, self.range, self.swath, self.temperature):
+            if publisher is None:
+                continue
+            topic, count = publisher.topic_name, publisher.get_subscription_count()
+            if self._complete.get(topic) != count:
+                self._complete.pop(topic, None)
+                endpoints = self._node.get_subscriptions_info_by_topic(topic)
+                names = [(e.node_namespace, e.node_name) for e in endpoints]
+                if count < len(endpoints) or missing_nodes(hold_for, names):
+                    missing.append(topic)
+                else:
+                    self._complete[topic] = count
+        return missing
+
+
+def missing_nodes(required: list[str], subscribers: list[tuple[str, str]]) -> list[str]:
+    """The names in ``required`` that no (namespace, name) in ``subscribers`` matches: a plain
+    name matches in any namespace, one starting with / only the fully qualified name."""
+    plain = {name for _, name in subscribers}
+    qualified = {f"{namespace.rstrip('/')}/{name}" for namespace, name in subscribers}
+    return [n for n in required if n not in (qualified if n.startswith("/") else plain)]

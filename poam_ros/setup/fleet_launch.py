@@ -1,0 +1,111 @@
+"""The simulated fleet's graph as ``launch/fleet.launch.xml`` describes it, for N vehicles.
+
+``ros2 launch poam_ros fleet.launch.xml sim:=true`` starts the simulated fleet of two: the
+``fleet_sim`` node (every vehicle on one terrain, one ``/clock``), the central mapper
+``/fleet/mapper`` and, per vehicle, the stack of ``robot.launch.xml`` in ``/auv<k>``
+(sensor ingest and planner; the ingest publishes on ``/fleet/samples``, the planner reads
+``/fleet/map`` and asks ``/fleet/uncertainty/query``). Launch XML cannot loop, so
+:func:`fleet_nodes` builds the same graph for N vehicles: the file's fleet nodes, and per
+vehicle the include the file makes for ``/auv0`` and ``/auv1``.
+
+:func:`write_fleet_file` is the fleet's effective parameter file (as
+:func:`~poam_ros.setup.sim_launch.write_effective_file` is the single vehicle's): the
+setup's values for every node, and what makes a fleet of them:
+
+* ``/**/fleet_sim``: the simulated AUV's parameters (one terrain, vehicle and sonar for all),
+  the number of vehicles and their start poses, spread over the workspace and drawn from the
+  simulator's seed (:func:`~poam_ros.sim.fleet.fleet_start_poses`);
+* ``/**/planner``: ``mapper_name: /fleet/mapper``, and the fleet's sample budget: every
+  planner counts the samples of the one shared map, so each gets ``mission.max_samples``
+  summed over the vehicles, and all of them end at the map that holds the fleet's budget;
+* ``/<ns>/planner``: each vehicle's own planner seed (spawned from the mission's planner
+  seed: no two vehicles draw the same candidates).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from poam_ros.launch_xml import LaunchNode, expand, launch_file
+from poam_ros.params.files import (
+    PARAMETERS_KEY,
+    dump_parameters,
+    load_parameter_tree,
+    nest_parameters,
+    parameter_table,
+    parameters_for,
+)
+from poam_ros.setup.mission_setup import MissionSetup
+from poam_ros.setup.sim_launch import write_effective_file
+from poam_ros.sim.fleet import FleetConfig, fleet_start_poses, vehicle_seeds
+from poam_ros.sim.terrain import Terrain
+from poam_ros.workspace import Workspace
+
+FLEET_LAUNCH = "fleet.launch.xml"
+ROBOT_LAUNCH = "robot.launch.xml"
+FLEET_NAMESPACE = "/fleet"  # the central mapper's, and its topics'
+CENTRAL_MAPPER = f"{FLEET_NAMESPACE}/mapper"
+FLEET_SIM = "fleet_sim"
+#: the sections of a fleet's effective file keyed /**/<node>
+SECTIONS = (FLEET_SIM, "sensor_ingest", "mapper", "planner", "mission")
+
+
+def vehicle_namespaces(robots: int) -> list[str]:
+    """``/auv0``, ... ``/auv<robots - 1>``: the fleet's vehicles, as fleet_sim names them."""
+    return FleetConfig(vehicles=robots).namespaces()
+
+
+def fleet_nodes(params_file: str | Path, robots: int, central: bool = True) -> list[LaunchNode]:
+    """The nodes of the simulated fleet of ``robots`` vehicles, each configured by
+    ``params_file``: fleet.launch.xml's with ``sim:=true`` (``central_map:=`` ``central``)
+    for two. Without a central map each vehicle has its own mapper, as robot.launch.xml
+    starts it (the fleet's links, which feed it the teammates' samples, go beside)."""
+    file = str(params_file)
+    fleet = [node for node in expand(launch_file(FLEET_LAUNCH), {
+        "params_file": file, "sim": "true", "central_map": "true" if central else "false"})
+             if node.namespace in ("", FLEET_NAMESPACE)]
+    shared = {"mapper": "false", "map_prefix": f"{FLEET_NAMESPACE}/"} if central else {}
+    for namespace in vehicle_namespaces(robots):
+        fleet += expand(launch_file(ROBOT_LAUNCH), {
+            "namespace": namespace.strip("/"), "params_file": file, "use_sim_time": "true",
+            **shared})
+    return fleet
+
+
+def write_fleet_file(setup: MissionSetup, params_file: str | Path, path: str | Path,
+                     robots: int, terrain: Terrain,
+                     overrides: Mapping[str, Mapping[str, Any]] | None = None) -> Path:
+    """The fleet's effective parameter file at ``path`` (see the module docstring):
+    ``params_file``'s sections for the nodes, ``setup``'s values over them, the fleet's,
+    then ``overrides`` (node -> {dotted name: value}; ``fleet_sim`` for the simulator)."""
+    overrides = {node: dict(values) for node, values in (overrides or {}).items()}
+    single = write_effective_file(setup, params_file, path, overrides)  # the setup's values
+    # the user's file for its fleet_sim section, the setup's over it for the rest
+    table = parameter_table([(params_file, load_parameter_tree(params_file)),
+                             (single, load_parameter_tree(single))])
+    values = {node: parameters_for(table, node) for node in SECTIONS}
+    values[FLEET_SIM] = {**parameters_for(table, "simulated_auv"), **values[FLEET_SIM],
+                         **setup.node_parameters("simulated_auv")}
+    del values[FLEET_SIM]["start_pose"]  # the single vehicle's: each has its own here
+    workspace = Workspace.from_config(setup.workspace)
+    poses = fleet_start_poses(workspace.bounds, robots, values[FLEET_SIM]["seed"],
+                              lambda xy: terrain.contains(xy) & workspace.contains(xy))
+    values[FLEET_SIM].update({"fleet.vehicles": robots,
+                              "fleet.start_poses": [float(v) for v in np.ravel(poses)]})
+    values["sensor_ingest"]["float64_samples"] = True  # as sim.launch.xml gives it
+    planner = values["planner"]
+    planner.update({"mapper_name": CENTRAL_MAPPER,
+                    "mission.max_samples": robots * setup.mission_control.max_samples})
+    for node in SECTIONS:
+        values[node].update(overrides.get(node, {}))
+    tree: dict[str, Any] = {f"/**/{node}": {PARAMETERS_KEY: nest_parameters(values[node])}
+                            for node in SECTIONS if values[node]}
+    for namespace, seed in zip(vehicle_namespaces(robots),
+                               vehicle_seeds(planner["seed"], robots)):
+        tree[f"{namespace}/planner"] = {PARAMETERS_KEY: {"seed": seed}}
+    path = Path(path)
+    path.write_text(dump_parameters(tree))
+    return path

@@ -1,0 +1,69 @@
+"""fleet.launch.xml and the simulated fleet's graph: ``poam-ros sim --robots N`` starts for
+two vehicles exactly the nodes the file starts with ``sim:=true``, every vehicle's stack in
+its namespace talking to the central mapper; the fleet's effective file gives each vehicle
+its own start and planner seed and every planner the fleet's budget."""
+
+import numpy as np
+
+from poam_ros.launch_xml import expand, launch_file
+from poam_ros.params.files import load_node_parameters
+from poam_ros.setup.fleet_launch import (
+    CENTRAL_MAPPER,
+    fleet_nodes,
+    vehicle_namespaces,
+    write_fleet_file,
+)
+from poam_ros.setup.mission_setup import MissionSetup, default_parameter_file
+from poam_ros.setup.truth import mission_terrain
+from poam_ros.workspace import Workspace
+
+
+def test_two_robots_are_the_launch_file_s_graph():
+    params = str(default_parameter_file())
+    for central in (True, False):
+        assert fleet_nodes(params, 2, central) == expand(launch_file("fleet.launch.xml"), {
+            "params_file": params, "sim": "true", "central_map": str(central).lower()})
+    assert [node.fqn for node in fleet_nodes(params, 2, central=False)] == [
+        "/fleet_sim", "/auv0/sensor_ingest", "/auv0/mapper", "/auv0/planner",
+        "/auv1/sensor_ingest", "/auv1/mapper", "/auv1/planner"]
+
+
+def test_every_vehicle_talks_to_the_central_mapper_only():
+    nodes = fleet_nodes("p.yaml", 3)
+    assert [node.fqn for node in nodes] == [
+        "/fleet_sim", CENTRAL_MAPPER, "/auv0/sensor_ingest", "/auv0/planner",
+        "/auv1/sensor_ingest", "/auv1/planner", "/auv2/sensor_ingest", "/auv2/planner"]
+    for node in nodes[2:]:
+        remaps = dict(node.remaps)
+        if node.name == "sensor_ingest":
+            assert remaps["samples"] == "/fleet/samples" and remaps["odom"] == "odom"
+        else:
+            assert remaps["map"] == "/fleet/map"
+            assert remaps["uncertainty/query"] == "/fleet/uncertainty/query"
+            assert remaps["uncertainty/response"] == "/fleet/uncertainty/response"
+        assert ("use_sim_time", "true") in [(getattr(p, "name", None), getattr(p, "value", None))
+                                            for p in node.parameters]
+
+
+def test_the_fleet_file_gives_each_vehicle_its_own_start_and_seed(tmp_path):
+    params = default_parameter_file()
+    setup = MissionSetup.from_file(params)
+    terrain = mission_terrain(setup)
+    path = write_fleet_file(setup, params, tmp_path / "fleet.yaml", 3, terrain,
+                            {"fleet_sim": {"time_scale": 5.0}})
+    simulator = load_node_parameters(path, "/fleet_sim")
+    assert simulator["fleet.vehicles"] == 3 and simulator["time_scale"] == 5.0
+    assert "start_pose" not in simulator
+    poses = np.reshape(simulator["fleet.start_poses"], (3, 3))
+    workspace = Workspace.from_config(setup.workspace)
+    assert workspace.contains(poses[:, :2]).all() and terrain.contains(poses[:, :2]).all()
+    assert len({tuple(pose) for pose in poses.tolist()}) == 3
+    planners = [load_node_parameters(path, f"{namespace}/planner")
+                for namespace in vehicle_namespaces(3)]
+    assert len({planner["seed"] for planner in planners}) == 3
+    for planner in planners:
+        assert planner["mapper_name"] == CENTRAL_MAPPER
+        assert planner["mission.max_samples"] == 3 * setup.mission_control.max_samples
+    assert load_node_parameters(path, "/auv1/sensor_ingest")["float64_samples"] is True
+    assert load_node_parameters(path, CENTRAL_MAPPER)["mapping.seed"] == \
+        setup.node_parameters("mapper")["mapping.seed"]

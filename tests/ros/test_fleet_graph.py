@@ -1,0 +1,138 @@
+"""``poam-ros sim --robots 2`` over real DDS: two simulated vehicles in /auv0 and /auv1 on one
+domain, one clock, one central mapper, flown in lockstep to a small fleet budget, while an
+independent probe in this process tells each samples batch's ingest by its publisher: each
+ingest maps its own vehicle's soundings only, the central mapper holds both vehicles'
+samples, none twice, and the shared map's count is the vehicles' counts summed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip("rclpy", exc_type=ModuleNotFoundError)
+
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from graph_helpers import RUN_LIMIT, finish, poam_ros_sim  # noqa: E402
+from nav_msgs.msg import Odometry  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from sensor_msgs.msg import PointCloud2  # noqa: E402
+
+from poam_ros import messages as msg  # noqa: E402
+from poam_ros.diagnostics import IngestStatus, MapperStatus  # noqa: E402
+from poam_ros.ros import qos  # noqa: E402
+
+BUDGET = 700  # samples per vehicle: the fleet's 1400 is both pilot surveys and a few goals
+VEHICLES = ("/auv0", "/auv1")
+# m: a sample lies on its vehicle's odometry track (between two poses the probe heard; it
+# may miss a few on a busy machine)
+TRACK_TOLERANCE = 3.0
+
+
+class FleetProbe:
+    """Each vehicle's odometry positions, the samples on /fleet/samples by the namespace of
+    the node that published them, and the newest status per name."""
+
+    def __init__(self, node) -> None:
+        self.node = node
+        self.tracks: dict[str, list[tuple[float, float]]] = {ns: [] for ns in VEHICLES}
+        self.batches: dict[str, list[np.ndarray]] = {}
+        self.statuses: dict[str, object] = {}
+        for namespace in VEHICLES:
+            node.create_subscription(Odometry, f"{namespace}/odom",
+                                     lambda m, ns=namespace: self.tracks[ns].append(
+                                         (m.pose.pose.position.x, m.pose.pose.position.y)),
+                                     qos.ODOMETRY)
+        node.create_subscription(PointCloud2, "/fleet/samples", self._on_samples, qos.SAMPLES)
+        node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics,
+                                 qos.DIAGNOSTICS)
+
+    def _on_samples(self, message, info) -> None:
+        gid = bytes(info["publisher_gid"]["data"])
+        publisher = next((endpoint.node_namespace for endpoint in
+                          self.node.get_publishers_info_by_topic("/fleet/samples")
+                          if bytes(endpoint.endpoint_gid) == gid), "unknown")
+        xy, z = msg.cloud_to_samples(message)
+        self.batches.setdefault(publisher, []).append(np.column_stack([xy, z]))
+
+    def _on_diagnostics(self, message) -> None:
+        for status in message.status:
+            record = msg.status_record(status)
+            if record is not None:
+                self.statuses[status.name] = record
+
+    def samples(self, namespace: str) -> np.ndarray:
+        return np.vstack(self.batches.get(namespace, [np.empty((0, 3))]))
+
+
+@pytest.fixture(scope="module")
+def fleet(ros_context, tmp_path_factory, small_parameter_file):
+    from rclpy.node import Node
+
+    out = tmp_path_factory.mktemp("fleet") / "out"
+    node = Node("fleet_probe", context=ros_context)
+    probe = FleetProbe(node)
+    executor = SingleThreadedExecutor(context=ros_context)
+    executor.add_node(node)
+    try:
+        process = poam_ros_sim(["--params", str(small_parameter_file()), "--robots", "2",
+                                "--max-samples", str(BUDGET), "--seed", "3"], out)
+        code, printed, err = finish(process, executor, time.monotonic() + RUN_LIMIT)
+        settle = time.monotonic() + 1.5  # the last diagnostics in flight
+        while time.monotonic() < settle:
+            executor.spin_once(timeout_sec=0.05)
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+    assert code == 0, f"poam-ros sim --robots 2 exited with {code}:\n{printed}\n{err}"
+    return probe, json.loads((out / "sim.json").read_text()), printed
+
+
+def test_each_ingest_maps_its_own_vehicle_only(fleet):
+    probe, _, _ = fleet
+    assert set(probe.batches) == set(VEHICLES)
+    tracks = {ns: np.array(track) for ns, track in probe.tracks.items()}
+    assert all(len(track) > 100 for track in tracks.values())
+
+    def distance(samples, track):
+        return np.min(np.linalg.norm(samples[:, None, :2] - track[None, :, :], axis=2), axis=1)
+
+    for namespace, other in (VEHICLES, VEHICLES[::-1]):
+        samples = probe.samples(namespace)
+        assert len(samples) > 100
+        own = distance(samples, tracks[namespace])
+        assert own.max() < TRACK_TOLERANCE and np.median(own) < 0.1
+        # Both fly a pilot survey over the one workspace, from starts far apart: the first
+        # sample an ingest maps is its own vehicle's first sounding, at its start.
+        first = probe.batches[namespace][0][0, :2]
+        assert np.linalg.norm(first - tracks[namespace][0]) < TRACK_TOLERANCE
+        assert np.linalg.norm(first - tracks[other][0]) > 5.0
+        ingest = probe.statuses[f"{namespace.strip('/')}/sensor_ingest: samples"]
+        assert isinstance(ingest, IngestStatus)
+        assert ingest.samples_published == len(samples)
+
+
+def test_the_central_map_holds_both_vehicles_samples_once(fleet):
+    probe, summary, printed = fleet
+    both = np.vstack([probe.samples(namespace) for namespace in VEHICLES])
+    assert len(np.unique(both, axis=0)) == len(both)  # no sounding twice
+    mapper = probe.statuses["fleet/mapper: mapping"]
+    assert isinstance(mapper, MapperStatus)
+    assert mapper.samples == len(both) == summary["final"]["num_samples"]
+    vehicles = summary["vehicles"]
+    assert sum(vehicles[ns]["samples"] for ns in VEHICLES) == summary["final"]["num_samples"]
+    # every epoch's record tells each vehicle's share of the map, as the probe counted it
+    final = summary["final"]["extra"]
+    assert [final[f"samples_{ns.strip('/')}"] for ns in VEHICLES] == \
+        [len(probe.samples(ns)) for ns in VEHICLES]
+    assert f"auv0 {final['samples_auv0']}, auv1 {final['samples_auv1']}" in printed
+    assert summary["final"]["num_samples"] >= 2 * BUDGET and summary["outcome"] == "budget"
+    for namespace in VEHICLES:
+        assert vehicles[namespace]["state"] == "done"
+        assert f"{namespace}: {vehicles[namespace]['samples']} samples" in printed
+    assert "fleet mission done" in printed
+    unclean = {name: code for name, code in summary["exit_codes"].items() if code != 0}
+    assert not unclean
