@@ -168,6 +168,7 @@ PLAIN_ELSEWHERE = {
     "state": "the live view's status field (the mission's state)",
     "epoch": "the live view's status field", "smse": "the live view's status field",
     "msll": "the live view's status field",
+    "reason": "sim.json's per-vehicle summary of a fleet (the mission's reason)",
 }
 
 
