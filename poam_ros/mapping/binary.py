@@ -57,6 +57,12 @@ def binary_channels(model) -> np.ndarray:
     return np.array([likelihood.name == BERNOULLI for likelihood in model.likelihoods])
 
 
+def declared_binary(channel_likelihoods) -> tuple[bool, ...]:
+    """Which channels ``mapping.channel_likelihoods`` declares Bernoulli (empty: none): how a
+    scorer without the model (``poam-ros sim``'s monitor) knows them."""
+    return tuple(name == BERNOULLI for name in channel_likelihoods)
+
+
 def class_probability(mean: np.ndarray, std: np.ndarray) -> np.ndarray:
     """Φ(μ / √(1 + σ²)) elementwise: P(y = 1) of a latent N(μ, σ²) (see the docstring)."""
     mean, std = np.asarray(mean, dtype=float), np.asarray(std, dtype=float)

@@ -39,6 +39,7 @@ from rclpy.executors import SingleThreadedExecutor
 import poam_ros
 from poam_ros.bags import RecorderConfig
 from poam_ros.launch_xml import LaunchNode
+from poam_ros.mapping.binary import declared_binary
 from poam_ros.mapping.epochs import EpochRecord
 from poam_ros.params.files import load_config
 from poam_ros.planners.mission_control import DONE
@@ -200,7 +201,9 @@ def run_graph(setup: MissionSetup, terrain: Terrain, effective: Path, options: G
         outcome = "interrupted"
         try:
             monitor = MissionMonitor(terrain, on_epoch,
-                                     fields=survey_fields(setup, terrain)[0], context=context)
+                                     fields=survey_fields(setup, terrain)[0],
+                                     binary=declared_binary(setup.mapping.channel_likelihoods),
+                                     context=context)
             executor.add_node(monitor)
             for node in starts:
                 if node.executable == CLOCK_SOURCE:

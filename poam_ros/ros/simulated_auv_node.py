@@ -17,7 +17,9 @@ georeferenced`` raster is placed with (``poam-ros sim`` passes the mapper's).
 Topics (names relative, remappable): publishes ``odom`` (nav_msgs/Odometry),
 ``sonar/range`` (sensor_msgs/Range), ``sonar/swath`` (sensor_msgs/PointCloud2, with
 ``multibeam.enabled``), ``temperature`` (sensor_msgs/Temperature in ``base_frame``, variance
-``temperature.noise_std``², NaN off the terrain; with ``temperature.enabled``), ``/clock``
+``temperature.noise_std``², NaN off the terrain; with ``temperature.enabled``),
+``seabed_class`` (a one-point sensor_msgs/PointCloud2 in ``base_frame``, field
+``seabed_class`` 0 or 1: the ingest's ``binary`` channel; with ``seabed_class.enabled``), ``/clock``
 and ``/diagnostics``; subscribes ``plan``
 (nav_msgs/Path, transient local). Its timers run on the steady clock, never on
 ``use_sim_time``: the node is the clock.
@@ -46,6 +48,8 @@ from poam_ros.ros.parameters import add_config_callback, declare_config
 from poam_ros.ros.run import StartingNode, run_node
 from poam_ros.setup.terrain import TerrainConfig, terrain_from_config
 from poam_ros.sim.multibeam import MultibeamSonar, MultibeamStreamConfig
+from poam_ros.sim.seabed_class import CHANNEL as SEABED_CLASS
+from poam_ros.sim.seabed_class import SeabedClass, SeabedClassConfig, seabed_class_sensor
 from poam_ros.sim.simulated_auv import (
     Odom,
     Ping,
@@ -87,6 +91,8 @@ class SimulatedAuvNode(StartingNode):
         geo = declare_config(self, GeoConfig, "geo", read_only=_all(GeoConfig))
         self.temperature_config = declare_config(self, WaterTemperatureConfig, "temperature",
                                                  read_only=_all(WaterTemperatureConfig))
+        seabed = declare_config(self, SeabedClassConfig, "seabed_class",
+                                read_only=_all(SeabedClassConfig))
         add_config_callback(self, SimulatedAuvConfig, self._reconfigure)
         self.sonar_config = sonar
         try:  # a terrain file that cannot be read, a start off the terrain, a sonar too short
@@ -105,6 +111,9 @@ class SimulatedAuvNode(StartingNode):
         sensors = ([temperature_sensor(WaterTemperature(terrain, self.temperature_config),
                                        self.config.seed)]
                    if self.temperature_config.enabled else [])
+        # after the temperature, as the ROS-free mission lists them (setup.truth)
+        sensors += ([seabed_class_sensor(SeabedClass(terrain, seabed), self.config.seed)]
+                    if seabed.enabled else [])
         self.auv = SimulatedAuv(simulator, self.config.mode, multibeam, swath.rate, sensors)
 
         self._clock_pub = self.create_publisher(ClockMsg, "/clock", qos.CLOCK)
@@ -113,7 +122,9 @@ class SimulatedAuvNode(StartingNode):
         self._swath_pub = (self.create_publisher(PointCloud2, "sonar/swath", qos.SENSORS)
                            if multibeam else None)
         self._temperature_pub = (self.create_publisher(Temperature, "temperature", qos.SENSORS)
-                                 if sensors else None)
+                                 if self.temperature_config.enabled else None)
+        self._seabed_pub = (self.create_publisher(PointCloud2, SEABED_CLASS, qos.SENSORS)
+                            if seabed.enabled else None)
         self._diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics",
                                                       qos.DIAGNOSTICS)
         self.create_subscription(Path, "plan", self._on_plan, qos.LATCHED)
@@ -132,7 +143,8 @@ class SimulatedAuvNode(StartingNode):
             f"simulated AUV ready: {self.config.mode} mode, time_scale "
             f"{self.config.time_scale:g}, start {tuple(round(v, 3) for v in self.auv.pose)}, "
             f"seed {self.config.seed}{', multibeam on' if multibeam else ''}"
-            f"{', temperature on' if sensors else ''}")
+            f"{', temperature on' if self.temperature_config.enabled else ''}"
+            f"{', seabed class on' if seabed.enabled else ''}")
 
     # -------------------------------------------------------------------- callbacks
 
@@ -167,7 +179,8 @@ class SimulatedAuvNode(StartingNode):
         changes: a graph query costs about 80 µs, the count about 2 µs.
         """
         publishers = [publisher for publisher in (self._odom_pub, self._range_pub,
-                                                  self._swath_pub, self._temperature_pub)
+                                                  self._swath_pub, self._temperature_pub,
+                                                  self._seabed_pub)
                       if publisher is not None]
         missing = []
         for publisher in publishers:
@@ -230,6 +243,10 @@ class SimulatedAuvNode(StartingNode):
             header = Header(frame_id=config.sonar_frame, stamp=cv.seconds_to_time(event.t))
             swath = event.swath
             self._swath_pub.publish(cv.points_to_cloud(header, swath.points_sensor[swath.valid]))
+        elif isinstance(event, Reading) and event.channel == SEABED_CLASS:
+            header = Header(frame_id=config.base_frame, stamp=cv.seconds_to_time(event.t))
+            self._seabed_pub.publish(cv.channel_reading_cloud(header, SEABED_CLASS,
+                                                              event.value))
         elif isinstance(event, Reading) and self._temperature_pub is not None:
             header = Header(frame_id=config.base_frame, stamp=cv.seconds_to_time(event.t))
             self._temperature_pub.publish(cv.temperature_from_reading(

@@ -17,6 +17,7 @@ from sensor_msgs.msg import PointCloud2
 from std_msgs.msg import Header
 
 from poam_ros import messages as msg
+from poam_ros.mapping.binary import ChannelSpread
 from poam_ros.ros import conversions as cv
 from poam_ros.ros import qos
 
@@ -30,7 +31,8 @@ class _Query:
     stamp: int  # ns, identifies the answer
     points: np.ndarray  # (N, 2) m
     done: threading.Event = field(default_factory=threading.Event)
-    spread: np.ndarray | None = None  # std (N,) or the channels' covariance (N, D, D)
+    # std (N,) or the channels' covariance (N, D, D), with a binary channel a ChannelSpread
+    spread: np.ndarray | ChannelSpread | None = None
     error: str = "no answer"
 
 
@@ -46,8 +48,10 @@ class UncertaintyQueries:
         self._last_stamp = 0
 
     def ask(self, points: np.ndarray, timeout: float, frame: str) -> np.ndarray:
-        """The mapper's answer for ``points`` (N, 2) [m] in ``frame``: std (N,) or the
-        channels' covariance (N, D, D); :class:`QueryFailed` without one in ``timeout`` s."""
+        """The mapper's answer for ``points`` (N, 2) [m] in ``frame``: std (N,), the
+        channels' covariance (N, D, D) or with a binary channel a
+        :class:`~poam_ros.mapping.binary.ChannelSpread`; :class:`QueryFailed` without one in
+        ``timeout`` s."""
         with self._lock:
             stamp = max(self._node.get_clock().now().nanoseconds, self._last_stamp + 1)
             self._last_stamp = stamp
@@ -73,6 +77,9 @@ class UncertaintyQueries:
         unreadable = None
         try:
             points, spread = msg.cloud_to_response(message)
+            if spread.ndim == 3:  # a binary channel's probability besides the covariance
+                probability = msg.cloud_to_probability(message, spread.shape[1])
+                spread = spread if probability is None else ChannelSpread(spread, probability)
         except ValueError as error:
             unreadable = query.error = f"unreadable answer: {error}"
         else:
