@@ -16,6 +16,7 @@
         cmogp-paper                the continual multi-task GP paper's experiments
         real-scale                 a km-scale mission on a synthetic 1" tile (georeferenced)
         export                     exporting a km-scale map as a GeoTIFF: time, peak memory
+        seabed-class               a binary channel beside the depth against the class alone
     poam-ros fetch-tile NAME URL   download an SRTM tile (.hgt or .hgt.zip) from a mirror
     poam-ros record [-o BAG]       record the stack's topics to a rosbag2 bag (needs rclpy)
     poam-ros play BAG              play a bag with its original timing (needs rclpy)
@@ -47,7 +48,8 @@ BENCHMARKS = {"core": "core_speed", "sweep": "sweep", "remap": "remap_speed",
               "recorder": "recorder", "ingest": "ingest_throughput", "latency": "map_latency",
               "journal": "journal_cost", "vips-paper": "vips_paper", "oips-paper": "oips_paper",
               "dual-gp-paper": "dual_gp_paper", "cmogp-paper": "cmogp_paper",
-              "real-scale": "real_scale", "export": "export_speed", "view": "view_cost"}
+              "real-scale": "real_scale", "export": "export_speed", "view": "view_cost",
+              "seabed-class": "seabed_class"}
 
 
 def main(argv=None) -> int:

@@ -18,6 +18,7 @@ from poam_ros.mapping.channels import survey_model
 from poam_ros.mapping.loop import MappingLoop, score_channels
 from poam_ros.mapping.map_grid import GridScales, MapGrid, MapGridConfig, predict_map
 from poam_ros.mapping.metrics import TargetBaseline
+from poam_ros.mapping.survey_product import product_layers
 from poam_ros.models import MappingConfig
 
 CONFIG = MappingConfig(method="poam-mt", num_inducing=20, train_steps=1, device="cpu",
@@ -107,3 +108,14 @@ def test_a_binary_channel_is_scored_by_its_probability():
     assert first["rmse"] == 0.0
     with pytest.raises(ValueError, match="one class"):
         evaluate_binary(truth, mean, std, np.ones(4))
+
+
+def test_the_survey_product_carries_the_class_probability(model):
+    grid = MapGrid((0.0, 4.0, 0.0, 4.0), 1.0)
+    product = product_layers(model, grid, channels=["seabed_class"])
+    layers = predict_map(model, grid)
+    np.testing.assert_array_equal(product["mean_seabed_class"], layers.channel_means[0])
+    np.testing.assert_array_equal(product["std_seabed_class"], layers.channel_stds[0])
+    assert 0.0 <= product["mean_seabed_class"].min() <= product["mean_seabed_class"].max() <= 1
+    assert set(product) == {"mean", "std", "lengthscale", "sample_density",
+                            "mean_seabed_class", "std_seabed_class"}
