@@ -19,9 +19,10 @@ A binary channel (a :class:`~poam_ros.mapping.binary.ChannelSpread` carries its 
 probability p) is scored by the entropy of its next reading, the Bernoulli entropy
 H(p) = −p ln p − (1 − p) ln(1 − p) [nats] (:func:`~poam_ros.mapping.binary.binary_entropy`),
 in place of ½ log(2πe σ²): its latent's σ says how little is known of f, not of the class
-(a latent far from 0 is sure of the class however wide it is). ``weighted`` adds w_d H(p_d);
-``joint`` adds Σ_d H(p_d) to the Gaussian channels' joint entropy, which is the joint
-entropy were the classes independent of the rest given the map (an upper bound of it).
+(a latent whose mean lies many σ from 0 is sure of the class however large σ is).
+``weighted`` adds w_d H(p_d); ``joint`` adds Σ_d H(p_d) to the Gaussian channels' joint
+entropy, which is the joint entropy were the classes independent of the rest given the map
+(an upper bound of it).
 
 Units: both are in nats, but a Gaussian's is a differential entropy, which depends on the
 channel's unit (½ log(2πe) + ln σ: a depth in mm adds ln 1000 ≈ 6.9 nats) and is negative
