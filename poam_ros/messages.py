@@ -268,6 +268,24 @@ def cloud_to_response(cloud) -> tuple[np.ndarray, np.ndarray]:
     return points, cov
 
 
+def cloud_to_probability(cloud, channels: int) -> np.ndarray | None:
+    """The binary channels' predictive probabilities of an ``uncertainty/response`` of
+    ``channels`` (D) channels, (N, D), NaN in the other channels' columns (fields ``p_<d>``);
+    None when it carries none."""
+    arrays = cloud_to_fields(cloud, required=())
+    names = [name for name in arrays if name.startswith("p_")]
+    if not names:
+        return None
+    probability = np.full((cloud.width * cloud.height, channels), np.nan)
+    for name in names:
+        d = int(name[2:])
+        if not 0 < d < channels:
+            raise ValueError(f"uncertainty response with a probability field {name!r} not of "
+                             f"a channel 1 … {channels - 1}")
+        probability[:, d] = arrays[name]
+    return probability
+
+
 def cloud_to_evaluation(cloud, channels=()) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Points (N, 2) [m], means (N,) and standard deviations (N,) of a ``map/evaluation``;
     with ``channels`` (the ingest's) means and stds (N, 1 + C), depth first."""

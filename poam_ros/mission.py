@@ -10,10 +10,13 @@ mode it reproduces this one sample for sample, because both draw their random st
 :func:`mission_seeds` and build their components from the same configuration dataclasses.
 
 Several channels (opt-in): with ``temperature.enabled`` the vehicle also carries the simulated
-temperature sensor (:mod:`poam_ros.sim.water_temperature`), the ingest's ``channels`` name
-``temperature``, and a multi-channel method (``poam-mt``, ``cmogp``) maps depth and
-temperature jointly from (N, 2) samples with NaN where a channel was not measured; each epoch
-is scored per channel against its truth (``extra``: ``smse_depth``, ``msll_temperature``, ...).
+temperature sensor (:mod:`poam_ros.sim.water_temperature`), with ``seabed_class.enabled`` a
+seabed classifier (:mod:`poam_ros.sim.seabed_class`: a binary channel, mapped with
+``mapping.channel_likelihoods`` ``bernoulli``), the ingest's ``channels`` name them, and a
+multi-channel method (``poam-mt``, ``cmogp``) maps depth and the channels jointly from
+(N, 2) samples with NaN where a channel was not measured; each epoch is scored per channel
+against its truth (``extra``: ``smse_depth``, ``msll_temperature``, ``nlpd_seabed_class``,
+...; a binary channel as :func:`~poam_ros.mapping.binary.evaluate_binary` scores it).
 The planner scores the channels' predictive covariance as ``max_entropy.acquisition`` says.
 """
 
@@ -55,7 +58,6 @@ from poam_ros.sim import (
     lower_right_start,
 )
 from poam_ros.sim.simulated_auv import Odom, Reading, Sounding
-from poam_ros.sim.water_temperature import temperature_sensor
 from poam_ros.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -110,7 +112,7 @@ class Mission:
                                     seed=seeds["simulator"],
                                     start_pose=lower_right_start(self.workspace.bounds))
         self.fields, measured = survey_fields(setup, self.terrain)
-        sensors = [temperature_sensor(field, seeds["simulator"]) for field in measured]
+        sensors = [channel.sensor(seeds["simulator"]) for channel in measured]
         self.auv = SimulatedAuv(simulator, "lockstep", sensors=sensors)
         # The ingest drops what lies outside the mission's workspace, as poam-ros sim
         # configures the sensor_ingest node (MissionSetup.node_parameters).

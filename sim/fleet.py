@@ -25,6 +25,7 @@ import numpy as np
 
 from poam_ros.params import ConfigError, Params, param
 from poam_ros.sim.multibeam import MultibeamSonar, MultibeamStreamConfig
+from poam_ros.sim.seabed_class import SeabedClass, SeabedClassConfig, seabed_class_sensor
 from poam_ros.sim.simulated_auv import Event, SimulatedAuv
 from poam_ros.sim.simulator import CLOCK_TOLERANCE, SimulationError, SurveySimulator
 from poam_ros.sim.sonar import SonarConfig
@@ -105,11 +106,13 @@ def fleet_start_poses(extent: Sequence[float], count: int, seed: int,
 
 def build_auv(terrain: Terrain, vehicle: VehicleConfig, sonar: SonarConfig,
               swath: MultibeamStreamConfig, temperature: WaterTemperatureConfig, seed: int,
-              start_pose: Sequence[float] | None, mode: str) -> SimulatedAuv:
+              start_pose: Sequence[float] | None, mode: str,
+              seabed: SeabedClassConfig | None = None) -> SimulatedAuv:
     """One simulated AUV as the ``simulated_auv`` node builds it: echo sounder seeded with
-    ``seed``, the multibeam (with ``swath.enabled``) and the temperature sensor (with
-    ``temperature.enabled``) on streams of their own from the same seed. Raises ValueError
-    (a start off the terrain, a sonar too short)."""
+    ``seed``, the multibeam (with ``swath.enabled``), the temperature sensor (with
+    ``temperature.enabled``) and the seabed class (with ``seabed.enabled``) on streams of
+    their own from the same seed. Raises ValueError (a start off the terrain, a sonar too
+    short)."""
     simulator = SurveySimulator(terrain, vehicle, sonar, seed=seed, start_pose=start_pose)
     multibeam = None
     if swath.enabled:
@@ -118,6 +121,9 @@ def build_auv(terrain: Terrain, vehicle: VehicleConfig, sonar: SonarConfig,
                                    rng)
     sensors = ([temperature_sensor(WaterTemperature(terrain, temperature), seed)]
                if temperature.enabled else [])
+    # after the temperature, as the ROS-free mission lists them (setup.truth)
+    sensors += ([seabed_class_sensor(SeabedClass(terrain, seabed), seed)]
+                if seabed is not None and seabed.enabled else [])
     return SimulatedAuv(simulator, mode, multibeam, swath.rate, sensors)
 
 

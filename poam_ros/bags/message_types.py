@@ -24,10 +24,11 @@ log = logging.getLogger(__name__)
 
 #: The topics ``poam-ros record`` and the recorder node take by default: every input and
 #: output of the stack (relative names resolve in the recorder's namespace, as the nodes'
-#: own do): the simulator's ``temperature`` and the ingest's default ``imu`` and ``depth``
-#: included; a channel on another topic (``channel_topics``) is added to ``topics``.
-STACK_TOPICS = ("odom", "sonar/range", "sonar/swath", "fix", "temperature", "imu", "depth",
-                "plan", "goal", "samples", "map", "map/std", "map/inducing",
+#: own do): the simulator's ``temperature`` and ``seabed_class`` and the ingest's default
+#: ``imu`` and ``depth`` included; a channel on another topic (``channel_topics``) is added to
+#: ``topics``.
+STACK_TOPICS = ("odom", "sonar/range", "sonar/swath", "fix", "temperature", "seabed_class",
+                "imu", "depth", "plan", "goal", "samples", "map", "map/std", "map/inducing",
                 "uncertainty/query", "uncertainty/response", "/clock", "/diagnostics")
 
 

@@ -390,7 +390,7 @@ def _truth(setup: MissionSetup, terrain, points: np.ndarray, notes: list[str]) -
     columns = [terrain.elevation(points)]
     for name in channels:
         if name in simulated:
-            columns.append(simulated[name].temperature(points))
+            columns.append(simulated[name].truth(points))
         else:
             notes.append(f"no simulated truth of channel {name!r}: its metrics are NaN")
             columns.append(np.full(len(points), np.nan))

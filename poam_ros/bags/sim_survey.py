@@ -4,7 +4,8 @@ The ROS-free :class:`~poam_ros.sim.simulated_auv.SimulatedAuv` in lockstep follo
 survey, given legs and then random goals; its odometry and soundings are serialized with
 ``rosbags``' Kilted type store exactly as the ``simulated_auv`` node fills them in
 (frames, limits, variance), with the plans, a simulator diagnostics status and, with
-``temperature.enabled``, its temperature readings on ``/temperature``, so that
+``temperature.enabled``, its temperature readings on ``/temperature``, with
+``seabed_class.enabled`` its class readings on ``/seabed_class`` (one-point clouds), so that
 :func:`~poam_ros.bags.remap.remap_bag` treats the bag as a recording of the simulator.
 """
 
@@ -22,10 +23,11 @@ from poam_ros.diagnostics import SimulatorStatus, encode, status_name
 from poam_ros.planners import pilot_survey
 from poam_ros.planners.random_planner import RandomPlanner
 from poam_ros.setup.mission_setup import MissionSetup, mission_seeds
-from poam_ros.setup.truth import mission_terrain
+from poam_ros.setup.truth import mission_terrain, simulated_channels
 from poam_ros.sim import SurveySimulator, lower_right_start
+from poam_ros.sim.seabed_class import CHANNEL as SEABED_CLASS
 from poam_ros.sim.simulated_auv import Odom, Reading, SimulatedAuv, Sounding
-from poam_ros.sim.water_temperature import WaterTemperature, temperature_sensor
+from poam_ros.sim.water_temperature import CHANNEL as TEMPERATURE
 from poam_ros.workspace import Workspace
 
 STORE = get_typestore(Stores.ROS2_KILTED)
@@ -72,6 +74,16 @@ def temperature(t, value, noise_std) -> bytes:
     return STORE.serialize_cdr(message, "sensor_msgs/msg/Temperature").tobytes()
 
 
+def class_reading(t, channel: str, value) -> bytes:
+    """A one-point float32 PointCloud2 of one field ``channel`` (the node's binary channel)."""
+    field = T["sensor_msgs/msg/PointField"](name=channel, offset=0, datatype=7, count=1)
+    message = T["sensor_msgs/msg/PointCloud2"](
+        header=header(t, "base_link"), height=1, width=1, fields=[field], is_bigendian=False,
+        point_step=4, row_step=4, data=np.array([value], dtype="<f4").view(np.uint8),
+        is_dense=True)
+    return STORE.serialize_cdr(message, "sensor_msgs/msg/PointCloud2").tobytes()
+
+
 def plan(t, waypoints) -> bytes:
     poses = []
     for x, y in waypoints:
@@ -113,8 +125,8 @@ def write_survey(path, setup: MissionSetup, legs=((20.0, -20.0), (-10.0, 10.0)),
     workspace = Workspace.from_config(setup.workspace)
     simulator = SurveySimulator(terrain, setup.vehicle, setup.sonar, seed=seeds["simulator"],
                                 start_pose=lower_right_start(workspace.bounds))
-    sensors = ([temperature_sensor(WaterTemperature(terrain, setup.temperature),
-                                   seeds["simulator"])] if setup.temperature.enabled else [])
+    channels = simulated_channels(setup, terrain)
+    sensors = [channel.sensor(seeds["simulator"]) for channel in channels.values()]
     auv = SimulatedAuv(simulator, "lockstep", sensors=sensors)
     rng = np.random.default_rng(seeds["planner"])
     plans = [pilot_survey(workspace, rng, setup.pilot)] + [np.array([leg]) for leg in legs]
@@ -126,8 +138,10 @@ def write_survey(path, setup: MissionSetup, legs=((20.0, -20.0), (-10.0, 10.0)),
             ("/odom", "nav_msgs/msg/Odometry"), ("/sonar/range", "sensor_msgs/msg/Range"),
             ("/plan", "nav_msgs/msg/Path"), ("/diagnostics",
                                              "diagnostic_msgs/msg/DiagnosticArray"))}
-        if sensors:
+        if TEMPERATURE in channels:
             ids["/temperature"] = add(writer, "/temperature", "sensor_msgs/msg/Temperature")
+        if SEABED_CLASS in channels:
+            ids["/seabed_class"] = add(writer, "/seabed_class", "sensor_msgs/msg/PointCloud2")
         while plans or soundings < min_samples:
             waypoints = plans.pop(0) if plans else planner.plan(np.asarray(auv.pose[:2]))
             now = auv.time
@@ -142,6 +156,9 @@ def write_survey(path, setup: MissionSetup, legs=((20.0, -20.0), (-10.0, 10.0)),
                 elif isinstance(event, Sounding):
                     writer.write(ids["/sonar/range"], received, sounding(event.t, event.range))
                     soundings += 1
+                elif isinstance(event, Reading) and event.channel == SEABED_CLASS:
+                    writer.write(ids["/seabed_class"], received,
+                                 class_reading(event.t, SEABED_CLASS, event.value))
                 elif isinstance(event, Reading):
                     writer.write(ids["/temperature"], received, temperature(
                         event.t, event.value, setup.temperature.noise_std))

@@ -18,6 +18,7 @@
         export                     exporting a km-scale map as a GeoTIFF: time, peak memory
         fleet-link                 soundings per second a fleet link carries at a budget
         bridge                     the MAVLink bridge's latencies and CPU share (needs rclpy)
+        seabed-class               a binary channel beside the depth against the class alone
     poam-ros fetch-tile NAME URL   download an SRTM tile (.hgt or .hgt.zip) from a mirror
     poam-ros record [-o BAG]       record the stack's topics to a rosbag2 bag (needs rclpy)
     poam-ros play BAG              play a bag with its original timing (needs rclpy)
@@ -51,7 +52,9 @@ BENCHMARKS = {"core": "core_speed", "sweep": "sweep", "remap": "remap_speed",
               "dual-gp-paper": "dual_gp_paper", "cmogp-paper": "cmogp_paper",
               "real-scale": "real_scale", "export": "export_speed", "view": "view_cost",
               "fleet-link": "fleet_link",
-              "bridge": "bridge_latency"}
+              "bridge": "bridge_latency",
+
+              "seabed-class": "seabed_class"}
 
 
 def main(argv=None) -> int:

@@ -338,7 +338,7 @@ def _write_remap(result, out: Path, bag: Path, setup) -> None:
         result.model.save(out / "model.pt")
         if georeference is not None:
             export_map(out / PRODUCT_NAME, result.model, result.grid, georeference,
-                       setup.mapper_node.std_includes_noise)
+                       setup.mapper_node.std_includes_noise, setup.ingest.channels)
     note = f"remap of {bag.resolve().name}, seed {setup.mission.seed}"
     mission = result.mission_result()
     if mission is not None:

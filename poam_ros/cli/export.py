@@ -51,7 +51,7 @@ def export(argv) -> int:
             print_remap_notes(result)  # a damaged bag is said, as the remap says it
             model = result.model
         path = export_map(args.output, model, grid, georeference,
-                          setup.mapper_node.std_includes_noise)
+                          setup.mapper_node.std_includes_noise, setup.ingest.channels)
     except (BagError, GeoError, ModelNotReadyError, NumericalError) as error:
         return fail("export", error, 1)
     rows, cols = grid.shape

@@ -1,13 +1,19 @@
 """Where the ingest's scalar channels come from: each channel's topic, message type and frame
 (no ROS).
 
-A channel (``IngestConfig.channels``: a temperature, a pressure, any stamped scalar) is read
-off one topic of one of three standard message types:
+A channel (``IngestConfig.channels``: a temperature, a pressure, a class label, any stamped
+scalar) is read off one topic of one of these standard message types:
 
 * ``temperature``: ``sensor_msgs/Temperature``, the value its ``temperature`` [°C];
 * ``fluid_pressure``: ``sensor_msgs/FluidPressure``, the value its ``fluid_pressure`` [Pa];
 * ``cloud``: a stamped ``sensor_msgs/PointCloud2`` of one point (any other sensor) whose
-  field named like the channel holds the value.
+  field named like the channel holds the value;
+* ``binary``: a class label (a seabed class hard = 1 / soft = 0, "target seen"), read as a
+  ``cloud`` channel: a stamped one-point ``PointCloud2`` whose field named like the channel
+  holds 0 or 1. The standard messages have no stamped label (``std_msgs/Bool`` and
+  ``Int8`` carry no header, so no time or frame to place the reading by; the
+  ``sensor_msgs`` scalars are physical quantities with units), and the one-point cloud is
+  the route every other stamped sensor already takes.
 
 A reading (:class:`Channels`) of a channel not configured is ``wrong_frame`` (not this
 ingest's), as is one in another frame than its channel's (:meth:`Streams.admit
@@ -15,7 +21,8 @@ ingest's), as is one in another frame than its channel's (:meth:`Streams.admit
 of the ranges, per channel (:mod:`~poam_ros.ingest.streams`). Each type has declared
 plausibility limits (:func:`value_limits`, from :class:`~poam_ros.ingest.config.LimitsConfig`):
 ``temperature_min/max`` [°C], ``pressure_min/max`` [Pa] (FluidPressure is absolute) and
-``cloud_min/max`` (the sensor's own unit); a reading outside is dropped
+``cloud_min/max`` (the sensor's own unit); a ``binary`` channel's values are 0 and 1 alone
+(:data:`BINARY_VALUES`, not configurable). A reading outside is dropped
 (``value_out_of_limits``), a non-finite one (``nonfinite_point``) whatever its type.
 
 :func:`~poam_ros.ingest.feeders.feed_channel` hands one such message to
@@ -40,7 +47,12 @@ CHANNEL = "channel:"  # + a channel's name: its stream (clock, order) and readin
 #: channel type -> the ROS message type it reads
 CHANNEL_TYPES = {"temperature": "sensor_msgs/msg/Temperature",
                  "fluid_pressure": "sensor_msgs/msg/FluidPressure",
-                 "cloud": "sensor_msgs/msg/PointCloud2"}
+                 "cloud": "sensor_msgs/msg/PointCloud2",
+                 "binary": "sensor_msgs/msg/PointCloud2"}
+#: the values a ``binary`` channel may take: its classes
+BINARY_VALUES = (0.0, 1.0)
+#: the channel type of a channel named so, where its name is not a type itself
+NAMED_TYPES = {"seabed_class": "binary"}
 
 
 class ChannelSource(NamedTuple):
@@ -58,7 +70,10 @@ class ChannelSource(NamedTuple):
 
 
 def value_limits(kind: str, config: IngestConfig) -> tuple[float, float]:
-    """The plausible values [low, high] of a channel of type ``kind``, in its unit."""
+    """The plausible values [low, high] of a channel of type ``kind``, in its unit (a
+    ``binary`` channel's are :data:`BINARY_VALUES`, nothing between them)."""
+    if kind == "binary":
+        return BINARY_VALUES
     limits = config.limits
     prefix = "pressure" if kind == "fluid_pressure" else kind
     return getattr(limits, f"{prefix}_min"), getattr(limits, f"{prefix}_max")
@@ -67,12 +82,13 @@ def value_limits(kind: str, config: IngestConfig) -> tuple[float, float]:
 def channel_sources(config: IngestConfig) -> list[ChannelSource]:
     """Each channel's source, in ``channels`` order. An empty ``channel_topics`` means each
     channel's own name; an empty ``channel_types`` a channel's name where that is a channel
-    type (``temperature``, ``fluid_pressure``), else ``cloud``; an empty ``channel_frames``
+    type (``temperature``, ``fluid_pressure``, ``binary``) or in :data:`NAMED_TYPES`
+    (``seabed_class``: ``binary``), else ``cloud``; an empty ``channel_frames``
     the vehicle's ``base_frame`` (a reading is placed at the vehicle's position)."""
     names = config.channels
     topics = config.channel_topics or names
-    kinds = config.channel_types or [name if name in CHANNEL_TYPES else "cloud"
-                                     for name in names]
+    kinds = config.channel_types or [
+        name if name in CHANNEL_TYPES else NAMED_TYPES.get(name, "cloud") for name in names]
     frames = config.channel_frames or [config.base_frame] * len(names)
     return [ChannelSource(*source) for source in zip(names, topics, kinds, frames)]
 
@@ -135,6 +151,10 @@ class Channels:
             return self._drops.drop(NONFINITE_POINT, 1, f"{kind} value {value} at t={t:.6f} s")
         channel_type = self.sources[kind].kind
         low, high = value_limits(channel_type, self.config)
+        if channel_type == "binary" and value not in BINARY_VALUES:
+            return self._drops.drop(VALUE_OUT_OF_LIMITS, 1, f"{kind} value {value:g} at t="
+                                    f"{t:.6f} s is not a class label 0 or 1 (a binary "
+                                    f"channel)")
         if not low <= value <= high:
             return self._drops.drop(VALUE_OUT_OF_LIMITS, 1, f"{kind} value {value:g} at t="
                                     f"{t:.6f} s outside its plausible [{low:g}, {high:g}] "

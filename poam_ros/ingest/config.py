@@ -187,9 +187,11 @@ class IngestConfig(Params):
     channel_topics: list[str] = param([], "each channel's topic; empty: the channel's name")
     channel_types: list[str] = param([], "each channel's message: temperature (sensor_msgs/"
                                          "Temperature), fluid_pressure (sensor_msgs/"
-                                         "FluidPressure, Pa) or cloud (PointCloud2, one point, "
-                                         "a field named like the channel); empty: the "
-                                         "channel's name where that is a type, else cloud")
+                                         "FluidPressure, Pa), cloud (PointCloud2, one point, "
+                                         "a field named like the channel) or binary (such a "
+                                         "cloud of class labels 0 or 1); empty: the "
+                                         "channel's name where that is a type, binary for "
+                                         "seabed_class, else cloud")
     channel_frames: list[str] = param([], "each channel's frame_id expected (a frame on the "
                                           "vehicle: the reading is placed at its position); "
                                           "empty: base_frame")

@@ -38,6 +38,12 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from poam_ros.mapping.binary import (
+    ChannelSpread,
+    binary_channels,
+    channel_spread,
+    evaluate_binary,
+)
 from poam_ros.mapping.channels import output_count
 from poam_ros.mapping.epochs import EpochRecord
 from poam_ros.mapping.map_grid import MapGrid, MapLayers, predict_map
@@ -195,10 +201,12 @@ class MappingLoop:
         or (N, D) with several channels."""
         return self.model.predict(points, include_noise=True)
 
-    def uncertainty(self, points: np.ndarray, planned: np.ndarray | None = None) -> np.ndarray:
+    def uncertainty(self, points: np.ndarray,
+                    planned: np.ndarray | None = None) -> np.ndarray | ChannelSpread:
         """What the planner scores at ``points`` (N, 2) (``uncertainty/response``,
         :func:`~poam_ros.planners.acquisition.predictive_entropy`): the std of a new
-        measurement (N,), or with several channels their covariance (N, D, D).
+        measurement (N,), or with several channels their covariance (N, D, D), with a binary
+        channel also its probability (a :class:`~poam_ros.mapping.binary.ChannelSpread`).
 
         ``planned`` (T, 2): where other vehicles will sample (a fleet's teammates' plans,
         :mod:`~poam_ros.planners.coordination`); the std is then conditioned on noisy samples
@@ -209,7 +217,9 @@ class MappingLoop:
             return self.model.prediction.conditioned_std(points, planned, include_noise=True)
         if output_count(self.model) == 1:
             return self.model.predict(points, include_noise=True)[1]
-        return self.model.predict(points, include_noise=True, covariance=True)[2]
+        mean, _, covariance = self.model.predict(points, include_noise=True, covariance=True)
+        binary = binary_channels(self.model)
+        return channel_spread(mean, covariance, binary) if binary.any() else covariance
 
     @property
     def conditions(self) -> bool:
@@ -235,7 +245,7 @@ class MappingLoop:
             else:
                 measured = [column[np.isfinite(column)] for column in targets.T]
                 metrics, per_channel = score_channels(self.scoring.names, truth, mean, std,
-                                                      measured)
+                                                      measured, binary_channels(self.model))
         report = step.report
         return EpochRecord(epoch, self.model.num_samples, **metrics,
                            update_time=report.total_time, inducing_time=report.inducing_time,
@@ -254,16 +264,20 @@ def _describe(error: BaseException) -> str:
 
 
 def score_channels(names: Sequence[str], truth: np.ndarray, mean: np.ndarray,
-                   std: np.ndarray, targets: Sequence) -> tuple[dict, dict]:
+                   std: np.ndarray, targets: Sequence,
+                   binary: Sequence[bool] = ()) -> tuple[dict, dict]:
     """Each channel's metrics against its truth: ``truth``, ``mean``, ``std`` (G, D), the
     channels ``names`` (D,), depth first, and each channel's measured ``targets`` (or their
-    :class:`~poam_ros.mapping.metrics.TargetBaseline`; None: not measured yet). Returns the
+    :class:`~poam_ros.mapping.metrics.TargetBaseline`; None: not measured yet). A channel
+    flagged in ``binary`` (D,) is scored as one (:func:`~poam_ros.mapping.binary.
+    evaluate_binary`: its truth P(y = 1), its mean and std the latent's). Returns the
     first channel's metrics and every channel's as ``{<metric>_<name>: value}``, NaN where
     undefined (a channel not in the model yet)."""
     first, per_channel = {}, {}
+    binary = list(binary) or [False] * len(names)
     for d, name in enumerate(names):
         scored = None if targets[d] is None else score(truth[:, d], mean[:, d], std[:, d],
-                                                       targets[d])
+                                                       targets[d], binary[d])
         channel = dict.fromkeys(METRICS, math.nan) if scored is None else scored.as_dict()
         first = channel if d == 0 else first
         per_channel.update({f"{key}_{name}": value for key, value in channel.items()})
@@ -271,9 +285,10 @@ def score_channels(names: Sequence[str], truth: np.ndarray, mean: np.ndarray,
 
 
 def score(truth: np.ndarray, mean: np.ndarray, std: np.ndarray,
-          targets: np.ndarray | TargetBaseline) -> MapMetrics | None:
-    """:func:`evaluate_map`, or None where the metrics are undefined (constant targets)."""
+          targets: np.ndarray | TargetBaseline, binary: bool = False) -> MapMetrics | None:
+    """:func:`evaluate_map` (:func:`~poam_ros.mapping.binary.evaluate_binary` for a
+    ``binary`` channel), or None where the metrics are undefined (constant targets)."""
     try:
-        return evaluate_map(truth, mean, std, targets)
+        return (evaluate_binary if binary else evaluate_map)(truth, mean, std, targets)
     except ValueError:
         return None

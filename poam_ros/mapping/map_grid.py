@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from poam_ros.mapping.binary import BINARY_SCALES, binary_channels, binary_layers
 from poam_ros.models import OnlineSparseGP
 from poam_ros.params import ConfigError, Params, param
 from poam_ros.workspace import Extent, Workspace
@@ -42,7 +43,9 @@ class MapGridConfig(Params):
                                      "three numbers in the channel's unit: the low and high "
                                      "that its mean grid's 0 and 100 stand for, and the std "
                                      "that its std grid's 100 stands for; empty: each "
-                                     "channel's default (temperature: -3, 40, 5 degC)")
+                                     "channel's default (temperature: -3, 40, 5 degC; "
+                                     "seabed_class: its probability 0, 1 and entropy "
+                                     "ln 2 nats)")
 
     def validate(self) -> None:
         if len(self.channel_scales) % 3 or any(
@@ -69,8 +72,10 @@ class MapGridConfig(Params):
                               f"{self.extent}")
 
 
-#: the fixed grid scales (mean low, mean high, std max) of channels named by their quantity
-CHANNEL_SCALES = {"temperature": (-3.0, 40.0, 5.0)}  # degC: the ingest's plausibility limits
+#: the fixed grid scales (mean low, mean high, std max) of channels named by their quantity:
+#: degC, the ingest's plausibility limits; a binary channel's probability and entropy [nats]
+CHANNEL_SCALES = {"temperature": (-3.0, 40.0, 5.0),
+                  "seabed_class": (*BINARY_SCALES[0], BINARY_SCALES[1][1])}
 
 
 @dataclass(frozen=True)
@@ -160,7 +165,9 @@ class MapLayers:
     ``inducing_mean`` (M,) the predicted mean (elevation) there; ``predict_time`` is the
     wall-clock seconds all of it took. A multi-channel model's other channels (the ingest's,
     in order) are ``channel_means`` and ``channel_stds``, (C, rows, cols) in their units
-    (C = 0 for one channel; NaN too where a channel is not in the model yet).
+    (C = 0 for one channel; NaN too where a channel is not in the model yet). A binary
+    channel's (a Bernoulli one, :mod:`~poam_ros.mapping.binary`) are its probability
+    P(y = 1) and that probability's entropy [nats], not its latent's mean and std.
     """
 
     mean: np.ndarray
@@ -181,7 +188,7 @@ class MapLayers:
 def predict_map(model: OnlineSparseGP, grid: MapGrid, include_noise: bool = False,
                 lengthscale: bool = True) -> MapLayers:
     """Predictive mean and standard deviation (and the learned lengthscale) on ``grid``,
-    and the mean at the inducing inputs.
+    and the mean at the inducing inputs; a binary channel's probability and entropy.
 
     ``include_noise`` adds the observation noise to the standard deviation (the spread of a
     new measurement rather than of the field). Only cells inside the grid's mask are
@@ -199,6 +206,9 @@ def predict_map(model: OnlineSparseGP, grid: MapGrid, include_noise: bool = Fals
     layers = np.full((2 * channels + 1, len(inside)), np.nan)
     layers[:channels, inside] = mean[:len(points)].T
     layers[channels:2 * channels, inside] = std[:len(points)].T
+    binary = np.flatnonzero(binary_channels(model)[1:]) + 1  # the ingest's binary channels
+    layers[binary], layers[channels + binary] = binary_layers(layers[binary],
+                                                              layers[channels + binary])
     if lengthscale:
         layers[-1, inside] = model.lengthscale_map(points)
     shaped = layers.reshape(len(layers), *grid.shape)

@@ -11,6 +11,7 @@ reference; NaN (nodata) outside the grid's mask.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
@@ -24,24 +25,29 @@ from poam_ros.models import OnlineSparseGP
 PRODUCT_NAME = "map.tif"
 
 
-def product_layers(model: OnlineSparseGP, grid: MapGrid,
-                   include_noise: bool = False) -> dict[str, np.ndarray]:
+def product_layers(model: OnlineSparseGP, grid: MapGrid, include_noise: bool = False,
+                   channels: Sequence[str] = ()) -> dict[str, np.ndarray]:
     """``mean`` and ``std`` [m], the learned ``lengthscale`` [m] and ``sample_density``
     (soundings the model holds per cell), each (rows, cols), row 0 south, NaN outside the
-    grid's mask. ``include_noise``: the std of a new measurement rather than of the field
-    (the mapper's ``std_includes_noise``). Raises the model's errors (not ready, numerical
-    failure)."""
+    grid's mask; with the samples' ``channels`` (the ingest's) each one's ``mean_<channel>``
+    and ``std_<channel>`` as the ``map`` cloud has them (a binary channel's probability in
+    0 … 1 and its entropy in 0 … ln 2 nats). ``include_noise``: the std of a new measurement
+    rather than of the field (the mapper's ``std_includes_noise``). Raises the model's errors
+    (not ready, numerical failure)."""
     layers = MappingLoop(model).layers(grid, include_noise, lengthscale=True)
     density = sample_density(model.buffer.x, grid.origin, grid.resolution, grid.shape)
     density[~grid.inside] = np.nan
-    return {"mean": layers.mean, "std": layers.std, "lengthscale": layers.lengthscale,
-            "sample_density": density}
+    product = {"mean": layers.mean, "std": layers.std, "lengthscale": layers.lengthscale,
+               "sample_density": density}
+    for name, mean, std in zip(channels, layers.channel_means, layers.channel_stds):
+        product[f"mean_{name}"], product[f"std_{name}"] = mean, std
+    return product
 
 
 def export_map(path, model: OnlineSparseGP, grid: MapGrid, georeference: GeoReference,
-               include_noise: bool = False) -> Path:
-    """Write :func:`product_layers` of ``model`` on ``grid`` at ``path`` (a COG in
-    ``georeference``'s CRS); raises :class:`~poam_ros.geo.GeoError` naming the path when it
-    cannot be written, and the model's errors."""
-    return export_map_product(path, product_layers(model, grid, include_noise), grid.origin,
-                              grid.resolution, georeference)
+               include_noise: bool = False, channels: Sequence[str] = ()) -> Path:
+    """Write :func:`product_layers` of ``model`` on ``grid`` (with the samples' ``channels``)
+    at ``path`` (a COG in ``georeference``'s CRS); raises :class:`~poam_ros.geo.GeoError`
+    naming the path when it cannot be written, and the model's errors."""
+    return export_map_product(path, product_layers(model, grid, include_noise, channels),
+                              grid.origin, grid.resolution, georeference)

@@ -14,6 +14,24 @@ new measurement of every channel per candidate, (N, D, D), and ``acquisition`` c
 
 A channel not in the model yet (its covariance NaN at every candidate, see
 :meth:`~poam_ros.models.multitask.MultiTaskSparseGP.predict`) is left out of both.
+
+A binary channel (a :class:`~poam_ros.mapping.binary.ChannelSpread` carries its predictive
+probability p) is scored by the entropy of its next reading, the Bernoulli entropy
+H(p) = −p ln p − (1 − p) ln(1 − p) [nats] (:func:`~poam_ros.mapping.binary.binary_entropy`),
+in place of ½ log(2πe σ²): its latent's σ says how little is known of f, not of the class
+(a latent whose mean lies many σ from 0 is sure of the class however large σ is).
+``weighted`` adds w_d H(p_d); ``joint`` adds Σ_d H(p_d) to the Gaussian channels' joint
+entropy, which is the joint entropy were the classes independent of the rest given the map
+(an upper bound of it).
+
+Units: both are in nats, but a Gaussian's is a differential entropy, which depends on the
+channel's unit (½ log(2πe) + ln σ: a depth in mm adds ln 1000 ≈ 6.9 nats) and is negative
+for σ < 0.24 units, while a Bernoulli entropy is a discrete one, in [0, ln 2 ≈ 0.69]. Their
+sum weighs them by an exchange rate the unit choice sets: the channel weights are that rate.
+With the default unit weights and a depth in metres, the depth's term moves by about ln of
+the ratio of its σ across candidates (a few nats over a survey) and a class term by at most
+0.69, so the class steers the choice where the depth's uncertainty is about even; a larger
+weight on it (``channel_weights``) makes it lead.
 """
 
 from __future__ import annotations
@@ -23,17 +41,24 @@ from typing import Sequence
 
 import numpy as np
 
+from poam_ros.mapping.binary import ChannelSpread, binary_entropy
+
 DEPTH, WEIGHTED, JOINT = "depth", "weighted", "joint"
 ACQUISITIONS = (DEPTH, WEIGHTED, JOINT)
 HALF_LOG_2PIE = 0.5 * math.log(2.0 * math.pi * math.e)
 
 
-def predictive_entropy(spread: np.ndarray, count: int, acquisition: str = DEPTH,
-                       weights: Sequence[float] = ()) -> np.ndarray:
+def predictive_entropy(spread: np.ndarray | ChannelSpread, count: int,
+                       acquisition: str = DEPTH, weights: Sequence[float] = ()) -> np.ndarray:
     """The entropy (N,) [nats] of each of ``count`` candidates from ``spread``: standard
-    deviations (N,) or covariances (N, D, D), see the module docstring. ``weights`` (D,)
-    for ``weighted``; empty: all 1. ``ValueError`` for a spread of another shape, non-finite
-    or non-positive variances of a channel in the model, or weights not one per channel."""
+    deviations (N,), covariances (N, D, D) or, with a binary channel, a
+    :class:`~poam_ros.mapping.binary.ChannelSpread`; see the module docstring. ``weights``
+    (D,) for ``weighted``; empty: all 1. ``ValueError`` for a spread of another shape,
+    non-finite or non-positive variances of a channel in the model, or weights not one per
+    channel."""
+    probability = None
+    if isinstance(spread, ChannelSpread):
+        spread, probability = spread
     spread = np.asarray(spread, dtype=float)
     if spread.ndim == 1:
         return _entropy(_checked_std(spread, count, "the depth channel"))
@@ -47,19 +72,23 @@ def predictive_entropy(spread: np.ndarray, count: int, acquisition: str = DEPTH,
     variances = np.diagonal(spread, axis1=1, axis2=2)
     if acquisition == DEPTH:
         return _entropy(_checked_std(np.sqrt(variances[:, 0]), count, "the depth channel"))
+    binary = np.zeros(channels, dtype=bool) if probability is None else \
+        ~np.isnan(np.asarray(probability, dtype=float)).all(axis=0)
     active = ~np.isnan(variances).all(axis=0)  # channels the model holds
-    stds = [_checked_std(np.sqrt(variances[:, d]), count, f"channel {d}")
-            for d in np.flatnonzero(active)]
+    entropies = {d: binary_entropy(probability[:, d]) if binary[d] else
+                 _entropy(_checked_std(np.sqrt(variances[:, d]), count, f"channel {d}"))
+                 for d in np.flatnonzero(active)}
     if acquisition == WEIGHTED:
-        weight = np.asarray(weights, dtype=float)[active] if len(weights) else \
-            np.ones(len(stds))
-        return sum(w * _entropy(std) for w, std in zip(weight, stds))
+        weight = np.asarray(weights, dtype=float) if len(weights) else np.ones(channels)
+        return sum(weight[d] * entropy for d, entropy in entropies.items())
     if acquisition != JOINT:
         raise ValueError(f"unknown acquisition {acquisition!r}; known: {list(ACQUISITIONS)}")
-    sign, logdet = np.linalg.slogdet(spread[:, active][:, :, active])
+    gaussian = active & ~binary
+    sign, logdet = np.linalg.slogdet(spread[:, gaussian][:, :, gaussian])
     if not (sign > 0).all():
         raise ValueError("a predictive covariance across channels is not positive definite")
-    return len(stds) * HALF_LOG_2PIE + 0.5 * logdet
+    return (gaussian.sum() * HALF_LOG_2PIE + 0.5 * logdet
+            + sum(entropies[d] for d in np.flatnonzero(active & binary)))
 
 
 def _entropy(std: np.ndarray) -> np.ndarray:

@@ -29,6 +29,7 @@ from std_msgs.msg import Header
 
 from poam_ros import diagnostics
 from poam_ros.attitude import quaternion_from_rpy
+from poam_ros.mapping.binary import ChannelSpread
 from poam_ros.messages import NANOSECONDS_PER_SECOND, PLANNED, XYZ, seconds_to_nanoseconds
 
 # --------------------------------------------------------------------------- time
@@ -119,6 +120,12 @@ def temperature_from_reading(header: Header, value: float, *, variance: float = 
     """``sensor_msgs/Temperature`` of one reading ``value`` [°C] with its ``variance``
     [°C²] (0: unknown); NaN is passed on as measured (no reading off the terrain)."""
     return Temperature(header=header, temperature=float(value), variance=float(variance))
+
+
+def channel_reading_cloud(header: Header, channel: str, value: float) -> PointCloud2:
+    """A one-point ``PointCloud2`` whose one field ``channel`` holds ``value`` (a reading of
+    a ``cloud`` or ``binary`` channel: a seabed class 0/1), float32, NaN passed on."""
+    return fields_to_cloud(header, {channel: np.array([float(value)])}, required=())
 
 
 # ------------------------------------------------------------------------ grids
@@ -318,7 +325,12 @@ def response_to_cloud(header: Header, xy, spread) -> PointCloud2:
 
     A multi-channel map's ``spread`` is the channels' predictive covariance (N, D, D),
     depth first: ``std`` is then the depth's and the fields ``cov_<d>_<e>`` (d ≤ e, channel
-    indices) carry the covariance exactly (:func:`poam_ros.messages.cloud_to_response`)."""
+    indices) carry the covariance exactly (:func:`poam_ros.messages.cloud_to_response`); a
+    :class:`~poam_ros.mapping.binary.ChannelSpread` adds each binary channel d's predictive
+    probability as ``p_<d>`` (:func:`poam_ros.messages.cloud_to_probability`)."""
+    probability = None
+    if isinstance(spread, ChannelSpread):
+        spread, probability = spread
     spread = np.asarray(spread, dtype=float)
     if spread.ndim != 3:
         xy, std = _points_and_values(xy, spread, "std")
@@ -330,6 +342,9 @@ def response_to_cloud(header: Header, xy, spread) -> PointCloud2:
     fields = {"x": xy[:, 0], "y": xy[:, 1], "std": np.sqrt(spread[:, 0, 0])}
     fields.update({f"cov_{d}_{e}": spread[:, d, e]
                    for d in range(channels) for e in range(d, channels)})
+    if probability is not None:
+        fields.update({f"p_{d}": probability[:, d] for d in range(channels)
+                       if not np.isnan(probability[:, d]).all()})
     return fields_to_cloud(header, fields, datatype=PointField.FLOAT64)
 
 

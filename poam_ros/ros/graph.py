@@ -42,6 +42,7 @@ from rclpy.executors import SingleThreadedExecutor
 import poam_ros
 from poam_ros.bags import RecorderConfig
 from poam_ros.launch_xml import LaunchNode
+from poam_ros.mapping.binary import declared_binary
 from poam_ros.mapping.epochs import EpochRecord
 from poam_ros.params.files import load_config
 from poam_ros.planners.mission_control import DONE
@@ -217,9 +218,11 @@ def run_graph(setup: MissionSetup, terrain: Terrain, effective: Path, options: G
         outcome = "interrupted"
         try:
             fields = survey_fields(setup, terrain)[0]
+            binary = declared_binary(setup.mapping.channel_likelihoods)
             monitor = (FleetMonitor(terrain, vehicle_namespaces(options.robots), on_epoch,
-                                    fields, on_state, context=context) if fleet else
-                       MissionMonitor(terrain, on_epoch, fields=fields, context=context))
+                                    fields, on_state, binary=binary, context=context) if fleet
+                       else MissionMonitor(terrain, on_epoch, fields=fields, binary=binary,
+                                           context=context))
             executor.add_node(monitor)
             for node in starts:
                 if node.executable in CLOCK_SOURCES:

@@ -269,7 +269,8 @@ class MapperNode(ManagedNode):
             return self._answer(response, False, "no map to export yet")
         model = served.model
         try:
-            export_map(path, model, grid, anchor, config.settings.std_includes_noise)
+            export_map(path, model, grid, anchor, config.settings.std_includes_noise,
+                       self._channels)
         except (GeoError, ModelNotReadyError, NumericalError) as error:
             return self._answer(response, False, f"cannot export to {path}: {error}")
         rows, cols = grid.shape

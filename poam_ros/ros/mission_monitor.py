@@ -27,7 +27,7 @@ holds the samples it counted then is scored.
 from __future__ import annotations
 
 import time
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
@@ -62,14 +62,17 @@ KEPT_MAPS = 5  # maps (and inducing clouds) kept for the final figure
 
 class MissionMonitor(StartingNode):
     """Scores the graph's maps against ``terrain`` (and the truths of further channels in
-    ``fields``, name -> (G, 2) m -> (G,), depth first) until the planner's mission ends;
-    ``on_epoch`` sees every record as it comes."""
+    ``fields``, name -> (G, 2) m -> (G,), depth first; those flagged in ``binary`` scored
+    as binary channels) until the planner's mission ends; ``on_epoch`` sees every record as
+    it comes."""
 
     def __init__(self, terrain: Terrain,
                  on_epoch: Callable[[EpochRecord], None] | None = None,
                  node_name: str = "poam_ros_sim_monitor",
-                 fields: dict[str, Callable] | None = None, **kwargs) -> None:
+                 fields: dict[str, Callable] | None = None, binary: Sequence[bool] = (),
+                 **kwargs) -> None:
         self.terrain, self.on_epoch = terrain, on_epoch
+        self.binary = tuple(binary)  # per field: a binary channel's (scored as one)
         self.fields = fields or {DEPTH: terrain.elevation}
         self.channels = tuple(self.fields)[1:]  # the samples' fields besides z
         super().__init__(node_name, **kwargs)
@@ -196,7 +199,7 @@ class MissionMonitor(StartingNode):
         if self.channels:
             baselines = [_baseline(mapper, name) for name in (None, *self.channels)]
             metrics, per_channel = score_channels(tuple(self.fields), self._truth[1], mean,
-                                                  std, baselines)
+                                                  std, baselines, self.binary)
         else:
             metrics, per_channel = evaluate_map(self._truth[1], mean, std,
                                                 _baseline(mapper, None)).as_dict(), {}

@@ -17,10 +17,11 @@ georeferenced`` raster is placed with (``poam-ros sim`` passes the mapper's).
 Topics (names relative, remappable): publishes ``odom`` (nav_msgs/Odometry),
 ``sonar/range`` (sensor_msgs/Range), ``sonar/swath`` (sensor_msgs/PointCloud2, with
 ``multibeam.enabled``), ``temperature`` (sensor_msgs/Temperature in ``base_frame``, variance
-``temperature.noise_std``², NaN off the terrain; with ``temperature.enabled``), ``/clock``
-and ``/diagnostics``; subscribes ``plan``
-(nav_msgs/Path, transient local). Its timers run on the steady clock, never on
-``use_sim_time``: the node is the clock.
+``temperature.noise_std``², NaN off the terrain; with ``temperature.enabled``),
+``seabed_class`` (a one-point sensor_msgs/PointCloud2 in ``base_frame``, field
+``seabed_class`` 0 or 1: the ingest's ``binary`` channel; with ``seabed_class.enabled``),
+``/clock`` and ``/diagnostics``; subscribes ``plan`` (nav_msgs/Path, transient local). Its
+timers run on the steady clock, never on ``use_sim_time``: the node is the clock.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from poam_ros.ros.vehicle_topics import VehicleTopics
 from poam_ros.setup.terrain import TerrainConfig, terrain_from_config
 from poam_ros.sim.fleet import build_auv
 from poam_ros.sim.multibeam import MultibeamStreamConfig
+from poam_ros.sim.seabed_class import SeabedClassConfig
 from poam_ros.sim.simulated_auv import SimulatedAuvConfig
 from poam_ros.sim.sonar import SonarConfig
 from poam_ros.sim.terrain import TerrainError
@@ -75,19 +77,22 @@ class SimulatedAuvNode(StartingNode):
         geo = declare_config(self, GeoConfig, "geo", read_only=_all(GeoConfig))
         self.temperature_config = declare_config(self, WaterTemperatureConfig, "temperature",
                                                  read_only=_all(WaterTemperatureConfig))
+        seabed = declare_config(self, SeabedClassConfig, "seabed_class",
+                                read_only=_all(SeabedClassConfig))
         add_config_callback(self, SimulatedAuvConfig, self._reconfigure)
         try:  # a terrain file that cannot be read, a start off the terrain, a sonar too short
             terrain = terrain_from_config(terrain_config, GeoReference.from_config(geo))
             self.auv = build_auv(terrain, vehicle, sonar, swath, self.temperature_config,
                                  self.config.seed, self.config.start_pose or None,
-                                 self.config.mode)
+                                 self.config.mode, seabed)
         except ValueError as error:
             raise ConfigError(str(error)) from error
-        multibeam, sensors = self.auv.multibeam, self.auv.sensors
+        multibeam = self.auv.multibeam
         self._clock_pub = self.create_publisher(ClockMsg, "/clock", qos.CLOCK)
         self.topics = VehicleTopics(self, "", self.config, sonar,
-                                    self.temperature_config.noise_std if sensors else None,
-                                    multibeam is not None)
+                                    self.temperature_config.noise_std
+                                    if self.temperature_config.enabled else None,
+                                    multibeam is not None, seabed.enabled)
         self._diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics",
                                                       qos.DIAGNOSTICS)
         self.create_subscription(Path, "plan", self._on_plan, qos.LATCHED)
@@ -105,7 +110,8 @@ class SimulatedAuvNode(StartingNode):
             f"simulated AUV ready: {self.config.mode} mode, time_scale "
             f"{self.config.time_scale:g}, start {tuple(round(v, 3) for v in self.auv.pose)}, "
             f"seed {self.config.seed}{', multibeam on' if multibeam else ''}"
-            f"{', temperature on' if sensors else ''}")
+            f"{', temperature on' if self.temperature_config.enabled else ''}"
+            f"{', seabed class on' if seabed.enabled else ''}")
 
     # -------------------------------------------------------------------- callbacks
 

@@ -23,6 +23,7 @@ from sensor_msgs.msg import PointCloud2
 from std_msgs.msg import Header
 
 from poam_ros import messages as msg
+from poam_ros.mapping.binary import ChannelSpread
 from poam_ros.ros import conversions as cv
 from poam_ros.ros import qos
 
@@ -36,7 +37,8 @@ class _Query:
     stamp: int  # ns, identifies the answer
     points: np.ndarray  # (N, 2) m
     done: threading.Event = field(default_factory=threading.Event)
-    spread: np.ndarray | None = None  # std (N,) or the channels' covariance (N, D, D)
+    # std (N,) or the channels' covariance (N, D, D), with a binary channel a ChannelSpread
+    spread: np.ndarray | ChannelSpread | None = None
     error: str = "no answer"
 
 
@@ -53,10 +55,11 @@ class UncertaintyQueries:
 
     def ask(self, points: np.ndarray, timeout: float, frame: str,
             planned: np.ndarray | None = None) -> np.ndarray:
-        """The mapper's answer for ``points`` (N, 2) [m] in ``frame``: std (N,) or the
-        channels' covariance (N, D, D); :class:`QueryFailed` without one in ``timeout`` s.
-        ``planned`` (T, 2) [m]: where a fleet's teammates will sample; the std is then
-        conditioned on samples there (if the mapping method can: ``docs/fleet.md``)."""
+        """The mapper's answer for ``points`` (N, 2) [m] in ``frame``: std (N,), the
+        channels' covariance (N, D, D) or with a binary channel a
+        :class:`~poam_ros.mapping.binary.ChannelSpread`; :class:`QueryFailed` without one in
+        ``timeout`` s. ``planned`` (T, 2) [m]: where a fleet's teammates will sample; the std
+        is then conditioned on samples there (if the mapping method can: ``docs/fleet.md``)."""
         with self._lock:
             stamp = max(self._node.get_clock().now().nanoseconds, self._last_stamp + 1)
             self._last_stamp = stamp
@@ -82,6 +85,9 @@ class UncertaintyQueries:
         unreadable = None
         try:
             points, spread = msg.cloud_to_response(message)
+            if spread.ndim == 3:  # a binary channel's probability besides the covariance
+                probability = msg.cloud_to_probability(message, spread.shape[1])
+                spread = spread if probability is None else ChannelSpread(spread, probability)
         except ValueError as error:
             unreadable = query.error = f"unreadable answer: {error}"
         else:

@@ -2,7 +2,8 @@
 nodes that must hear it subscribe yet.
 
 :class:`VehicleTopics` publishes a :class:`~poam_ros.sim.simulated_auv.SimulatedAuv`'s
-events under a prefix (``odom``, ``sonar/range``, ``sonar/swath``, ``temperature``; the
+events under a prefix (``odom``, ``sonar/range``, ``sonar/swath``, ``temperature``,
+``seabed_class``; the
 prefix ``/auv1/`` puts them under ``/auv1``), each stamped with its simulated time, so that
 the fleet simulator publishes every vehicle as the single vehicle's node publishes its own.
 """
@@ -16,16 +17,18 @@ from std_msgs.msg import Header
 
 from poam_ros.ros import conversions as cv
 from poam_ros.ros import qos
+from poam_ros.sim.seabed_class import CHANNEL as SEABED_CLASS
 from poam_ros.sim.simulated_auv import Odom, Ping, Reading, SimulatedAuvConfig, Sounding
 from poam_ros.sim.sonar import SonarConfig
 
 
 class VehicleTopics:
     """The sensor publishers of one vehicle on ``node``, topics under ``prefix`` ("" or
-    ``/auv1/``); ``swath`` and ``temperature`` say whether it has those sensors."""
+    ``/auv1/``); ``swath``, ``temperature`` and ``seabed`` say whether it has those sensors."""
 
     def __init__(self, node: Node, prefix: str, config: SimulatedAuvConfig,
-                 sonar: SonarConfig, temperature_std: float | None, swath: bool) -> None:
+                 sonar: SonarConfig, temperature_std: float | None, swath: bool,
+                 seabed: bool = False) -> None:
         self._node, self.config, self._sonar = node, config, sonar
         self._temperature_variance = None if temperature_std is None else temperature_std ** 2
         self.odom = node.create_publisher(Odometry, f"{prefix}odom", qos.SENSORS)
@@ -35,6 +38,8 @@ class VehicleTopics:
         self.temperature = (node.create_publisher(Temperature, f"{prefix}temperature",
                                                   qos.SENSORS)
                             if temperature_std is not None else None)
+        self.seabed = (node.create_publisher(PointCloud2, f"{prefix}{SEABED_CLASS}",
+                                             qos.SENSORS) if seabed else None)
         self._complete: dict[str, int] = {}  # topic -> matched subscribers when found complete
 
     def publish(self, event) -> None:
@@ -57,6 +62,9 @@ class VehicleTopics:
             self.swath.publish(cv.points_to_cloud(Header(frame_id=config.sonar_frame,
                                                          stamp=stamp),
                                                   swath.points_sensor[swath.valid]))
+        elif isinstance(event, Reading) and event.channel == SEABED_CLASS:
+            self.seabed.publish(cv.channel_reading_cloud(
+                Header(frame_id=config.base_frame, stamp=stamp), SEABED_CLASS, event.value))
         elif isinstance(event, Reading) and self.temperature is not None:
             self.temperature.publish(cv.temperature_from_reading(
                 Header(frame_id=config.base_frame, stamp=stamp), event.value,
@@ -71,7 +79,7 @@ class VehicleTopics:
         changes: a graph query costs about 80 µs, the count about 2 µs.
         """
         missing = []
-        for publisher in (self.odom, self.range, self.swath, self.temperature):
+        for publisher in (self.odom, self.range, self.swath, self.temperature, self.seabed):
             if publisher is None:
                 continue
             topic, count = publisher.topic_name, publisher.get_subscription_count()

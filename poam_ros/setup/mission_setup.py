@@ -44,6 +44,7 @@ from poam_ros.sim import (
     WaterTemperatureConfig,
     lower_right_start,
 )
+from poam_ros.sim.seabed_class import SeabedClassConfig
 from poam_ros.workspace import Workspace, WorkspaceConfig
 
 
@@ -104,12 +105,15 @@ class MissionSetup:
     #: the simulated bottom-water temperature and its sensor (a second survey channel: the
     #: simulated_auv node publishes it on ``temperature``)
     temperature: WaterTemperatureConfig = field(default_factory=WaterTemperatureConfig)
+    #: the simulated seabed class and its classifier (a binary survey channel: the
+    #: simulated_auv node publishes it on ``seabed_class``)
+    seabed_class: SeabedClassConfig = field(default_factory=SeabedClassConfig)
 
     #: node name -> {parameter prefix: attribute holding that config}; the prefix "" holds
     #: the node's own, unprefixed parameters
     NODES = {
         "simulated_auv": {"terrain": "terrain", "vehicle": "vehicle", "sonar": "sonar",
-                          "temperature": "temperature"},
+                          "temperature": "temperature", "seabed_class": "seabed_class"},
         "sensor_ingest": {"": "ingest", "workspace": "ingest_workspace"},
         "mapper": {"": "mapper_node", "mapping": "mapping", "grid": "grid", "geo": "geo"},
         "planner": {"": "planner_node", "planning": "planning", "workspace": "workspace",

@@ -33,6 +33,7 @@ from foxglove.channels import (  # noqa: E402
     SceneUpdateChannel,
 )
 
+from poam_ros.mapping.map_grid import CHANNEL_SCALES  # noqa: E402
 from poam_ros.view import frames, topics  # noqa: E402
 from poam_ros.view.config import ViewConfig  # noqa: E402
 from poam_ros.view.frames import ViewFrame  # noqa: E402
@@ -52,7 +53,9 @@ class LiveView:
     """The view of one mission: the workspace's outline ``workspace_vertices`` (V, 2) [m] on
     the Map panel with a ``georeference`` (else no location is shown); the map's ``layers``
     (``mean``, ``std``, ``<channel>/mean``, ...), the std layers coloured over
-    0 .. ``std_scale_max`` [m] (the map grid's)."""
+    0 .. ``std_scale_max`` [m] (the map grid's), a channel with a fixed grid scale
+    (:data:`~poam_ros.mapping.map_grid.CHANNEL_SCALES`: a seabed class's probability over
+    0 .. 1 and its entropy over 0 .. ln 2) on that scale."""
 
     def __init__(self, config: ViewConfig, workspace_vertices: np.ndarray | None = None,
                  georeference=None, std_scale_max: float = 50.0,
@@ -174,6 +177,10 @@ class LiveView:
         return self._channels[topic]
 
     def _colour_range(self, name: str, values: np.ndarray) -> tuple[float, float]:
+        channel, _, layer = name.rpartition("/")
+        if channel in CHANNEL_SCALES:  # the map grid's fixed scales: a seabed class's 0 .. 1
+            low, high, std_max = CHANNEL_SCALES[channel]
+            return (low, high) if layer == "mean" else (0.0, std_max)
         if name.endswith("std"):
             return (0.0, self._std_scale_max)
         if self.config.mean_range and "/" not in name:
