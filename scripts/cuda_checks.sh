@@ -16,8 +16,8 @@ bench() {  # name, seconds, then poam-ros bench core arguments
         >"$out/$name.log" 2>&1
     echo "== $name (exit $?)"; grep -E "^\| |Launch|profiled|Largest|batch " "$out/$name.log"
 }
-timeout 120 python3 -m pytest -q -p no:cacheprovider tests/core/models/test_cuda.py \
-    >"$out/tests.log" 2>&1
+timeout 150 python3 -m pytest -q -p no:cacheprovider tests/core/models/test_cuda.py \
+    tests/core/models/test_cuda_graphs.py >"$out/tests.log" 2>&1
 echo "== CUDA tests (exit $?)"; tail -n 25 "$out/tests.log"
 bench poam64 120 --dtype float64 --batch-sizes 1000,10000,100000,200000
 bench poam32 50 --dtype float32 --no-batches

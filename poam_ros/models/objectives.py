@@ -36,6 +36,8 @@ class TrainingObjective:
     #: Whether :meth:`loss` takes a mini-batch from ``model.trainer.minibatch()`` in every step
     #: (the M-step then draws all steps' batches at once, from the same generator sequence).
     uses_minibatches: bool = False
+    #: Whether the steps can be captured as a CUDA graph (:mod:`.captured`).
+    capturable: bool = False
 
     def loss(self) -> Tensor:
         raise NotImplementedError
@@ -90,6 +92,7 @@ class FixedPosteriorElbo(TrainingObjective):
             self.mean, self.cov_u = pad.rows(self.mean), pad.block(self.cov_u)
         self.cache = model.kernel.base_kernel.precompute(self.z, self.z)
         self.blocks = model.trainer.step_function(fixed_posterior_blocks)
+        self.capturable = self.padding is not None
 
     def loss(self) -> Tensor:
         model, z = self.model, self.z

@@ -39,6 +39,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from poam_ros.models.captured import CapturedSteps
 from poam_ros.models.compiled import compiled_step
 from poam_ros.models.linalg import DeferredChecks, NumericalError, deferred_checks
 from poam_ros.models.objectives import TrainingObjective, clone_tree
@@ -89,6 +90,8 @@ class Trainer:
         #: Whether the unchecked attempt of an M-step is running (the one that may pad and
         #: compile; the checked replay runs eagerly on the true shapes).
         self.fast = False
+        #: The CUDA graphs of the training steps by bucket (``mapping.cuda_graphs``).
+        self.graphs = CapturedSteps()
 
     # ------------------------------------------------------------------ shapes and compilation
     def padding(self, size: int) -> Padding | None:
@@ -209,6 +212,11 @@ class Trainer:
         steps, extra = self.model.config.train_steps, objective.optimizer
         if checks is not None and objective.uses_minibatches and steps:
             self.minibatches = self.draw_minibatches(steps)
+            if self._captures(objective):
+                loss = self._replay(objective)
+                if loss is not None:
+                    checks.record(torch.isfinite(loss))
+                    return loss
         loss = torch.tensor(math.nan)
         for _ in range(steps):
             self.optimizer.zero_grad(set_to_none=True)
@@ -223,6 +231,27 @@ class Trainer:
             self.optimizer.step()
             if extra is not None:
                 extra.step()
+        return loss
+
+    def _captures(self, objective: TrainingObjective) -> bool:
+        """Whether this attempt's steps are CUDA-graph replays (:mod:`.captured`): with
+        ``mapping.cuda_graphs`` on a CUDA model, for an objective that pads to a bucket and
+        trains nothing beyond the hyper-parameters, while no capture has failed."""
+        model = self.model
+        return (model.config.cuda_graphs and model.device.type == "cuda"
+                and objective.capturable and objective.optimizer is None
+                and self.graphs.failure is None)
+
+    def _replay(self, objective: TrainingObjective) -> Tensor | None:
+        """The steps replayed on the mini-batches drawn ahead, their last loss (NaN where a
+        deferred check failed); None after a failed capture, said once in the log."""
+        try:
+            loss = self.graphs.run(objective, self.optimizer, self.minibatches)
+        except RuntimeError as error:  # the mini-batches stay for the eager steps
+            self.graphs.failure = error
+            log.warning("CUDA graph capture failed, training steps run eagerly: %s", error)
+            return None
+        self.minibatches = []
         return loss
 
     def _lbfgs(self, objective: TrainingObjective) -> Tensor:
