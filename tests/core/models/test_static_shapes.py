@@ -146,7 +146,8 @@ def test_a_failed_deferred_check_under_compile_replays_the_m_step_checked(traine
     read = DeferredChecks.read
     monkeypatch.setattr(DeferredChecks, "read", lambda self, *v: (False, read(self, *v)[1]))
     models = []
-    for options in ({}, {"static_shapes": True, "compile": "cpu", "num_inducing": 100}):
+    for options in ({"num_inducing": 100},
+                    {"static_shapes": True, "compile": "cpu", "num_inducing": 100}):
         model = load_model(path)
         model.config = model.config.replace(**options)
         model.add_data(*batch)
