@@ -34,8 +34,9 @@ from poam_ros.models.objectives import fixed_posterior_blocks
 
 log = logging.getLogger(__name__)
 
-#: The tensors of a FixedPosteriorElbo that a graph reads, copied into its buffers per update.
-_INPUTS = ("z", "cache", "mask", "mean", "cov_u", "logdet")
+#: The tensors of a FixedPosteriorElbo that a graph reads, copied into its buffers per update
+#: (and the padding's mask, which the objective leaves out for a full bucket).
+_INPUTS = ("z", "cache", "mean", "cov_u", "logdet")
 
 
 class _BucketGraph:
@@ -44,6 +45,7 @@ class _BucketGraph:
     def __init__(self, objective, batch_size: int):
         model = objective.model
         self.inputs = {name: getattr(objective, name).detach().clone() for name in _INPUTS}
+        self.inputs["mask"] = objective.padding.mask.clone()
         self.num_data = torch.zeros((), dtype=model.dtype, device=model.device)
         self.x = torch.zeros(batch_size, model.input_dim, dtype=model.dtype, device=model.device)
         self.y = torch.zeros(batch_size, dtype=model.dtype, device=model.device)
@@ -90,6 +92,7 @@ class CapturedSteps:
             graph = self._capture(objective, optimizer, len(minibatches[0][1]))
         for name in _INPUTS:
             graph.inputs[name].copy_(getattr(objective, name))
+        graph.inputs["mask"].copy_(objective.padding.mask)
         graph.num_data.fill_(model.num_fitted)
         graph.ok.fill_(True)
         for x, y in minibatches:

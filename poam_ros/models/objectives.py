@@ -86,7 +86,7 @@ class FixedPosteriorElbo(TrainingObjective):
             return
         self.inducing = self.z = model.inducing
         self.padding = model.trainer.padding(len(self.z))
-        if self.padding is not None:
+        if self.padding is not None and self.padding.extra:  # a full bucket needs no mask
             pad = self.padding
             self.z, self.mask = pad.rows(self.z), pad.mask
             self.mean, self.cov_u = pad.rows(self.mean), pad.block(self.cov_u)
@@ -226,10 +226,10 @@ class OnlineElbo(TrainingObjective):
             return
         self.inducing = model.inducing
         padding = model.trainer.padding(len(self.inducing))
-        if padding is not None:
+        if padding is not None and padding.extra:  # a full bucket needs no mask
             self.inducing, self.mask_b = padding.rows(self.inducing), padding.mask
-        if padding is not None and self.prior is not None:
-            old = model.trainer.padding(len(self.prior.inducing))
+        old = None if self.prior is None else model.trainer.padding(len(self.prior.inducing))
+        if old is not None and old.extra:
             self.prior = StreamingPrior(old.rows(self.prior.inducing), old.rows(self.prior.mean),
                                         old.block(self.prior.cov_chol, 1.0),
                                         old.block(self.prior.prior_chol, 1.0))
@@ -245,8 +245,10 @@ class OnlineElbo(TrainingObjective):
         k_bb, k_bf = model.covariance(z, z), model.covariance(z, self.x)
         if self.mask_b is not None:
             k_bb, k_bf = masked_gram(k_bb, self.mask_b)[0], k_bf * self.mask_b.unsqueeze(-1)
+            if k_ab is not None:
+                k_ab = k_ab * self.mask_b
         if self.mask_a is not None:
-            k_ab = k_ab * torch.outer(self.mask_a, self.mask_b)
+            k_ab = k_ab * self.mask_a.unsqueeze(-1)
             k_aa = k_aa * torch.outer(self.mask_a, self.mask_a)
         bound = online_elbo(k_bb, k_bf, model.amplitude, model.noise, self.y, prior, k_ab, k_aa,
                             config.jitter, config.max_jitter_tries)

@@ -5,7 +5,9 @@ inducing set fills and, for the methods that size themselves (``vips``, ``poam-v
 ``oips``, ``cv``), changes at every update. With ``mapping.static_shapes`` the M-step's
 objectives (:mod:`.objectives`) pad the inducing set to a bucket (:func:`bucket`: powers of two
 from ``MIN_BUCKET``, capped at ``num_inducing``), so that a capture or compilation is made once
-per bucket and reused across updates.
+per bucket and reused across updates. A size that fills its bucket (M at the cap) is left
+unmasked on the eager and compiled paths, where the mask would only cost; a captured step
+masks it with all ones, as its graph serves the whole bucket.
 
 A padded set Z̃ = [Z; P] (P: ``bucket − M`` rows at the origin, a finite point) is masked by
 m = [1…1, 0…0]:
