@@ -114,7 +114,8 @@ class CapturedSteps:
         graph = _BucketGraph(objective, batch_size)
         graph.num_data.fill_(model.num_fitted)
         params = [p for group in optimizer.param_groups for p in group["params"]]
-        for group in optimizer.param_groups:
+        capturable = [group.get("capturable", False) for group in optimizer.param_groups]
+        for group in optimizer.param_groups:  # for the capture only: a saved state keeps False
             group["capturable"] = True
         saved = [p.detach().clone() for p in params]
         saved_state = {p: {k: v.clone() for k, v in s.items()} for p, s in optimizer.state.items()}
@@ -134,8 +135,12 @@ class CapturedSteps:
                         if isinstance(value, Tensor):
                             value.copy_(saved_state[p][key] if p in saved_state else 0)
             optimizer.zero_grad(set_to_none=True)
-        with torch.cuda.graph(graph.graph):
-            graph.loss = graph.step(model, optimizer)
+        try:
+            with torch.cuda.graph(graph.graph):
+                graph.loss = graph.step(model, optimizer)
+        finally:
+            for group, flag in zip(optimizer.param_groups, capturable):
+                group["capturable"] = flag
         graph.state = [t for s in optimizer.state.values() for t in s.values()
                        if isinstance(t, Tensor)]
         self.graphs[objective.padding.bucket] = graph
