@@ -110,10 +110,11 @@ class FixedPosteriorElbo(TrainingObjective):
                                   config.max_jitter_tries)
 
     def inducing_cache(self) -> tuple[Tensor, Tensor] | None:
-        if self.cache is None:
+        """None where Z was trained or padded (a padded cache is not Z's: the prediction
+        factors then make their own)."""
+        if self.cache is None or self.z is not self.inducing:
             return None
-        size = len(self.inducing)
-        return self.inducing, self.cache[:, :size, :size]
+        return self.inducing, self.cache
 
     def commit(self) -> None:
         if self.optimizer is not None:
