@@ -29,7 +29,9 @@ import torch
 from poam_ros.benchmark.dispatch import count_update, profile_device_update
 from poam_ros.cli.common import ArgumentParser
 from poam_ros.models import METHODS, MappingConfig, make_model
+from poam_ros.models.compiled import compiled_step
 from poam_ros.models.linalg import NumericalError
+from poam_ros.models.objectives import fixed_posterior_blocks
 
 SIZES = (1_000, 2_000, 5_000, 10_000, 20_000, 50_000)
 BATCH_SIZES = (1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000)
@@ -104,6 +106,60 @@ def measure(config: MappingConfig, sizes=SIZES, batch: int = 60, repeats: int = 
             "machine": platform.processor() or platform.machine(), "updates": rows,
             "predict": predict, "accuracy": accuracy(model, rng),
             "largest_over_smallest": flat, "failed_updates": failures}
+
+
+#: The update variants that ``--variants`` times beside each other: the options each sets.
+VARIANTS = {"eager": {}, "padded": {"static_shapes": True},
+            "compiled": {"static_shapes": True, "compile": "cpu"},
+            "captured": {"static_shapes": True, "cuda_graphs": True}}
+
+
+def measure_variants(config: MappingConfig, names, size: int = 5_000, batch: int = 60,
+                     repeats: int = 5, fill_chunk: int = 2_000, seed: int = 0,
+                     log=print) -> dict:
+    """The update variants ``names`` (keys of :data:`VARIANTS`) side by side: one model each,
+    filled with the same samples up to ``size``, then ``repeats`` rounds in which each model in
+    turn takes the same new batch (interleaved, so that a change of the machine's load touches
+    all alike). Per variant the median update and training times, the map's accuracy, the
+    one-off cost of compilation (seconds and graphs, this process's first updates included)
+    or capture (count), and the update median over the eager one's."""
+    models = {name: make_model(config.replace(**VARIANTS[name])) for name in names}
+    rng = np.random.default_rng(seed)
+    filled = 0
+    while filled < size:  # untimed, the same samples for every variant
+        chunk = noisy_samples(rng, min(fill_chunk, size - filled))
+        filled += len(chunk[1])
+        for model in models.values():
+            model.add_data(*chunk)
+            model.update()
+    times = {name: [] for name in names}
+    for _ in range(repeats):
+        chunk = noisy_samples(rng, batch)
+        for name, model in models.items():
+            model.add_data(*chunk)
+            if model.device.type == "cuda":
+                torch.cuda.synchronize()
+            report = model.update()
+            times[name].append((report.total_time, report.training_time))
+    scoring = rng.bit_generator.state
+    rows = {}
+    for name, model in models.items():
+        rng.bit_generator.state = scoring  # every variant scored on the same points
+        rows[name] = {"update": _median([t[0] for t in times[name]]),
+                      "training": _median([t[1] for t in times[name]]),
+                      "num_inducing": model.inducing.shape[0], **accuracy(model, rng)}
+        if name == "captured":
+            rows[name]["captures"] = sum(model.trainer.graphs.captures.values())
+    if "compiled" in rows:
+        step = compiled_step(fixed_posterior_blocks)
+        rows["compiled"].update(compile_time=step.compile_time, graphs=step.graphs,
+                                compile_failure=str(step.failure or ""))
+    base = rows.get("eager", {}).get("update")
+    for name, row in rows.items():
+        row["over_eager"] = row["update"] / base if base else math.nan
+        log(f"{name:>9}  update {row['update']:.3f} s  training {row['training']:.3f} s  "
+            f"({row['over_eager']:.2f}x eager)  RMSE {row['rmse']:.3f}  NLL {row['nll']:.3f}")
+    return {"num_samples": size, "batch": batch, "repeats": repeats, "rows": rows}
 
 
 def noisy_samples(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -229,6 +285,22 @@ def markdown_table(result: dict) -> str:
                      f"kernel launches, {cuda['waits']:.0f} host waits, {cuda['copies']:.0f} "
                      f"copies; the device busy {cuda['gpu_busy'] * 1e3:.1f} ms of "
                      f"{cuda['update'] * 1e3:.1f} ms.")
+    if result.get("variants"):
+        variants = result["variants"]
+        lines += ["", f"Variants side by side at N = {variants['num_samples']:,} (interleaved, "
+                      f"{variants['repeats']} updates each):", "",
+                  "| variant | M | update (s) | training (s) | over eager | RMSE | NLL | one-off |",
+                  "|---|---:|---:|---:|---:|---:|---:|---|"]
+        for name, r in variants["rows"].items():
+            once = ""
+            if "compile_time" in r:
+                once = (f"compiled {r['graphs']} graphs in {r['compile_time']:.1f} s"
+                        + (f" (failed: {r['compile_failure']})" if r["compile_failure"] else ""))
+            if "captures" in r:
+                once = f"{r['captures']} captures"
+            lines.append(f"| {name} | {r['num_inducing']} | {r['update']:.3f} | "
+                         f"{r['training']:.3f} | {r['over_eager']:.2f} | {r['rmse']:.3f} | "
+                         f"{r['nll']:.3f} | {once} |")
     if result.get("batches"):
         lines += ["", "| first batch B | update (s) | PCD (s) | variational (s) | training (s) "
                       "| peak memory added, host (GPU) (GB) | RMSE | NLL |",
@@ -271,6 +343,11 @@ def main(argv=None) -> int:
                              "process (default: %(default)s)")
     parser.add_argument("--no-batches", action="store_true",
                         help="skip the batch-size measurement")
+    parser.add_argument("--variants", default="",
+                        help="comma-separated update variants to time side by side at "
+                             "--variants-size samples, each against eager: "
+                             f"{', '.join(VARIANTS)} (default: none)")
+    parser.add_argument("--variants-size", type=int, default=5_000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--num-inducing", type=int, default=500)
     parser.add_argument("--threads", type=int, default=0,
@@ -281,7 +358,15 @@ def main(argv=None) -> int:
         torch.set_num_threads(args.threads)
     config = MappingConfig(method=args.method, device=args.device, dtype=args.dtype,
                            num_inducing=args.num_inducing)
+    variants = [name for name in args.variants.split(",") if name]
+    unknown = sorted(set(variants) - set(VARIANTS))
+    if unknown:
+        parser.error(f"--variants: unknown {unknown}, choose from {list(VARIANTS)}")
     result = measure(config, tuple(args.sizes), repeats=args.repeats)
+    if variants:
+        names = ["eager", *(name for name in variants if name != "eager")]
+        result["variants"] = measure_variants(config, names, args.variants_size,
+                                              repeats=args.repeats)
     result["dispatch"] = count_update(config)
     if result["device"].startswith("cuda"):
         result["cuda_profile"] = profile_device_update(config)

@@ -224,6 +224,17 @@ class MappingConfig(Params):
         "q(u) and the prediction factors are float64 always); float32 updates 1.35x faster and "
         "maps as float64 does on Table I, but worse on smooth fields (docs/benchmarks.md)",
         choices=("float64", "float32"))
+    static_shapes: bool = param(
+        False, "the training steps run on the inducing set padded to a bucket (powers of two "
+        "from 32, capped at num_inducing) with masked rows that add nothing, so that a compiled "
+        "step or a CUDA graph is made once per bucket, not per M (docs/benchmarks.md)")
+    compile: str = param(
+        "off", "the training step compiled by torch inductor on a CPU model (cpu; paid once per "
+        "process and shape, eager with one log line where compilation fails) or not (off)",
+        choices=("off", "cpu"))
+    cuda_graphs: bool = param(
+        False, "on a CUDA model, the training steps captured as one CUDA graph per bucket and "
+        "replayed (implies static_shapes there; eager with one log line if capture fails)")
     seed: int = param(0, "seed of the network initialisation and the mini-batch draws", low=0)
     # Each method family's own options (mapping.<family>.*), read by that family only.
     ssgp: SsgpOptions = group(SsgpOptions)

@@ -10,8 +10,10 @@ Off the CPU the update takes another code path with the same results: the attent
 runs as whole matrices (:mod:`poam_ros.kernels.base_stack`), Adam is fused, the M-step's
 mini-batch indices are drawn up front from the model's CPU generator (CPU and GPU draw the
 same samples) and its numerical checks are read once after the last step
-(:mod:`.training`). No CUDA graph is captured: a replayed graph needs fixed shapes, and M
-changes while the set fills and, for the methods that size themselves, at every update.
+(:mod:`.training`). With ``mapping.cuda_graphs`` POAM's training steps run on the inducing
+set padded to a bucket (:mod:`.padding`) and are replayed from one CUDA graph per bucket
+(:mod:`.captured`): M changes while the set fills and, for the methods that size themselves, at
+every update, but a bucket holds many sizes.
 """
 
 from __future__ import annotations

@@ -42,8 +42,8 @@ class NegativeElbo(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, k_uu: Tensor, k_uf: Tensor, prior_var: Tensor, noise: Tensor, y: Tensor,
-                mean_u: Tensor, cov_u: Tensor, logdet_cov: Tensor, num_data: int, jitter: float,
-                max_tries: int) -> Tensor:
+                mean_u: Tensor, cov_u: Tensor, logdet_cov: Tensor, num_data: int | Tensor,
+                jitter: float, max_tries: int) -> Tensor:
         chol = robust_cholesky(k_uu, jitter, max_tries, "K_uu during training")
         k_inv = torch.cholesky_inverse(chol)
         alpha = k_inv @ mean_u
@@ -76,8 +76,9 @@ class NegativeElbo(torch.autograd.Function):
         scale = -grad_out
         right = (0.5 * v - gamma) / (noise * batch) + torch.outer(alpha, r)  # M × B
         kl_part = w.sub_(k_inv).addr_(alpha, alpha)  # W − K⁻¹ + ααᵀ, in w's storage
-        # The scale is a tensor: as addmm's alpha or beta it would be read back to the host.
-        d_kuu = torch.addmm(kl_part, v, right.transpose(0, 1), beta=1 / (2 * n),
+        # The scale (and N, a tensor in a captured step) as addmm's alpha or beta would be read
+        # back to the host.
+        d_kuu = torch.addmm(kl_part.mul_(0.5 / n), v, right.transpose(0, 1),
                             alpha=-1.0).mul_(scale)
         d_kuf = scale * (torch.outer(alpha, r) + (v - gamma) / (noise * batch))
         d_prior = -0.5 * scale / noise

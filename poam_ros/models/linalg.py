@@ -91,12 +91,17 @@ class DeferredChecks:
         if info is not None:
             self._infos.append(info)
 
-    def read(self, *values: Tensor) -> tuple[bool, list[float]]:
-        """Whether everything recorded passed, and ``values`` (scalars) as floats: one
-        transfer from the device."""
+    def flags(self) -> list[Tensor]:
+        """Boolean scalars on the device, all true when everything recorded passed."""
         flags = [torch.stack(self._finite).all()] if self._finite else []
         if self._infos:
             flags.append(torch.stack(self._infos).eq(0).all())
+        return flags
+
+    def read(self, *values: Tensor) -> tuple[bool, list[float]]:
+        """Whether everything recorded passed, and ``values`` (scalars) as floats: one
+        transfer from the device."""
+        flags = self.flags()
         parts = [part.detach().reshape(()).double() for part in (*flags, *values)]
         if not parts:
             return True, []

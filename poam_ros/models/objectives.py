@@ -24,6 +24,7 @@ import torch
 from torch import Tensor
 
 from poam_ros.models.elbo import NegativeElbo, online_elbo, whitened_negative_elbo
+from poam_ros.models.padding import masked_gram
 from poam_ros.models.posterior import StreamingPrior, posterior_from_whitened
 
 
@@ -35,6 +36,8 @@ class TrainingObjective:
     #: Whether :meth:`loss` takes a mini-batch from ``model.trainer.minibatch()`` in every step
     #: (the M-step then draws all steps' batches at once, from the same generator sequence).
     uses_minibatches: bool = False
+    #: Whether the steps can be captured as a CUDA graph (:mod:`.captured`).
+    capturable: bool = False
 
     def loss(self) -> Tensor:
         raise NotImplementedError
@@ -60,47 +63,86 @@ class FixedPosteriorElbo(TrainingObjective):
     """−ELBO / N on a mini-batch of all data, q(u) = N(m, S) fixed (see :mod:`.elbo`).
 
     With fixed inducing inputs the base-kernel stack of Z is computed once and reused in every
-    step: only the attention weights, amplitude and noise change between steps. With
-    ``train_inducing`` Z is a leaf trained by Adam (rate ``lr_inducing``) and the kernel is
-    evaluated afresh in each step; q(u) stays attached to the moving Z, as in an unwhitened SVGP
-    whose variational parameters are frozen.
+    step: only the attention weights, amplitude and noise change between steps. A step is
+    :func:`fixed_posterior_blocks` and the ELBO, on Z padded to its bucket when the trainer asks
+    for static shapes (:meth:`~.training.Trainer.padding`), the blocks compiled when so
+    configured (:meth:`~.training.Trainer.step_function`). With ``train_inducing`` Z is a
+    leaf trained by Adam (rate ``lr_inducing``) and the kernel is evaluated afresh in each
+    step; q(u) stays attached to the moving Z, as in an unwhitened SVGP whose variational
+    parameters are frozen.
     """
 
     uses_minibatches = True
 
     def __init__(self, model, train_inducing: bool = False):
         self.model = model
-        base = model.kernel.base_kernel
+        posterior = model.posterior
+        self.mean, self.logdet = posterior.mean, posterior.logdet
+        self.cov_u = posterior.sqrt @ posterior.sqrt.transpose(0, 1)
+        self.padding = self.mask = None
         if train_inducing:
             self.inducing, self.optimizer = _trainable_inducing(model)
-            self.cache = None
-        else:
-            self.inducing = model.inducing
-            self.cache = base.precompute(self.inducing, self.inducing)
-        self.cov_u = model.posterior.sqrt @ model.posterior.sqrt.transpose(0, 1)
+            self.z, self.cache = self.inducing, None
+            return
+        self.inducing = self.z = model.inducing
+        self.padding = model.trainer.padding(len(self.z))
+        if self.padding is not None and self.padding.extra:  # a full bucket needs no mask
+            pad = self.padding
+            self.z, self.mask = pad.rows(self.z), pad.mask
+            self.mean, self.cov_u = pad.rows(self.mean), pad.block(self.cov_u)
+        self.cache = model.kernel.base_kernel.precompute(self.z, self.z)
+        self.blocks = model.trainer.step_function(fixed_posterior_blocks)
+        self.capturable = self.padding is not None
 
     def loss(self) -> Tensor:
-        model, z = self.model, self.inducing
+        model, z = self.model, self.z
         x, y = model.trainer.minibatch()
-        base, amplitude = model.kernel.base_kernel, model.amplitude
+        config = model.config
         if self.cache is None:
-            k_uu, k_uf = model.covariance(z, z), model.covariance(z, x)
-        else:  # K_uu and K_uf share the features of Z: the attention network runs once on it
-            f_z = base.features(z)
-            k_uu = amplitude * base.from_precomputed(z, z, self.cache, f_z, f_z)
-            k_uf = amplitude * base.from_precomputed(z, x, base.precompute(z, x), f_z,
-                                                     base.features(x))
-        posterior = model.posterior
-        return NegativeElbo.apply(k_uu, k_uf, amplitude, model.noise, y, posterior.mean, self.cov_u,
-                                  posterior.logdet, model.num_fitted, model.config.jitter,
-                                  model.config.max_jitter_tries)
+            k_uu, k_uf, cov, logdet = (model.covariance(z, z), model.covariance(z, x),
+                                       self.cov_u, self.logdet)
+        else:
+            k_uu, k_uf, cov, logdet = self.blocks(model.kernel.base_kernel, model.amplitude, z,
+                                                  self.cache, x, self.cov_u, self.logdet,
+                                                  self.mask, config.jitter)
+        return NegativeElbo.apply(k_uu, k_uf, model.amplitude, model.noise, y, self.mean, cov,
+                                  logdet, model.num_fitted, config.jitter,
+                                  config.max_jitter_tries)
 
     def inducing_cache(self) -> tuple[Tensor, Tensor] | None:
-        return None if self.cache is None else (self.inducing, self.cache)
+        """None where Z was trained or padded (a padded cache is not Z's: the prediction
+        factors then make their own)."""
+        if self.cache is None or self.z is not self.inducing:
+            return None
+        return self.inducing, self.cache
 
     def commit(self) -> None:
         if self.optimizer is not None:
             self.model.inducing = self.inducing.detach().clone()
+
+
+def fixed_posterior_blocks(base, amplitude: Tensor, z: Tensor, cache: Tensor, x: Tensor,
+                           cov: Tensor, logdet: Tensor, mask: Tensor | None, jitter: float
+                           ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """The kernel blocks of one :class:`FixedPosteriorElbo` step at fixed Z (M × D; ``cache``
+    its base stack) and a mini-batch x (B × D): K_uu, K_uf, and q(u)'s covariance and
+    log-determinant as the ELBO takes them. K_uu and K_uf share the features of Z: the
+    attention network runs once on it. With ``mask`` (M,) Z and q(u) are padded
+    (:mod:`.padding`): the kernel blocks are masked and q(u)'s padded block completed to s·I,
+    s = κ(1 + jitter), so that the padded rows add nothing to the bound. The elementwise chains
+    of the attentive kernel are here, the ELBO's M³ factorisations outside (its Cholesky
+    guard is no traceable code): this is what ``mapping.compile`` compiles, specialised to
+    the shapes alone."""
+    f_z = base.features(z)
+    k_uu = amplitude * base.from_precomputed(z, z, cache, f_z, f_z)
+    k_uf = amplitude * base.from_precomputed(z, x, base.precompute(z, x), f_z, base.features(x))
+    if mask is not None:
+        k_uu, kappa = masked_gram(k_uu, mask)
+        k_uf = k_uf * mask.unsqueeze(-1)
+        shift, pad = kappa * (1.0 + jitter), 1.0 - mask
+        cov = cov + torch.diag(pad * shift)
+        logdet = logdet + pad.sum() * shift.log()
+    return k_uu, k_uf, cov, logdet
 
 
 class WhitenedElbo(TrainingObjective):
@@ -167,15 +209,32 @@ class OnlineElbo(TrainingObjective):
     builds the :class:`~.posterior.StreamingPrior`, so that a failing factorisation of S_a
     is a failure of this M-step. With ``train_inducing`` the new inducing inputs b are trained
     too (rate ``lr_inducing``).
+
+    With static shapes (:meth:`~.training.Trainer.padding`, fixed b) b and a are padded to
+    their buckets: K_bb as in :mod:`.padding`, K_bf's padded rows and K_ab's padded rows and
+    columns zero, q_old padded with zero means and identity blocks of both Cholesky factors.
+    Then L⁻¹K_bf and L⁻¹K_ba are zero on padded rows, so A and c are padded with zeros, I + A
+    with an identity block, and the padded blocks of K_aa − Q_aa (zero) add nothing to the
+    traces: the bound is unchanged. The batch itself is not padded.
     """
 
     def __init__(self, model, prior, x: Tensor, y: Tensor, train_inducing: bool = False):
         self.model, self.x, self.y = model, x, y
         self.prior: StreamingPrior | None = prior() if callable(prior) else prior
+        self.mask_b = self.mask_a = None
         if train_inducing:
             self.inducing, self.optimizer = _trainable_inducing(model)
-        else:
-            self.inducing = model.inducing
+            return
+        self.inducing = model.inducing
+        padding = model.trainer.padding(len(self.inducing))
+        if padding is not None and padding.extra:  # a full bucket needs no mask
+            self.inducing, self.mask_b = padding.rows(self.inducing), padding.mask
+        old = None if self.prior is None else model.trainer.padding(len(self.prior.inducing))
+        if old is not None and old.extra:
+            self.prior = StreamingPrior(old.rows(self.prior.inducing), old.rows(self.prior.mean),
+                                        old.block(self.prior.cov_chol, 1.0),
+                                        old.block(self.prior.prior_chol, 1.0))
+            self.mask_a = old.mask
 
     def loss(self) -> Tensor:
         model, z, prior = self.model, self.inducing, self.prior
@@ -184,9 +243,16 @@ class OnlineElbo(TrainingObjective):
         if prior is not None:
             k_ab = model.inducing_cross_covariance(prior.inducing, z)
             k_aa = model.inducing_cross_covariance(prior.inducing, prior.inducing)
-        bound = online_elbo(model.covariance(z, z), model.covariance(z, self.x), model.amplitude,
-                            model.noise, self.y, prior, k_ab, k_aa, config.jitter,
-                            config.max_jitter_tries)
+        k_bb, k_bf = model.covariance(z, z), model.covariance(z, self.x)
+        if self.mask_b is not None:
+            k_bb, k_bf = masked_gram(k_bb, self.mask_b)[0], k_bf * self.mask_b.unsqueeze(-1)
+            if k_ab is not None:
+                k_ab = k_ab * self.mask_b
+        if self.mask_a is not None:
+            k_ab = k_ab * self.mask_a.unsqueeze(-1)
+            k_aa = k_aa * torch.outer(self.mask_a, self.mask_a)
+        bound = online_elbo(k_bb, k_bf, model.amplitude, model.noise, self.y, prior, k_ab, k_aa,
+                            config.jitter, config.max_jitter_tries)
         return -bound / self.y.shape[0]
 
     def commit(self) -> None:

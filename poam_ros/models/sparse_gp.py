@@ -270,9 +270,13 @@ class OnlineSparseGP(ABC):
     def diagnostics(self) -> dict:
         """The learned noise after an update, for ``UpdateReport.extra`` (the mapping loop
         adds it, outside :meth:`update`: one host read): ``noise``, the variance in scaled
-        units, and ``noise_std``, its standard deviation in the targets' units (m)."""
+        units, and ``noise_std``, its standard deviation in the targets' units (m); with CUDA
+        graphs, ``graph_captures``, the captures made (one per bucket unless recaptured)."""
         noise = float(self.noise.detach())
-        return {"noise": noise, "noise_std": math.sqrt(noise) * self.y_scaler.std}
+        figures = {"noise": noise, "noise_std": math.sqrt(noise) * self.y_scaler.std}
+        if self.trainer.graphs.captures:  # mapping.cuda_graphs: captures so far, all buckets
+            figures["graph_captures"] = sum(self.trainer.graphs.captures.values())
+        return figures
 
     def covariance(self, x1: Tensor, x2: Tensor) -> Tensor:
         """a · k(x1, x2) as a dense tensor (scaled units)."""

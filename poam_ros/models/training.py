@@ -39,8 +39,11 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from poam_ros.models.captured import CapturedSteps
+from poam_ros.models.compiled import compiled_step
 from poam_ros.models.linalg import DeferredChecks, NumericalError, deferred_checks
 from poam_ros.models.objectives import TrainingObjective, clone_tree
+from poam_ros.models.padding import Padding
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +87,33 @@ class Trainer:
         self.optimizer = self._adam(fused)
         #: Mini-batches drawn ahead, taken first by :meth:`minibatch`.
         self.minibatches: list[tuple[Tensor, Tensor]] = []
+        #: Whether the unchecked attempt of an M-step is running (the one that may pad and
+        #: compile; the checked replay runs eagerly on the true shapes).
+        self.fast = False
+        #: The CUDA graphs of the training steps by bucket (``mapping.cuda_graphs``).
+        self.graphs = CapturedSteps()
+
+    # ------------------------------------------------------------------ shapes and compilation
+    def padding(self, size: int) -> Padding | None:
+        """How an objective pads ``size`` inducing inputs in this attempt's steps: to a bucket
+        with ``mapping.static_shapes`` (or CUDA graphs on a CUDA model) during the unchecked
+        attempt; None otherwise. The checked replay is unpadded, as its jitter may escalate
+        and the padded block is made for the first attempt's jitter (:mod:`.padding`)."""
+        model = self.model
+        config = model.config
+        static = config.static_shapes or (config.cuda_graphs and model.device.type == "cuda")
+        if not (self.fast and static):
+            return None
+        return Padding(size, config.num_inducing, model.dtype, model.device)
+
+    def step_function(self, function: Callable) -> Callable:
+        """``function`` (a training step of tensors) as this attempt runs it: compiled by
+        inductor with ``mapping.compile: cpu`` on a CPU model during the unchecked attempt
+        (:mod:`.compiled`), else itself."""
+        model = self.model
+        if self.fast and model.config.compile == "cpu" and model.device.type == "cpu":
+            return compiled_step(function)
+        return function
 
     def _adam(self, fused: bool) -> torch.optim.Optimizer:
         """Adam with a slow rate for the attention network and a fast one for the rest."""
@@ -128,8 +158,10 @@ class Trainer:
         objective, passed = None, False
         try:
             with deferred_checks() as checks:
+                self.fast = True
                 objective = task.objective()
                 loss = self._steps(objective, checks)
+                self.fast = False
                 with torch.no_grad():
                     task.finish(objective)
             passed, (value,) = checks.read(loss)
@@ -137,6 +169,7 @@ class Trainer:
             log.debug("M-step without checks failed (%s): replaying it checked", err)
         finally:
             self.minibatches.clear()
+            self.fast = False
         if passed:
             return value, None
         self.restore(hyper)
@@ -179,6 +212,11 @@ class Trainer:
         steps, extra = self.model.config.train_steps, objective.optimizer
         if checks is not None and objective.uses_minibatches and steps:
             self.minibatches = self.draw_minibatches(steps)
+            if self._captures(objective):
+                loss = self._replay(objective)
+                if loss is not None:
+                    checks.record(torch.isfinite(loss))
+                    return loss
         loss = torch.tensor(math.nan)
         for _ in range(steps):
             self.optimizer.zero_grad(set_to_none=True)
@@ -193,6 +231,27 @@ class Trainer:
             self.optimizer.step()
             if extra is not None:
                 extra.step()
+        return loss
+
+    def _captures(self, objective: TrainingObjective) -> bool:
+        """Whether this attempt's steps are CUDA-graph replays (:mod:`.captured`): with
+        ``mapping.cuda_graphs`` on a CUDA model, for an objective that pads to a bucket and
+        trains nothing beyond the hyper-parameters, while no capture has failed."""
+        model = self.model
+        return (model.config.cuda_graphs and model.device.type == "cuda"
+                and objective.capturable and objective.optimizer is None
+                and self.graphs.failure is None)
+
+    def _replay(self, objective: TrainingObjective) -> Tensor | None:
+        """The steps replayed on the mini-batches drawn ahead, their last loss (NaN where a
+        deferred check failed); None after a failed capture, said once in the log."""
+        try:
+            loss = self.graphs.run(objective, self.optimizer, self.minibatches)
+        except RuntimeError as error:  # the mini-batches stay for the eager steps
+            self.graphs.failure = error
+            log.warning("CUDA graph capture failed, training steps run eagerly: %s", error)
+            return None
+        self.minibatches = []
         return loss
 
     def _lbfgs(self, objective: TrainingObjective) -> Tensor:

@@ -50,3 +50,16 @@ def test_a_failing_update_is_counted_and_the_run_goes_on(monkeypatch):
     assert result["failed_updates"] >= 2
     assert sum("update failed" in line for line in lines) == result["failed_updates"]
     assert all(not math.isnan(row["update"]) for row in result["updates"])
+
+
+def test_variants_are_timed_side_by_side_on_the_same_samples(tmp_path):
+    """Eager and padded updates interleaved: the same data, so the same M and map."""
+    code = core_speed.main(["--out", str(tmp_path), "--sizes", "200", "--repeats", "2",
+                            "--num-inducing", "40", "--threads", "1", "--no-batches",
+                            "--variants", "padded", "--variants-size", "300"])
+    assert code == 0
+    rows = json.loads((tmp_path / "core_speed.json").read_text())["variants"]["rows"]
+    assert list(rows) == ["eager", "padded"] and rows["eager"]["over_eager"] == 1.0
+    assert rows["eager"]["num_inducing"] == rows["padded"]["num_inducing"] == 40
+    assert abs(rows["eager"]["rmse"] - rows["padded"]["rmse"]) < 1e-9
+    assert "| padded | 40 |" in (tmp_path / "core_speed.md").read_text()
