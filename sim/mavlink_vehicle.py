@@ -7,9 +7,14 @@ stepping, the soundings, the sensors) with a
 ``advance``/``holding`` to the simulated AUV node, which paces it and publishes what it
 returns: every event but the odometry, which reaches the stack from the bridge.
 
-Each call to :meth:`MavlinkVehicle.advance`: the sends queued by the call before go out
-(after the node has published the ``/clock`` that covers them, so that the bridge, which
-maps the autopilot's boot time onto ``/clock``, never meets a message newer than its clock);
+Each call to :meth:`MavlinkVehicle.advance`: the queued messages the bridge's clock has
+reached go out. The bridge maps the autopilot's boot time onto its clock (``/clock``) by the
+smallest delay seen, so a message that reached it before the ``/clock`` that covers it
+(a loaded machine delays either) would stamp the odometry early, and equal stamps would
+follow. Its targets carry its clock (``time_boot_ms`` since its start, at simulated time 0 in
+lockstep: the clock stands until its first target), re-sent every ``command_period``; while
+the clock stands and the bridge has no reason to re-send, a message goes after
+``send_delay`` wall seconds all the same. Then
 the bridge's messages are taken at the vehicle's time; then, per control step, the target
 expires after ``guided_timeout`` s of simulated time (ArduSub's), the vehicle steps towards
 the live target (a new target replaces the plan; the same one re-sent changes nothing), and
@@ -66,24 +71,33 @@ class MavlinkEndpointConfig(Params):
     start_bridge: str = param("", "simulation only, the operator's part: the bridge node "
                                   "whose ~/start (std_srvs/Trigger) is called, once a second "
                                   "until it succeeds; empty: none")
-    settle_time: float = param(0.5, "lockstep: wall seconds the clock holds after a step "
+    send_delay: float = param(0.25, "lockstep, while the clock stands: wall seconds a MAVLink "
+                                    "message newer than the bridge's clock waits before it "
+                                    "goes all the same", unit="s", low=0.0, high=5.0)
+    settle_time: float = param(1.0, "lockstep: wall seconds the clock holds after a step "
                                     "that ends within ARRIVAL_MARGIN outside the goal "
                                     "radius, for the bridge's next target", unit="s",
                                low=0.0, high=10.0)
 
 
 class DeferredLink:
-    """A link whose sends wait for :meth:`flush` (what else it does goes to ``link``)."""
+    """A link whose messages wait in a queue until :meth:`flush` releases them; a HEARTBEAT,
+    which carries no time and which the bridge times the link by, goes at once (what else
+    it does goes to ``link``). ``time``: the simulated time the messages sent now are of."""
 
-    def __init__(self, link) -> None:
-        self.link = link
-        self.queue: list = []
+    def __init__(self, link, wall: Callable[[], float]) -> None:
+        self.link, self._wall = link, wall
+        self.time = 0.0
+        self.queue: list[tuple[float, float, object]] = []  # (wall queued, time, message)
 
     def __getattr__(self, name: str):
         return getattr(self.link, name)
 
     def send(self, message) -> None:
-        self.queue.append(message)
+        if message.get_type() == "HEARTBEAT":
+            self.link.send(message)
+        else:
+            self.queue.append((self._wall(), self.time, message))
 
     def ahead(self, send: Callable[[], None]) -> None:
         """What ``send()`` sends goes before what waits."""
@@ -91,10 +105,15 @@ class DeferredLink:
         send()
         self.queue += waiting
 
-    def flush(self) -> None:
-        for message in self.queue:
+    def flush(self, until: float, waited: float | None) -> None:
+        """Send, in order, the messages of time ``until`` or before and, with ``waited``
+        given, those that have waited that many wall seconds."""
+        due = -math.inf if waited is None else self._wall() - waited
+        count = next((i for i, (queued, t, _) in enumerate(self.queue)
+                      if t > until + 1e-6 and queued > due), len(self.queue))
+        for _, _, message in self.queue[:count]:
             self.link.send(message)
-        self.queue.clear()
+        del self.queue[:count]
 
 
 class MavlinkVehicle:
@@ -104,15 +123,18 @@ class MavlinkVehicle:
         auv: the simulated AUV; its simulator is the autopilot's.
         autopilot: the endpoint; its link is wrapped in a :class:`DeferredLink`.
         settle_time: wall seconds of the lockstep hold near an arrival.
+        send_delay: wall seconds a message newer than the bridge's clock waits while the
+            clock stands.
         wall: the wall clock (s).
     """
 
-    def __init__(self, auv: SimulatedAuv, autopilot, settle_time: float = 0.5,
-                 wall: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, auv: SimulatedAuv, autopilot, settle_time: float = 1.0,
+                 send_delay: float = 0.25, wall: Callable[[], float] = time.monotonic) -> None:
         if autopilot.simulator is not auv.simulator:
             raise ValueError("the autopilot must fly the simulated AUV's simulator")
         self.auv, self.autopilot = auv, autopilot
-        autopilot.link = DeferredLink(autopilot.link)
+        autopilot.link = DeferredLink(autopilot.link, wall)
+        self.send_delay = send_delay
         self.settle_time = settle_time
         self._wall = wall
         self._goal: tuple[float, float] | None = None  # the plan the AUV flies
@@ -129,7 +151,8 @@ class MavlinkVehicle:
         """Step up to ``until`` s (at most ``max_steps`` steps) as the module docstring says;
         returns the AUV's events but its odometry."""
         autopilot, auv = self.autopilot, self.auv
-        autopilot.link.flush()
+        autopilot.link.flush(autopilot.peer_time, self.send_delay if self.holding else None)
+        autopilot.link.time = auv.time
         autopilot.receive(auv.time)
         self._follow()
         events: list[Event] = []
@@ -146,6 +169,7 @@ class MavlinkVehicle:
             if auv.simulator.steps == taken:
                 break
             steps += 1
+            autopilot.link.time = auv.time
             autopilot.moved(before)
             autopilot.send_state(auv.time)
             self._settle_near_arrival()

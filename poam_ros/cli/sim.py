@@ -25,8 +25,9 @@ from poam_ros.cli.mission import (
     setup_from_args,
     summarize,
 )
-from poam_ros.diagnostics import IngestStatus, MapperStatus
+from poam_ros.diagnostics import BridgeStatus, IngestStatus, MapperStatus
 from poam_ros.ingest.reasons import NO_RETURN, OUTSIDE_WORKSPACE
+from poam_ros.setup.sim_launch import VEHICLES
 
 
 def sim(argv) -> int:
@@ -58,12 +59,13 @@ def sim(argv) -> int:
                            f"poam-ros mission")
     options = GraphOptions(mode=args.mode, time_scale=args.time_scale,
                            torch_threads=args.torch_threads, stall_timeout=args.stall_timeout,
-                           record=args.record, view=viewer_parameters(args, setup))
+                           record=args.record, view=viewer_parameters(args, setup),
+                           vehicle=args.vehicle, mavlink_port=args.mavlink_port)
     logs = args.out / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     effective = write_graph_file(setup, params, options, logs)
     print(f"sim: {describe(setup)}; node logs in {logs}")
-    print_launch(params, effective, args.record is not None, args.view)
+    print_launch(params, effective, args.record is not None, args.view, args.vehicle)
     with EpochLog(args.out) as log:
         def started(child) -> None:
             print(f"started {child.name} (pid {child.process.pid})", flush=True)
@@ -93,6 +95,8 @@ def sim(argv) -> int:
         extra["ros_free"] = compare(setup, run, args.torch_threads)
     report(summarize(run.records, run.wall_time, setup, **extra), args.out, "sim", figure)
     print_node_counts(run.monitor)
+    if args.vehicle == "mavlink":
+        print_bridge(run.monitor)
     return status
 
 
@@ -113,6 +117,12 @@ def _parser() -> ArgumentParser:
     parser.add_argument("--record", type=Path, metavar="BAG",
                         help="record the mission to this bag (a recorder node beside the "
                              "others; its parameters from the file's 'recorder' section)")
+    parser.add_argument("--vehicle", choices=VEHICLES, default="simulated",
+                        help="simulated: the simulated AUV follows the plan; mavlink: the "
+                             "vehicle_bridge flies it through the simulated AUV's MAVLink "
+                             "endpoint, a simulated autopilot, over UDP on the loopback")
+    parser.add_argument("--mavlink-port", type=int, default=14550,
+                        help="with --vehicle mavlink, the UDP port the bridge listens on")
     add_view_arguments(parser)
     return parser
 
@@ -141,6 +151,7 @@ def _check_graph_options(args, setup, params: Path) -> None:
     from poam_ros.models import load_model
     from poam_ros.params import ConfigError
     from poam_ros.params.files import load_config
+    from poam_ros.setup.sim_launch import mavlink_parameters
     from poam_ros.sim import SimulatedAuvConfig
 
     vehicle = {"mode": args.mode, "time_scale": args.time_scale}
@@ -154,18 +165,24 @@ def _check_graph_options(args, setup, params: Path) -> None:
         load_model(Path(setup.mapper_node.state_file).expanduser(), device=setup.mapping.device)
     if not args.stall_timeout > 0:
         raise ConfigError(f"--stall-timeout must be > 0 s, got {args.stall_timeout}")
+    if args.vehicle == "mavlink":
+        if not 0 < args.mavlink_port < 65536:
+            raise ConfigError(f"--mavlink-port must be a UDP port, got {args.mavlink_port}")
+        mavlink_parameters(setup, args.mavlink_port)  # the anchor is there
     if args.record is not None:
         check_new_bag(args.record)
 
 
-def print_launch(params: Path, effective: Path, record: bool, view: bool = False) -> None:
+def print_launch(params: Path, effective: Path, record: bool, view: bool = False,
+                 vehicle: str = "simulated") -> None:
     """The launch the graph is, and the values the command line sets otherwise than the
     parameter file (which ``ros2 launch`` with that file alone would not get)."""
     from poam_ros.setup.sim_launch import differences
 
     print(f"the graph: ros2 launch poam_ros sim.launch.xml params_file:={effective}"
-          + (" record:=true" if record else "") + (" view:=true" if view else ""))
-    changed = differences(params, effective, record)
+          + (" record:=true" if record else "") + (" view:=true" if view else "")
+          + (f" vehicle:={vehicle}" if vehicle != "simulated" else ""))
+    changed = differences(params, effective, record, vehicle)
     if changed:
         print(f"set otherwise than in {params} (by the command line, or missing there): "
               f"{'; '.join(changed)}")
@@ -251,6 +268,18 @@ def compare(setup, run, torch_threads: int | None) -> dict:
     print(f"epochs with the same sample count from the start: {same} of {len(free)}")
     del alone["setup"]
     return {**alone, "same_epochs_from_start": same}
+
+
+def print_bridge(monitor) -> None:
+    """What the vehicle bridge counted: targets and commands sent, plans refused, telemetry
+    dropped, bad data."""
+    bridge = monitor.status(BridgeStatus)
+    if bridge is None:
+        print("vehicle bridge: no status received", file=sys.stderr)
+        return
+    print(f"vehicle bridge: {bridge.state} ({bridge.reason}); sent {bridge.sent}; "
+          f"refused: {bridge.refused or 'none'}; dropped: {bridge.dropped or 'none'}; "
+          f"bad data: {bridge.bad_data or 'none'}")
 
 
 def print_node_counts(monitor) -> None:

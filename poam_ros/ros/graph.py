@@ -46,7 +46,7 @@ from poam_ros.processes import wait_or_kill
 from poam_ros.ros.mission_monitor import MissionMonitor
 from poam_ros.ros.run import StopSignals, init_rclpy
 from poam_ros.setup.mission_setup import MissionSetup
-from poam_ros.setup.sim_launch import sim_nodes, write_effective_file
+from poam_ros.setup.sim_launch import mavlink_parameters, sim_nodes, write_effective_file
 from poam_ros.setup.truth import survey_fields
 from poam_ros.sim import Terrain
 from poam_ros.sim.multibeam import MultibeamStreamConfig
@@ -77,6 +77,8 @@ class GraphOptions:
     stop_timeout: float = 15.0  # wall s the children get to exit after SIGINT
     record: Path | None = None  # a bag to create: the recorder node records the mission
     view: dict[str, Any] | None = None  # the viewer's parameters: serve the live view
+    vehicle: str = "simulated"  # or mavlink: the bridge flies the plan (sim_launch.VEHICLES)
+    mavlink_port: int = 14550  # the loopback UDP port the bridge listens on
 
 
 @dataclass
@@ -163,9 +165,13 @@ def start_order(nodes: list[LaunchNode]) -> list[LaunchNode]:
 def write_graph_file(setup: MissionSetup, params_file: Path, options: GraphOptions,
                      log_dir: Path) -> Path:
     """The run's effective parameter file, ``<log_dir>/parameters.yaml``: ``params_file``
-    with ``setup``'s values and :func:`graph_overrides` written over it."""
-    return write_effective_file(setup, params_file, log_dir / EFFECTIVE_FILE,
-                                graph_overrides(options, log_dir))
+    with ``setup``'s values and :func:`graph_overrides` (with vehicle mavlink, then
+    :func:`~poam_ros.setup.sim_launch.mavlink_parameters`) written over it."""
+    overrides = graph_overrides(options, log_dir)
+    if options.vehicle == "mavlink":
+        for node, values in mavlink_parameters(setup, options.mavlink_port).items():
+            overrides.setdefault(node, {}).update(values)
+    return write_effective_file(setup, params_file, log_dir / EFFECTIVE_FILE, overrides)
 
 
 def run_graph(setup: MissionSetup, terrain: Terrain, effective: Path, options: GraphOptions,
@@ -178,7 +184,7 @@ def run_graph(setup: MissionSetup, terrain: Terrain, effective: Path, options: G
     ``on_start`` sees each node's process as it starts."""
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")  # the monitor's too
     starts = start_order(sim_nodes(effective, record=options.record is not None,
-                                   view=options.view is not None))
+                                   view=options.view is not None, vehicle=options.vehicle))
     recording = _recording(effective) if options.record is not None else None
     if recording is not None:
         sensors = SENSOR_TOPICS + (("/sonar/swath",) if load_config(

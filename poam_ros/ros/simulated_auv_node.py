@@ -173,7 +173,7 @@ class SimulatedAuvNode(StartingNode):
         if endpoint.start_armed_guided:
             autopilot.operator_mode("GUIDED")
             autopilot.operator_arm()
-        return MavlinkVehicle(self.auv, autopilot, endpoint.settle_time)
+        return MavlinkVehicle(self.auv, autopilot, endpoint.settle_time, endpoint.send_delay)
 
     def destroy_node(self) -> None:
         if self.vehicle is not self.auv:

@@ -82,6 +82,7 @@ class SimulatedAutopilot:
         self.ignored: Counter[str] = Counter()  # targets not taken, by reason
         self.commands: list[tuple[int, tuple]] = []  # (MAV_CMD or SET_MODE 11, params)
         self.targets: list[tuple[float, float, float, float]] = []  # (now, x, y, alt)
+        self.peer_time = -math.inf  # s: the newest time_boot_ms of the targets, the sender's
         self._target_time = -math.inf
         self._boot: float | None = None
         self._start: float | None = None
@@ -181,6 +182,7 @@ class SimulatedAutopilot:
             if message.custom_mode in self.modes.values():
                 self.custom_mode = message.custom_mode
         elif kind == "SET_POSITION_TARGET_GLOBAL_INT":
+            self.peer_time = max(self.peer_time, message.time_boot_ms / 1000.0)
             self._position_target(message, now)
 
     def _command(self, message) -> None:

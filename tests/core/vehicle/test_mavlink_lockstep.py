@@ -37,7 +37,7 @@ class Loop:
             autopilot.operator_mode("GUIDED")
             autopilot.operator_arm()
         self.vehicle = MavlinkVehicle(self.auv, autopilot, settle_time=0.1,
-                                      wall=lambda: self.wall)
+                                      send_delay=0.0, wall=lambda: self.wall)
         radius = simulator.vehicle.config.goal_radius + ARRIVAL_MARGIN
         self.bridge = VehicleBridge(VehicleBridgeConfig(
             connection=f"udpin:127.0.0.1:{port}", goal_radius=radius, max_depth=100.0),
