@@ -19,8 +19,8 @@ the bridge's messages are taken at the vehicle's time; then, per control step, t
 expires after ``guided_timeout`` s of simulated time (ArduSub's), the vehicle steps towards
 the live target (a new target replaces the plan; the same one re-sent changes nothing), and
 the state is sent for that step (one odometry per control step, as the simulated AUV
-publishes it). Heartbeats go at 1 Hz of simulated or of wall time, so the link stays up while
-the clock stands.
+publishes it). Heartbeats go at 1 Hz of simulated time, checked at every step, and of wall
+time, so the link stays up while the clock stands.
 
 Lockstep: the clock stands still while the autopilot has no live target or the vehicle has
 reached it (within ``vehicle.goal_radius``) and nothing newer came, the analogue of "no plan".
@@ -172,6 +172,7 @@ class MavlinkVehicle:
             autopilot.link.time = auv.time
             autopilot.moved(before)
             autopilot.send_state(auv.time)
+            autopilot.send_heartbeat(auv.time)
             self._settle_near_arrival()
             autopilot.expire(auv.time)
             self._follow()
