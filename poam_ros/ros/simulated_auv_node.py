@@ -176,8 +176,9 @@ class SimulatedAuvNode(StartingNode):
         return MavlinkVehicle(self.auv, autopilot, endpoint.settle_time, endpoint.send_delay)
 
     def destroy_node(self) -> None:
-        if self.vehicle is not self.auv:
-            self.vehicle.autopilot.link.close()
+        vehicle = getattr(self, "vehicle", None)  # None: the start failed before it
+        if isinstance(vehicle, MavlinkVehicle):
+            vehicle.autopilot.link.close()
         super().destroy_node()
 
     # -------------------------------------------------------------------- callbacks

@@ -17,8 +17,11 @@ rclpy = pytest.importorskip("rclpy", exc_type=ModuleNotFoundError)
 pytest.importorskip("pymavlink")
 
 from graph_helpers import RUN_LIMIT, poam_ros_sim  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
 
 from poam_ros.cli.sim import sim  # noqa: E402
+from poam_ros.params import ConfigError  # noqa: E402
+from poam_ros.ros.simulated_auv_node import SimulatedAuvNode  # noqa: E402
 
 BUDGET = 500  # samples: the pilot survey (484 soundings) and one goal
 ANCHOR = {"anchor": "latlon", "origin_latitude": 47.0, "origin_longitude": 8.0}
@@ -78,3 +81,9 @@ def test_no_anchor_is_one_clear_error(small_parameter_file, capsys):
                 "--out", "/nonexistent/never-written"]) != 0
     error = capsys.readouterr().err.strip().splitlines()
     assert len(error) == 1 and "geodetic anchor" in error[0]
+
+
+def test_the_endpoint_needs_the_anchor(ros_context):
+    with pytest.raises(ConfigError, match="geodetic anchor"):
+        SimulatedAuvNode(context=ros_context, parameter_overrides=[
+            Parameter("mavlink.connection", value=f"udpout:127.0.0.1:{free_udp_port()}")])
