@@ -26,7 +26,7 @@ Lockstep: the clock stands still while the autopilot has no live target or the v
 reached it (within ``vehicle.goal_radius``) and nothing newer came, the analogue of "no plan".
 The bridge, the ingest and the planner see positions rounded to 1e-7° (about a centimetre)
 and count a pose reached within ``goal_radius + ARRIVAL_MARGIN``, so a stop always shows as
-an arrival; a step that ends within that margin outside the vehicle's own radius, where
+an arrival; a step that ends within twice that margin outside the vehicle's own radius, where
 they may count it reached before the vehicle does, holds the clock for up to
 ``settle_time`` wall seconds, so that a next target they send comes at the same simulated
 time on every run. The state is first sent once the bridge has been heard (its heartbeat,
@@ -75,7 +75,7 @@ class MavlinkEndpointConfig(Params):
                                     "message newer than the bridge's clock waits before it "
                                     "goes all the same", unit="s", low=0.0, high=5.0)
     settle_time: float = param(1.0, "lockstep: wall seconds the clock holds after a step "
-                                    "that ends within ARRIVAL_MARGIN outside the goal "
+                                    "that ends within twice ARRIVAL_MARGIN outside the goal "
                                     "radius, for the bridge's next target", unit="s",
                                low=0.0, high=10.0)
 
