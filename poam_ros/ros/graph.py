@@ -3,7 +3,9 @@
 The nodes are those ``launch/sim.launch.xml`` starts, read by the launch interpreter
 (:mod:`poam_ros.launch_xml`) with ``params_file:=`` the run's effective parameter file
 (:func:`~poam_ros.setup.sim_launch.write_effective_file`: the user's file with the command
-line's values written over it) and ``record:=`` whether a bag is recorded. Each runs as its
+line's values written over it), ``record:=`` whether a bag is recorded and ``vehicle:=``
+which vehicle flies the plan (``mavlink``: the vehicle_bridge and the simulated AUV's MAVLink
+endpoint, both ends of the link in the effective file). Each runs as its
 own process, ``python -m <module> --ros-args -r __node:=<name> --params-file <file>
 -p <name>:=<value> ... -r <from>:=<to>``, exactly as launch_ros would start it, so a
 lockstep graph replays :class:`~poam_ros.mission.Mission` and ``ros2 launch poam_ros
