@@ -43,6 +43,9 @@ SECTIONS = ("recorder", "viewer", "simulated_auv", "vehicle_bridge", "sensor_ing
             "planner", "mission")
 VEHICLES = ("simulated", "mavlink")
 BRIDGE = "vehicle_bridge"  # the bridge's node name with vehicle:=mavlink
+#: s of sim time: the bridge's link timeout on the loopback, its highest; it stamps a
+#: heartbeat with the /clock it has, so at time_scale 40 its default 5 s is a 125 ms stall
+SIM_LINK_TIMEOUT = 60.0
 #: values that name a run's own files, not the mission: never counted as a difference
 RUN_PATHS = {"mapper": ("journal.path",), "recorder": ("output",)}
 
@@ -61,7 +64,8 @@ def mavlink_parameters(setup: MissionSetup, port: int) -> dict[str, dict[str, An
     """Per node, what ``vehicle`` mavlink writes into the effective file: the simulated AUV's
     MAVLink endpoint sending to ``127.0.0.1:port``, where the bridge listens, the operator's
     part (armed in GUIDED, the bridge started) and the anchor on both; the bridge's
-    workspace and vertical setpoints (the vehicle's mode; ``surface`` for ``plane``); and the
+    workspace, vertical setpoints (the vehicle's mode; ``surface`` for ``plane``) and
+    :data:`SIM_LINK_TIMEOUT`; and the
     vehicle's goal radius plus :data:`~poam_ros.sim.mavlink_vehicle.ARRIVAL_MARGIN` for the
     bridge, the ingest and the planner, which judge arrival from positions rounded to 1e-7°.
     Raises ConfigError when the setup has no geodetic anchor."""
@@ -77,6 +81,7 @@ def mavlink_parameters(setup: MissionSetup, port: int) -> dict[str, dict[str, An
                           "mavlink.start_armed_guided": True,
                           "mavlink.start_bridge": BRIDGE, **geo},
         BRIDGE: {"connection": f"udpin:127.0.0.1:{port}", "goal_radius": radius,
+                 "link_timeout": SIM_LINK_TIMEOUT,
                  "vertical": mode if mode in ("depth", "altitude") else "surface", **geo,
                  **{f"workspace.{name}": value for name, value
                     in setup.workspace.to_parameters().items() if value != []}},
