@@ -21,7 +21,9 @@ The subset, with launch_ros's meaning:
   ``<param name value>`` and ``<remap from to>``;
 - ``if`` and ``unless`` on ``<node>`` and ``<group>`` (``true``/``false``/``1``/``0``);
 - substitutions ``$(var name)``, ``$(find-pkg-share poam_ros)`` (the installed share
-  directory, or the source tree) and ``$(env NAME [default])``.
+  directory, or the source tree), ``$(env NAME [default])`` and ``$(equals A B)`` (``true``
+  or ``false``), the inner ones of nested substitutions first
+  (``$(equals $(var vehicle) mavlink)``).
 
 A ``<param name value>`` reaches the node as launch_ros passes it: under the key ``/**`` when
 the node's namespace is unspecified (the same as ``-p name:=value``), else under the node's
@@ -80,7 +82,7 @@ _CHILDREN = {"launch": {"arg", "let", "group", "push-ros-namespace", "node", "in
              "node": {"param", "remap"},
              "include": {"arg"}}
 _SUBSTITUTION = re.compile(r"\$\(([^()]*)\)")
-_SUBSTITUTIONS = {"var": (1, 1), "find-pkg-share": (1, 1), "env": (1, 2)}
+_SUBSTITUTIONS = {"var": (1, 1), "find-pkg-share": (1, 1), "env": (1, 2), "equals": (2, 2)}
 _TRUTH = {"true": True, "1": True, "false": False, "0": False}
 
 
@@ -233,9 +235,12 @@ class _Expansion:
         if element.text and element.text.strip():
             raise LaunchError(f"{where}: text not understood: {element.text.strip()!r}")
         for value in element.attrib.values():
-            for match in _SUBSTITUTION.finditer(value):
-                self._parse_substitution(match.group(1), where)
-            if "$(" in _SUBSTITUTION.sub("", value):
+            text = value
+            while _SUBSTITUTION.search(text):  # the innermost first, each standing for a word
+                for match in _SUBSTITUTION.finditer(text):
+                    self._parse_substitution(match.group(1), where)
+                text = _SUBSTITUTION.sub("x", text)
+            if "$(" in text:
                 raise LaunchError(f"{where}: substitution not understood in {value!r}")
         for child in element:
             if child.tag not in _CHILDREN.get(element.tag, set()):
@@ -263,12 +268,18 @@ class _Expansion:
                 if words[0] not in os.environ and len(words) == 1:
                     raise LaunchError(f"{where}: $(env {words[0]}): not set")
                 return os.environ.get(words[0], words[-1])
+            if kind == "equals":
+                return "true" if words[0] == words[1] else "false"
             if words[0] != PACKAGE:
                 raise LaunchError(f"{where}: $(find-pkg-share {words[0]}): only {PACKAGE} "
                                   f"is known here")
             return str(package_share())
 
-        return _SUBSTITUTION.sub(one, value)
+        for _ in range(value.count("$(")):  # the innermost first (checked: well nested)
+            if not _SUBSTITUTION.search(value):
+                break
+            value = _SUBSTITUTION.sub(one, value)
+        return value
 
     def _attribute(self, element: ET.Element, name: str, scope: _Scope,
                    required: bool = True) -> str | None:

@@ -25,8 +25,9 @@ from poam_ros.cli.mission import (
     setup_from_args,
     summarize,
 )
-from poam_ros.diagnostics import IngestStatus, MapperStatus
+from poam_ros.diagnostics import BridgeStatus, IngestStatus, MapperStatus
 from poam_ros.ingest.reasons import NO_RETURN, OUTSIDE_WORKSPACE
+from poam_ros.setup.sim_launch import VEHICLES
 
 
 def sim(argv) -> int:
@@ -59,12 +60,14 @@ def sim(argv) -> int:
     options = GraphOptions(mode=args.mode, time_scale=args.time_scale,
                            torch_threads=args.torch_threads, stall_timeout=args.stall_timeout,
                            record=args.record, view=viewer_parameters(args, setup),
-                           robots=args.robots)
+                           robots=args.robots, vehicle=args.vehicle,
+                           mavlink_port=args.mavlink_port)
     logs = args.out / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     effective = write_graph_file(setup, params, options, logs, terrain)
     print(f"sim: {describe(setup)}; node logs in {logs}")
-    print_launch(params, effective, args.record is not None, args.view, args.robots)
+    print_launch(params, effective, args.record is not None, args.view, args.robots,
+                 args.vehicle)
     with EpochLog(args.out) as log:
         def started(child) -> None:
             print(f"started {child.name} (pid {child.process.pid})", flush=True)
@@ -93,6 +96,8 @@ def sim(argv) -> int:
     if args.robots > 1:
         print_vehicles(extra["vehicles"])
     print_node_counts(run.monitor)
+    if args.vehicle == "mavlink":
+        print_bridge(run.monitor)
     return status
 
 
@@ -120,6 +125,12 @@ def _parser() -> ArgumentParser:
                         help="with --robots: central, one mapper (/fleet/mapper) fuses every "
                              "vehicle's samples; distributed, a mapper per vehicle fed over "
                              "the fleet's links")
+    parser.add_argument("--vehicle", choices=VEHICLES, default="simulated",
+                        help="simulated: the simulated AUV follows the plan; mavlink: the "
+                             "vehicle_bridge flies it through the simulated AUV's MAVLink "
+                             "endpoint, a simulated autopilot, over UDP on the loopback")
+    parser.add_argument("--mavlink-port", type=int, default=14550,
+                        help="with --vehicle mavlink, the UDP port the bridge listens on")
     add_view_arguments(parser)
     return parser
 
@@ -209,6 +220,7 @@ def _check_graph_options(args, setup, params: Path) -> None:
     from poam_ros.models import load_model
     from poam_ros.params import ConfigError
     from poam_ros.params.files import load_config
+    from poam_ros.setup.sim_launch import mavlink_parameters
     from poam_ros.sim import SimulatedAuvConfig
 
     vehicle = {"mode": args.mode, "time_scale": args.time_scale}
@@ -223,6 +235,10 @@ def _check_graph_options(args, setup, params: Path) -> None:
     if not args.stall_timeout > 0:
         raise ConfigError(f"--stall-timeout must be > 0 s, got {args.stall_timeout}")
     _check_fleet_options(args)
+    if args.vehicle == "mavlink":
+        if not 0 < args.mavlink_port < 65536:
+            raise ConfigError(f"--mavlink-port must be a UDP port, got {args.mavlink_port}")
+        mavlink_parameters(setup, args.mavlink_port)  # the anchor is there
     if args.record is not None:
         check_new_bag(args.record)
 
@@ -241,12 +257,14 @@ def _check_fleet_options(args) -> None:
                           f"shares a central map (--fleet-map central)")
     given = [option for option, value in (("--record", args.record), ("--view", args.view),
                                           ("--compare", args.compare)) if value]
+    if args.vehicle != "simulated":
+        given.append(f"--vehicle {args.vehicle}")
     if given:
         raise ConfigError(f"{', '.join(given)}: the single vehicle's, not yet with --robots")
 
 
 def print_launch(params: Path, effective: Path, record: bool, view: bool = False,
-                 robots: int = 1) -> None:
+                 robots: int = 1, vehicle: str = "simulated") -> None:
     """The launch the graph is, and the values the command line sets otherwise than the
     parameter file (which ``ros2 launch`` with that file alone would not get)."""
     from poam_ros.setup.sim_launch import differences
@@ -256,8 +274,9 @@ def print_launch(params: Path, effective: Path, record: bool, view: bool = False
               f"two: ros2 launch poam_ros fleet.launch.xml sim:=true params_file:={effective}")
         return
     print(f"the graph: ros2 launch poam_ros sim.launch.xml params_file:={effective}"
-          + (" record:=true" if record else "") + (" view:=true" if view else ""))
-    changed = differences(params, effective, record)
+          + (" record:=true" if record else "") + (" view:=true" if view else "")
+          + (f" vehicle:={vehicle}" if vehicle != "simulated" else ""))
+    changed = differences(params, effective, record, vehicle)
     if changed:
         print(f"set otherwise than in {params} (by the command line, or missing there): "
               f"{'; '.join(changed)}")
@@ -343,6 +362,18 @@ def compare(setup, run, torch_threads: int | None) -> dict:
     print(f"epochs with the same sample count from the start: {same} of {len(free)}")
     del alone["setup"]
     return {**alone, "same_epochs_from_start": same}
+
+
+def print_bridge(monitor) -> None:
+    """What the vehicle bridge counted: targets and commands sent, plans refused, telemetry
+    dropped, bad data."""
+    bridge = monitor.status(BridgeStatus)
+    if bridge is None:
+        print("vehicle bridge: no status received", file=sys.stderr)
+        return
+    print(f"vehicle bridge: {bridge.state} ({bridge.reason}); sent {bridge.sent}; "
+          f"refused: {bridge.refused or 'none'}; dropped: {bridge.dropped or 'none'}; "
+          f"bad data: {bridge.bad_data or 'none'}")
 
 
 def print_node_counts(monitor) -> None:

@@ -3,7 +3,9 @@
 The nodes are those ``launch/sim.launch.xml`` starts, read by the launch interpreter
 (:mod:`poam_ros.launch_xml`) with ``params_file:=`` the run's effective parameter file
 (:func:`~poam_ros.setup.sim_launch.write_effective_file`: the user's file with the command
-line's values written over it) and ``record:=`` whether a bag is recorded. Each runs as its
+line's values written over it), ``record:=`` whether a bag is recorded and ``vehicle:=``
+which vehicle flies the plan (``mavlink``: the vehicle_bridge and the simulated AUV's MAVLink
+endpoint, both ends of the link in the effective file). Each runs as its
 own process, ``python -m <module> --ros-args -r __node:=<name> --params-file <file>
 -p <name>:=<value> ... -r <from>:=<to>``, exactly as launch_ros would start it, so a
 lockstep graph replays :class:`~poam_ros.mission.Mission` and ``ros2 launch poam_ros
@@ -52,7 +54,7 @@ from poam_ros.ros.mission_monitor import MissionMonitor
 from poam_ros.ros.run import StopSignals, init_rclpy
 from poam_ros.setup.fleet_launch import FLEET_SIM, fleet_nodes, vehicle_namespaces, write_fleet_file
 from poam_ros.setup.mission_setup import MissionSetup
-from poam_ros.setup.sim_launch import sim_nodes, write_effective_file
+from poam_ros.setup.sim_launch import mavlink_parameters, sim_nodes, write_effective_file
 from poam_ros.setup.truth import survey_fields
 from poam_ros.sim import Terrain
 from poam_ros.sim.multibeam import MultibeamStreamConfig
@@ -85,6 +87,8 @@ class GraphOptions:
     record: Path | None = None  # a bag to create: the recorder node records the mission
     view: dict[str, Any] | None = None  # the viewer's parameters: serve the live view
     robots: int = 1  # vehicles: more than one flies fleet.launch.xml's graph, a central map
+    vehicle: str = "simulated"  # or mavlink: the bridge flies the plan (sim_launch.VEHICLES)
+    mavlink_port: int = 14550  # the loopback UDP port the bridge listens on
 
 
 @dataclass
@@ -173,11 +177,15 @@ def write_graph_file(setup: MissionSetup, params_file: Path, options: GraphOptio
                      log_dir: Path, terrain: Terrain | None = None) -> Path:
     """The run's effective parameter file, ``<log_dir>/parameters.yaml``: ``params_file``
     with ``setup``'s values and :func:`graph_overrides` written over it (a fleet's, with
-    ``options.robots`` > 1: the vehicles start over ``terrain``)."""
+    ``options.robots`` > 1: the vehicles start over ``terrain``; with vehicle mavlink, then
+    :func:`~poam_ros.setup.sim_launch.mavlink_parameters`)."""
     overrides = graph_overrides(options, log_dir)
     if options.robots > 1:
         return write_fleet_file(setup, params_file, log_dir / EFFECTIVE_FILE, options.robots,
                                 terrain, overrides)
+    if options.vehicle == "mavlink":
+        for node, values in mavlink_parameters(setup, options.mavlink_port).items():
+            overrides.setdefault(node, {}).update(values)
     return write_effective_file(setup, params_file, log_dir / EFFECTIVE_FILE, overrides)
 
 
@@ -196,7 +204,7 @@ def run_graph(setup: MissionSetup, terrain: Terrain, effective: Path, options: G
     fleet = options.robots > 1
     starts = start_order(fleet_nodes(effective, options.robots) if fleet else
                          sim_nodes(effective, record=options.record is not None,
-                                   view=options.view is not None))
+                                   view=options.view is not None, vehicle=options.vehicle))
     recording = _recording(effective) if options.record is not None else None
     if recording is not None:
         sensors = SENSOR_TOPICS + (("/sonar/swath",) if load_config(

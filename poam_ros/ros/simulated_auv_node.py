@@ -14,14 +14,23 @@ altitude) and its full attitude (roll and pitch with ``vehicle.roll_amplitude`` 
 ``pitch_amplitude``). ``geo.*``: the map's anchor, which a ``terrain.placement:
 georeferenced`` raster is placed with (``poam-ros sim`` passes the mapper's).
 
+With ``mavlink.connection`` set (:class:`~poam_ros.sim.mavlink_vehicle.MavlinkEndpointConfig`)
+the vehicle is a simulated autopilot on that MAVLink link instead
+(:class:`~poam_ros.sim.mavlink_vehicle.MavlinkVehicle`; needs ``geo.*``): it flies the guided
+targets a bridge sends, not ``plan``, and its state goes out as MAVLink telemetry, not on
+``odom``; lockstep then holds the clock while it has no live target. Simulation only, the
+operator's part: ``mavlink.start_armed_guided`` arms it in GUIDED at the start and
+``mavlink.start_bridge`` calls that bridge's ``~/start`` until it succeeds.
+
 Topics (names relative, remappable): publishes ``odom`` (nav_msgs/Odometry),
 ``sonar/range`` (sensor_msgs/Range), ``sonar/swath`` (sensor_msgs/PointCloud2, with
 ``multibeam.enabled``), ``temperature`` (sensor_msgs/Temperature in ``base_frame``, variance
 ``temperature.noise_std``², NaN off the terrain; with ``temperature.enabled``),
 ``seabed_class`` (a one-point sensor_msgs/PointCloud2 in ``base_frame``, field
 ``seabed_class`` 0 or 1: the ingest's ``binary`` channel; with ``seabed_class.enabled``),
-``/clock`` and ``/diagnostics``; subscribes ``plan`` (nav_msgs/Path, transient local). Its
-timers run on the steady clock, never on ``use_sim_time``: the node is the clock.
+``/clock`` and ``/diagnostics``; subscribes ``plan`` (nav_msgs/Path, transient local); with
+MAVLink neither ``odom`` nor ``plan``. Its timers run on the steady clock, never on
+``use_sim_time``: the node is the clock.
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from nav_msgs.msg import Path
 from rclpy.clock import Clock, ClockType
 from rosgraph_msgs.msg import Clock as ClockMsg
+from std_srvs.srv import Trigger
 
 from poam_ros import messages as msg
 from poam_ros.diagnostics import SimulatorStatus
@@ -46,6 +56,7 @@ from poam_ros.ros.run import StartingNode, run_node
 from poam_ros.ros.vehicle_topics import VehicleTopics
 from poam_ros.setup.terrain import TerrainConfig, terrain_from_config
 from poam_ros.sim.fleet import build_auv
+from poam_ros.sim.mavlink_vehicle import MavlinkEndpointConfig, MavlinkVehicle
 from poam_ros.sim.multibeam import MultibeamStreamConfig
 from poam_ros.sim.seabed_class import SeabedClassConfig
 from poam_ros.sim.simulated_auv import SimulatedAuvConfig
@@ -55,6 +66,7 @@ from poam_ros.sim.vehicle import VehicleConfig
 from poam_ros.sim.water_temperature import WaterTemperatureConfig
 
 DIAGNOSTICS_PERIOD = 1.0  # s, wall
+OPERATOR_PERIOD = 1.0  # s, wall: the simulated operator's tries to start the bridge
 # Parameters that cannot change once the simulator is built.
 _FIXED = ("seed", "start_pose", "world_frame", "base_frame", "sonar_frame", "publish_rate")
 
@@ -79,6 +91,8 @@ class SimulatedAuvNode(StartingNode):
                                                  read_only=_all(WaterTemperatureConfig))
         seabed = declare_config(self, SeabedClassConfig, "seabed_class",
                                 read_only=_all(SeabedClassConfig))
+        endpoint = declare_config(self, MavlinkEndpointConfig, "mavlink",
+                                  read_only=_all(MavlinkEndpointConfig))
         add_config_callback(self, SimulatedAuvConfig, self._reconfigure)
         try:  # a terrain file that cannot be read, a start off the terrain, a sonar too short
             terrain = terrain_from_config(terrain_config, GeoReference.from_config(geo))
@@ -88,14 +102,18 @@ class SimulatedAuvNode(StartingNode):
         except ValueError as error:
             raise ConfigError(str(error)) from error
         multibeam = self.auv.multibeam
+        self.vehicle = (self._mavlink_vehicle(endpoint, GeoReference.from_config(geo))
+                        if endpoint.connection else self.auv)  # what the clock steps
         self._clock_pub = self.create_publisher(ClockMsg, "/clock", qos.CLOCK)
         self.topics = VehicleTopics(self, "", self.config, sonar,
                                     self.temperature_config.noise_std
                                     if self.temperature_config.enabled else None,
-                                    multibeam is not None, seabed.enabled)
+                                    multibeam is not None, seabed.enabled,
+                                    odom=self.vehicle is self.auv)
         self._diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics",
                                                       qos.DIAGNOSTICS)
-        self.create_subscription(Path, "plan", self._on_plan, qos.LATCHED)
+        if self.vehicle is self.auv:
+            self.create_subscription(Path, "plan", self._on_plan, qos.LATCHED)
 
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self._last_tick = time.monotonic()
@@ -106,12 +124,41 @@ class SimulatedAuvNode(StartingNode):
         self.waiting_for: list[str] = []
         self.create_timer(1.0 / self.config.publish_rate, self._tick, clock=steady)
         self.create_timer(DIAGNOSTICS_PERIOD, self._publish_diagnostics, clock=steady)
+        if endpoint.connection and endpoint.start_bridge:
+            self._operator = (self.create_client(Trigger, f"{endpoint.start_bridge}/start"),
+                              self.create_timer(OPERATOR_PERIOD, self._start_bridge,
+                                                clock=steady))
+            self._operator_call = None
         self.get_logger().info(
             f"simulated AUV ready: {self.config.mode} mode, time_scale "
             f"{self.config.time_scale:g}, start {tuple(round(v, 3) for v in self.auv.pose)}, "
             f"seed {self.config.seed}{', multibeam on' if multibeam else ''}"
             f"{', temperature on' if self.temperature_config.enabled else ''}"
-            f"{', seabed class on' if seabed.enabled else ''}")
+            f"{', seabed class on' if seabed.enabled else ''}"
+            f"{f', MAVLink on {endpoint.connection}' if endpoint.connection else ''}")
+
+    def _mavlink_vehicle(self, endpoint: MavlinkEndpointConfig,
+                         georeference: GeoReference | None) -> MavlinkVehicle:
+        """The simulated autopilot on ``endpoint``'s link, flying the simulated AUV."""
+        if georeference is None:
+            raise ConfigError("mavlink.connection needs the map's geodetic anchor: set "
+                              "geo.anchor to latlon or projected")
+        from poam_ros.vehicle import SimulatedAutopilot  # pymavlink: only with the link
+
+        autopilot = SimulatedAutopilot(self.auv.simulator, georeference, endpoint.connection,
+                                       system_id=endpoint.system_id,
+                                       component_id=endpoint.component_id,
+                                       guided_timeout=endpoint.guided_timeout)
+        if endpoint.start_armed_guided:
+            autopilot.operator_mode("GUIDED")
+            autopilot.operator_arm()
+        return MavlinkVehicle(self.auv, autopilot, endpoint.settle_time, endpoint.send_delay)
+
+    def destroy_node(self) -> None:
+        vehicle = getattr(self, "vehicle", None)  # None: the start failed before it
+        if isinstance(vehicle, MavlinkVehicle):
+            vehicle.autopilot.link.close()
+        super().destroy_node()
 
     # -------------------------------------------------------------------- callbacks
 
@@ -133,6 +180,23 @@ class SimulatedAuvNode(StartingNode):
         self.get_logger().info(f"new plan: {len(waypoints)} waypoint(s) at sim time "
                                f"{self.auv.time:.3f} s")
 
+    def _start_bridge(self) -> None:
+        """The operator starts the bridge: ``~/start`` once a second until it succeeds."""
+        (client, timer), pending = self._operator, self._operator_call
+        if pending is not None and not pending.done():
+            return
+        if pending is not None:
+            response = pending.result()
+            if response is not None and response.success:
+                self.get_logger().info(f"the operator started {client.srv_name}")
+                timer.cancel()
+                return
+            self.warn_throttled("operator", f"{client.srv_name}: "
+                                f"{response.message if response else 'no answer'}",
+                                expected=True)
+        self._operator_call = (client.call_async(Trigger.Request())
+                               if client.service_is_ready() else None)
+
     def _refuse(self, reason: str) -> None:
         self.plans_refused += 1
         self.warn_throttled("plan", f"plan refused, the vehicle keeps its current one: {reason}")
@@ -140,7 +204,7 @@ class SimulatedAuvNode(StartingNode):
     def _tick(self) -> None:
         now = time.monotonic()
         elapsed, self._last_tick = now - self._last_tick, now
-        config, auv = self.config, self.auv
+        config, auv, vehicle = self.config, self.auv, self.vehicle
         self.waiting_for = (self.topics.subscribers_missing(config.hold_for)
                             if config.mode == "lockstep" and config.hold_for else [])
         if self.waiting_for:
@@ -149,12 +213,12 @@ class SimulatedAuvNode(StartingNode):
             self._target += config.time_scale * elapsed
         else:
             self._target = float("inf")
-        events = [] if self.waiting_for else auv.advance(self._target,
-                                                         config.max_steps_per_tick)
+        events = [] if self.waiting_for else vehicle.advance(self._target,
+                                                             config.max_steps_per_tick)
         # Never build up a debt: a held clock, or ticks slower than asked for, do not make
         # the next ones burst.
         self._target = min(self._target, auv.time + auv.simulator.vehicle.dt)
-        if auv.holding and config.mode == "lockstep":
+        if vehicle.holding and config.mode == "lockstep":
             self._target = auv.time
         for event in events:
             self.topics.publish(event)

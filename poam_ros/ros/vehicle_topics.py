@@ -24,14 +24,16 @@ from poam_ros.sim.sonar import SonarConfig
 
 class VehicleTopics:
     """The sensor publishers of one vehicle on ``node``, topics under ``prefix`` ("" or
-    ``/auv1/``); ``swath``, ``temperature`` and ``seabed`` say whether it has those sensors."""
+    ``/auv1/``); ``swath``, ``temperature`` and ``seabed`` say whether it has those sensors,
+    ``odom`` whether its odometry is published here (not when a MAVLink bridge publishes it)."""
 
     def __init__(self, node: Node, prefix: str, config: SimulatedAuvConfig,
                  sonar: SonarConfig, temperature_std: float | None, swath: bool,
-                 seabed: bool = False) -> None:
+                 seabed: bool = False, odom: bool = True) -> None:
         self._node, self.config, self._sonar = node, config, sonar
         self._temperature_variance = None if temperature_std is None else temperature_std ** 2
-        self.odom = node.create_publisher(Odometry, f"{prefix}odom", qos.SENSORS)
+        self.odom = (node.create_publisher(Odometry, f"{prefix}odom", qos.SENSORS)
+                     if odom else None)
         self.range = node.create_publisher(Range, f"{prefix}sonar/range", qos.SENSORS)
         self.swath = (node.create_publisher(PointCloud2, f"{prefix}sonar/swath", qos.SENSORS)
                       if swath else None)
@@ -47,10 +49,11 @@ class VehicleTopics:
         config = self.config
         stamp = cv.seconds_to_time(event.t)
         if isinstance(event, Odom):
-            header = Header(frame_id=config.world_frame, stamp=stamp)
-            self.odom.publish(cv.odometry_from_state(
-                header, config.base_frame, (event.x, event.y), event.yaw, event.speed,
-                event.yaw_rate, z=event.z, roll=event.roll, pitch=event.pitch))
+            if self.odom is not None:
+                header = Header(frame_id=config.world_frame, stamp=stamp)
+                self.odom.publish(cv.odometry_from_state(
+                    header, config.base_frame, (event.x, event.y), event.yaw, event.speed,
+                    event.yaw_rate, z=event.z, roll=event.roll, pitch=event.pitch))
         elif isinstance(event, Sounding):
             sonar = self._sonar
             self.range.publish(cv.range_from_reading(

@@ -90,11 +90,13 @@ class SimulatedAutopilot:
         self.ignored: Counter[str] = Counter()  # targets not taken, by reason
         self.commands: list[tuple[int, tuple]] = []  # (MAV_CMD or SET_MODE 11, params)
         self.targets: list[tuple[float, float, float, float]] = []  # (now, x, y, alt)
+        self.peer_time = -math.inf  # s: the newest time_boot_ms of the targets, the sender's
         self._target_time = -math.inf
         self._boot: float | None = None
         self._start: float | None = None
         self._rates = (0.0, 0.0, 0.0)  # vx, vy (map, m/s), yaw rate (rad/s) of the last step
         self._last_heartbeat = self._last_telemetry = -math.inf
+        self._last_heartbeat_wall = -math.inf
 
     # -- the operator's side: RC or a ground station, not the bridge ------------------------
     def operator_arm(self, armed: bool = True) -> None:
@@ -110,35 +112,71 @@ class SimulatedAutopilot:
 
     # -- the loop ---------------------------------------------------------------------------
     def step(self, now: float) -> None:
-        """Take the bridge's messages, fly the model up to ``now``, send what is due."""
+        """Take the bridge's messages, fly the model up to ``now``, send what is due: the
+        autopilot alone, on one clock (:class:`~poam_ros.vehicle.sim_vehicle.MavlinkVehicle`
+        steps it beside the simulated AUV instead)."""
+        self.receive(now)
+        self._fly(now)
+        self.send_heartbeat(now)
+        if now - self._last_telemetry >= self.telemetry_period - 1e-9:
+            self.send_state(now)
+
+    def receive(self, now: float) -> None:
+        """Take the bridge's messages at ``now``, then drop a target older than
+        ``guided_timeout``."""
         if self._boot is None:
             self._boot = self._start = now
         for message in self.link.receive():
             self._handle(message, now)
-        self._fly(now)
+        self.expire(now)
+
+    def expire(self, now: float) -> None:
+        """Drop the target when it was not refreshed within ``guided_timeout`` of ``now``."""
+        if now - self._target_time > self.guided_timeout:
+            self.target = None
+
+    @property
+    def goal(self) -> tuple[float, float] | None:
+        """Where the vehicle flies: the live target's (x, y) in the map while armed in
+        GUIDED, else None (it holds)."""
+        guided = self.armed and self.custom_mode == self.modes["GUIDED"]
+        return self.target[:2] if guided and self.target is not None else None
+
+    def moved(self, before) -> None:
+        """Take the rates the telemetry reports from the control step that began at the pose
+        ``before`` (x, y, yaw) and ended at the simulator's."""
+        simulator, dt = self.simulator, self.simulator.vehicle.dt
+        (x0, y0, yaw0), (x1, y1, yaw1) = before, simulator.pose
+        self._rates = ((x1 - x0) / dt, (y1 - y0) / dt, cv.wrap(yaw1 - yaw0) / dt)
+
+    def send_heartbeat(self, now: float, wall: float | None = None) -> None:
+        """HEARTBEAT when one is due at 1 Hz of ``now`` or, given, of the wall clock ``wall``
+        (so that it goes on while a simulation clock stands still)."""
         if self.silent:
             return
-        if now - self._last_heartbeat >= 1.0:
+        if now - self._last_heartbeat >= 1.0 or (
+                wall is not None and wall - self._last_heartbeat_wall >= 1.0):
             self._last_heartbeat = now
+            self._last_heartbeat_wall = -math.inf if wall is None else wall
             self._send_heartbeat()
-        if now - self._last_telemetry >= self.telemetry_period - 1e-9:
-            self._last_telemetry = now
-            self._send_telemetry(now)
+
+    def send_state(self, now: float) -> None:
+        """The state messages (position, attitude, depth, range, GNSS at the surface) for the
+        simulator's state at ``now``."""
+        if self.silent:
+            return
+        self._last_telemetry = now
+        self._send_telemetry(now)
 
     def boot_ms(self, now: float) -> int:
         return int(round((now - self._boot) * 1000.0))
 
     def _fly(self, now: float) -> None:
         simulator, dt = self.simulator, self.simulator.vehicle.dt
-        if now - self._target_time > self.guided_timeout:
-            self.target = None
         while simulator.time + dt <= now - self._start + CLOCK_TOLERANCE:
-            guided = self.armed and self.custom_mode == self.modes["GUIDED"]
-            goal = self.target[:2] if guided and self.target is not None else None
-            (x0, y0, yaw0) = simulator.pose
-            simulator.step(goal)
-            x1, y1, yaw1 = simulator.pose
-            self._rates = ((x1 - x0) / dt, (y1 - y0) / dt, cv.wrap(yaw1 - yaw0) / dt)
+            before = simulator.pose
+            simulator.step(self.goal)
+            self.moved(before)
 
     # -- receiving ----------------------------------------------------------------------------
     def _handle(self, message, now: float) -> None:
@@ -152,6 +190,7 @@ class SimulatedAutopilot:
             if message.custom_mode in self.modes.values():
                 self.custom_mode = message.custom_mode
         elif kind == "SET_POSITION_TARGET_GLOBAL_INT":
+            self.peer_time = max(self.peer_time, message.time_boot_ms / 1000.0)
             self._position_target(message, now)
 
     def _command(self, message) -> None:

@@ -168,7 +168,7 @@ def test_an_unspecified_namespace_keys_inline_values_for_every_node(tmp_path):
      '</node>', "<env> in <node>: element not understood"),
     ('<node pkg="poam_ros" exec="mapper" name="m" if="false" args="$(anon x)"/>',
      "substitution $(anon x) not understood"),
-    ('<node pkg="poam_ros" exec="mapper" name="$(var $(var flag))"/>',
+    ('<node pkg="poam_ros" exec="mapper" name="$(var flag"/>',
      "substitution not understood"),
     ('<node pkg="poam_ros" exec="mapper" name="m"><param name="a" value="1" type="int"/>'
      '</node>', "attribute type not understood"),
