@@ -152,7 +152,8 @@ def test_sim_starts_the_graph_with_good_options(tmp_path, small_parameter_file, 
     assert capsys.readouterr().err == "poam-ros sim: the graph was started\n"
     [(setup, _terrain, params, options, *_)] = graph.started
     assert options == {"mode": "realtime", "time_scale": 0.0, "torch_threads": 1,
-                       "stall_timeout": 600.0, "record": None, "view": None, "robots": 1}
+                       "stall_timeout": 600.0, "record": None, "view": None, "robots": 1,
+                       "vehicle": "simulated", "mavlink_port": 14550}
 
 
 @pytest.mark.parametrize("args, message", [
