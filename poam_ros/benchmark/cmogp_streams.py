@@ -12,7 +12,8 @@ Artés-Rodríguez, Álvarez 2019, Secs. 4.1, 4.2, 4.4 and App. D), run through t
   4 + 2(t − 1) (the main text's final M = 22); M(t − 1) + 2t from 4. RBF from lengthscale 0.01
   (the toy's [0, 2] is the scaled [−1, 1]: the same units) and amplitude 0.5, 100 Adam steps.
 * ``banana`` (Table 4): ``banana/banana.mat`` (5,300 points), 30 % held out, the rest sorted
-  along the first input in 4 batches, a grid-sized M of 9, 16, 25, 36; RBF from lengthscale
+  along the first input in 4 batches, a grid-sized M of 9, 16, 25, 36 (``--num-inducing``: one
+  M for all four); RBF from lengthscale
   0.05 and amplitude 0.1. The paper's channel is a Bernoulli likelihood: pass it with
   ``--config`` (a JSON object of :class:`~poam_ros.models.MappingConfig` fields) where the
   method has one; the probability is then the model's ``predict_proba``. Without it the labels

@@ -7,6 +7,7 @@
                                                         # App. D.3, Tables 6-9
     poam-ros bench vips-paper magnetometer [--inputs standardised] [--cv-batches 5]
                                            [--methods vips,oips,cv] [--cv-microtesla]
+                                           [--hold-kernel JSON]
                                                         # Sec. 5.4: path 3 in 20 batches
     poam-ros bench vips-paper magnetometer-paths        # Sec. 5.4: paths 1, 2, 4, 5 in turn
 
