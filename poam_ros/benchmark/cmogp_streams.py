@@ -13,12 +13,12 @@ Artés-Rodríguez, Álvarez 2019, Secs. 4.1, 4.2, 4.4 and App. D), run through t
   (the toy's [0, 2] is the scaled [−1, 1]: the same units) and amplitude 0.5, 100 Adam steps.
 * ``banana`` (Table 4): ``banana/banana.mat`` (5,300 points), 30 % held out, the rest sorted
   along the first input in 4 batches, a grid-sized M of 9, 16, 25, 36 (``--num-inducing``: one
-  M for all four); RBF from lengthscale
-  0.05 and amplitude 0.1. The paper's channel is a Bernoulli likelihood: pass it with
-  ``--config`` (a JSON object of :class:`~poam_ros.models.MappingConfig` fields) where the
-  method has one; the probability is then the model's ``predict_proba``. Without it the labels
-  are a Gaussian channel's 0/1 targets and P(y = 1) its predictive mean clipped to
-  [0.001, 0.999]: a regression stand-in, said so in the output (``likelihood``).
+  M for all four); RBF from lengthscale 0.05 and amplitude 0.1. The paper's channel is a
+  Bernoulli likelihood: pass it with ``--config`` (a JSON object of
+  :class:`~poam_ros.models.MappingConfig` fields) where the method has one; the probability is
+  then the model's ``predict_proba``. Without it the labels are a Gaussian channel's 0/1
+  targets and P(y = 1) its predictive mean clipped to [0.001, 0.999]: a regression stand-in,
+  said so in the output (``likelihood``).
 * ``solar`` (Sec. 4.4, Fig. 10): ``solar/nasa.mat`` (columns year, month, monthly mean sunspot
   number, its standard deviation; the series starts in 1749 where the paper's starts in 1700),
   log(1 + count) against time in years: a warm-up batch of 100 months, then 1,000 one-sample
