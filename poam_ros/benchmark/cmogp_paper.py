@@ -285,7 +285,8 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, default=None,
                         help="Adam steps per update (default 100; magnetometer 10, solar 1)")
     parser.add_argument("--num-inducing", type=int, default=None,
-                        help="M (default: the paper's schedule for the toys, 300 magnetometer)")
+                        help="M (default: the paper's schedule for the toys and banana, 300 "
+                             "magnetometer)")
     parser.add_argument("--num-latents", type=int, default=2, help="magnetometer: Q")
     parser.add_argument("--sparse-every", type=int, default=1,
                         help="magnetometer: keep every k-th sample of B_y and B_z")

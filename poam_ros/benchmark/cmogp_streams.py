@@ -12,12 +12,13 @@ Artés-Rodríguez, Álvarez 2019, Secs. 4.1, 4.2, 4.4 and App. D), run through t
   4 + 2(t − 1) (the main text's final M = 22); M(t − 1) + 2t from 4. RBF from lengthscale 0.01
   (the toy's [0, 2] is the scaled [−1, 1]: the same units) and amplitude 0.5, 100 Adam steps.
 * ``banana`` (Table 4): ``banana/banana.mat`` (5,300 points), 30 % held out, the rest sorted
-  along the first input in 4 batches, a grid-sized M of 9, 16, 25, 36; RBF from lengthscale
-  0.05 and amplitude 0.1. The paper's channel is a Bernoulli likelihood: pass it with
-  ``--config`` (a JSON object of :class:`~poam_ros.models.MappingConfig` fields) where the
-  method has one; the probability is then the model's ``predict_proba``. Without it the labels
-  are a Gaussian channel's 0/1 targets and P(y = 1) its predictive mean clipped to
-  [0.001, 0.999]: a regression stand-in, said so in the output (``likelihood``).
+  along the first input in 4 batches, a grid-sized M of 9, 16, 25, 36 (``--num-inducing``: one
+  M for all four); RBF from lengthscale 0.05 and amplitude 0.1. The paper's channel is a
+  Bernoulli likelihood: pass it with ``--config`` (a JSON object of
+  :class:`~poam_ros.models.MappingConfig` fields) where the method has one; the probability is
+  then the model's ``predict_proba``. Without it the labels are a Gaussian channel's 0/1
+  targets and P(y = 1) its predictive mean clipped to [0.001, 0.999]: a regression stand-in,
+  said so in the output (``likelihood``).
 * ``solar`` (Sec. 4.4, Fig. 10): ``solar/nasa.mat`` (columns year, month, monthly mean sunspot
   number, its standard deviation; the series starts in 1749 where the paper's starts in 1700),
   log(1 + count) against time in years: a warm-up batch of 100 months, then 1,000 one-sample
@@ -164,7 +165,7 @@ def probability(model, x: np.ndarray) -> np.ndarray:
 def banana(args) -> dict:
     """Table 4 (see the module docstring)."""
     batches, tests = banana_data(args.seed, args.data_dir)
-    schedule = [9, 16, 25, 36]
+    schedule = [args.num_inducing] * 4 if args.num_inducing else [9, 16, 25, 36]
     config = MappingConfig(kernel="rbf", num_inducing=schedule[0], train_steps=args.steps,
                            rbf_initial_lengthscale=0.05, initial_amplitude=0.1,
                            lr_hyper=0.02, pcd_tolerance=0.0, device="cpu", dtype="float64",
@@ -177,18 +178,19 @@ def banana(args) -> dict:
     for t, (x, y) in enumerate(batches):
         model.config = model.config.replace(num_inducing=schedule[t])
         model.add_data(x, y)
-        model.update()
+        report = model.update()
         scores = []
         for x_test, y_test in tests[:t + 1]:
             p = np.clip(probability(model, x_test), 1e-12, 1 - 1e-12)
             nlpd = -np.where(y_test > 0.5, np.log(p), np.log1p(-p))
             scores.append((float(nlpd.sum()) / 1000.0, float(((p > 0.5) != (y_test > 0.5))
                                                             .mean())))
-        rows.append(dict(t=t + 1, nlpd_new=scores[t][0], nlpd_first=scores[0][0],
-                         error_new=scores[t][1], error_first=scores[0][1],
+        rows.append(dict(t=t + 1, M=report.num_inducing, nlpd_new=scores[t][0],
+                         nlpd_first=scores[0][0], error_new=scores[t][1], error_first=scores[0][1],
                          nlpd_global=sum(s[0] for s in scores)))
-        print(f"t={t + 1} NLPD new {scores[t][0]:.3f} (paper {BANANA_TABLE['nlpd'][0][t]:.2f}) "
-              f"first {scores[0][0]:.3f} (paper {BANANA_TABLE['nlpd'][1][t]:.2f}); error new "
+        print(f"t={t + 1} M={report.num_inducing} NLPD new {scores[t][0]:.3f} (paper "
+              f"{BANANA_TABLE['nlpd'][0][t]:.2f}) first {scores[0][0]:.3f} (paper "
+              f"{BANANA_TABLE['nlpd'][1][t]:.2f}); error new "
               f"{scores[t][1]:.3f} (paper {BANANA_TABLE['error'][0][t]:.2f}) first "
               f"{scores[0][1]:.3f} (paper {BANANA_TABLE['error'][1][t]:.2f})", flush=True)
     errors = [row["error_first"] for row in rows]

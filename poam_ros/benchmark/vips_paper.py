@@ -7,6 +7,7 @@
                                                         # App. D.3, Tables 6-9
     poam-ros bench vips-paper magnetometer [--inputs standardised] [--cv-batches 5]
                                            [--methods vips,oips,cv] [--cv-microtesla]
+                                           [--hold-kernel JSON]
                                                         # Sec. 5.4: path 3 in 20 batches
     poam-ros bench vips-paper magnetometer-paths        # Sec. 5.4: paths 1, 2, 4, 5 in turn
 
@@ -172,20 +173,23 @@ def concrete(splits: int = 5, file: Path = CONCRETE_FILE, ard: bool = False,
 MAGNETOMETER_START = dict(constant=500.0, matern=1.0, lengthscale=1.0, noise=0.1)
 
 
-def magnetometer_config(target_std: float) -> MappingConfig:
+def magnetometer_config(target_std: float, held: dict | None = None) -> MappingConfig:
     """Constant + Matérn-5/2 from :data:`MAGNETOMETER_START`, in the units of targets
     standardised by ``target_std`` (µT): variances divided by its square, so amplitude
     (500 + 1) / σ_y² and constant share c = 500 / 1. The start decides the first batch's
     L-BFGS optimum: from a Matérn variance as large as the constant's, the constant share goes
     to 0 and stays there (its softplus gradient vanishes), and the Matérn part then takes each
-    batch's offset with a long lengthscale (docs/benchmarks.md, Sec. 5.4)."""
+    batch's offset with a long lengthscale (docs/benchmarks.md, Sec. 5.4). ``held``: start
+    values (µT², m, the keys of :data:`MAGNETOMETER_START`) that replace the authors' and stay
+    fixed (no M-step), to measure the selections under a given kernel."""
     variance = target_std ** 2
-    start = MAGNETOMETER_START
+    start = {**MAGNETOMETER_START, **(held or {})}
+    fixed = dict(m_step="adam", train_steps=0) if held else {}
     return MappingConfig(kernel="matern52", matern_initial_lengthscale=start["lengthscale"],
                          matern_initial_constant=start["constant"] / start["matern"],
                          initial_amplitude=(start["constant"] + start["matern"]) / variance,
                          initial_noise_variance=start["noise"] / variance, num_inducing=2000,
-                         **COMMON)
+                         **{**COMMON, **fixed})
 
 
 def in_microtesla(values: dict[str, float], target_std: float) -> dict[str, float]:
@@ -230,14 +234,15 @@ def magnetometer_data(train_paths, test_paths, num_batches: int | None, inputs: 
 
 
 def magnetometer_run(batches, x_test, y_test, scalers, methods,
-                     cv_microtesla: bool = False) -> dict:
+                     cv_microtesla: bool = False, held: dict | None = None) -> dict:
     """Each method of :data:`MAGNETOMETER_PAPER` named in ``methods`` (name: the number of
     batches it runs) streamed over the batches; per method M per batch, the final RMSE (µT),
     NLPD (nats, of |B| in µT) and kernel (:func:`in_microtesla`) and the time. CV's η bounds
     tr(K_ff − Q_ff) in standardised units, or with ``cv_microtesla`` in µT² (as the authors'
-    code, which models the field in µT: η divided by σ_y²)."""
+    code, which models the field in µT: η divided by σ_y²). ``held``: see
+    :func:`magnetometer_config`."""
     target_std = scalers[1].std
-    base = magnetometer_config(target_std)
+    base = magnetometer_config(target_std, held)
     finals = {}
     for name, count in methods.items():
         config = base.replace(method=name, **MAGNETOMETER_PAPER[name]["option"])
@@ -253,7 +258,7 @@ def magnetometer_run(batches, x_test, y_test, scalers, methods,
 
 
 def magnetometer(inputs: str = "metres", cv_batches: int = 5, methods: str = "vips,oips,cv",
-                 cv_microtesla: bool = False) -> dict:
+                 cv_microtesla: bool = False, held: dict | None = None) -> dict:
     """Sec. 5.4's second experiment: path 3 in 20 batches in time order, tested on paths 1, 2,
     4, 5; field magnitude (µT), standardised with the five paths' statistics; constant +
     Matérn-5/2 from the authors' start (:func:`magnetometer_config`); ``inputs`` metres
@@ -262,11 +267,11 @@ def magnetometer(inputs: str = "metres", cv_batches: int = 5, methods: str = "vi
     inputs is out of a CPU's reach), over the first ``cv_batches``. Checks: VIPS's final M
     within ±30 % of 134 and RMSE at most 8.5 µT; VIPS ahead of OIPS on RMSE; CV's M above
     VIPS's at every batch it ran (the paper: CV grows uncontrollably), each check where its
-    ``methods`` ran. ``cv_microtesla``: see :func:`magnetometer_run`."""
+    ``methods`` ran. ``cv_microtesla``, ``held``: see :func:`magnetometer_run`."""
     data = magnetometer_data((3,), (1, 2, 4, 5), 20, inputs)
     counts = {"vips": 20, "oips": 20, "cv": cv_batches}
     finals = magnetometer_run(*data, {name: counts[name] for name in methods.split(",")},
-                              cv_microtesla)
+                              cv_microtesla, held)
     for name, final in finals.items():
         paper = MAGNETOMETER_PAPER[name]
         ours = [final["M"][b - 1] for b in PAPER_BATCHES if b <= final["batches"]]
@@ -322,6 +327,9 @@ def main(argv=None) -> int:
                         help="magnetometer: the batches CV runs (its M reaches thousands)")
     parser.add_argument("--cv-microtesla", action="store_true",
                         help="magnetometer: CV's tolerance in µT² (the authors' units)")
+    parser.add_argument("--hold-kernel", type=json.loads, default=None,
+                        help="magnetometer: a JSON object of constant, matern, noise (µT²) and "
+                             "lengthscale (m) that replace the authors' start and stay fixed")
     parser.add_argument("--ard", action="store_true",
                         help="concrete: one RBF lengthscale per input (default: one for all)")
     parser.add_argument("--methods", default="vips,cv,oips",
@@ -338,7 +346,8 @@ def main(argv=None) -> int:
     torch.set_num_threads(1)
     options = {"fig2a": {"seeds": args.seeds}, "sec51": {"noise_sd": args.noise_sd},
                "magnetometer": {"inputs": args.inputs, "cv_batches": args.cv_batches,
-                                "methods": args.methods, "cv_microtesla": args.cv_microtesla},
+                                "methods": args.methods, "cv_microtesla": args.cv_microtesla,
+                                "held": args.hold_kernel},
                "magnetometer-paths": {"inputs": args.inputs},
                "concrete": {"ard": args.ard, "splits": args.splits, "methods": args.methods,
                             "noise": args.initial_noise, "protocol": args.protocol}}

@@ -67,3 +67,12 @@ def test_solar_reports_the_error_over_one_sample_updates(data_dir, capsys):
     assert code == (0 if all(result["checks"].values()) else 1)
     assert [row["updates"] for row in result["trace"]] == [0, 2, 4]
     assert all(row["rmse_warmup"] > 0 for row in result["trace"])
+
+
+def test_banana_holds_the_given_number_of_inducing_inputs(data_dir, capsys):
+    """``--num-inducing`` replaces the schedule 9, 16, 25, 36 for all four batches."""
+    _, result = run(capsys, ["banana", "--data-dir", str(data_dir), "--steps", "1",
+                             "--num-inducing", "12"])
+    assert [row["M"] for row in result["rows"]] == [12] * 4
+    _, result = run(capsys, ["banana", "--data-dir", str(data_dir), "--steps", "1"])
+    assert [row["M"] for row in result["rows"]] == [9, 16, 25, 36]

@@ -54,6 +54,23 @@ def test_each_batch_row_holds_the_hyperparameters_after_that_update():
     assert set(expected) == {"amplitude", "noise", "lengthscale", "constant"}
 
 
+def test_a_held_kernel_replaces_the_start_and_stays_fixed_over_the_stream():
+    """``--hold-kernel``: the given µT² and m values are the kernel after every update."""
+    rng = np.random.default_rng(1)
+    x = rng.uniform(0.0, 4.0, (60, 2))
+    y = 40.0 + 5.0 * np.sin(2.0 * x[:, 0]) + rng.normal(0.0, 0.3, 60)
+    held = {"constant": 300.0, "matern": 20.0, "lengthscale": 0.5, "noise": 0.2}
+    config = vips_paper.magnetometer_config(5.0, held).replace(method="oips",
+                                                               oips={"rho": 0.93})
+    scalers = streaming.identity_scalers(2)[0], StandardScaler(40.0, 5.0)
+    rows = streaming.stream(config, [(x[:30], y[:30]), (x[30:], y[30:])], scalers,
+                            x[:10], y[:10])
+    for row in rows:
+        assert vips_paper.in_microtesla(row, 5.0) == pytest.approx(
+            {"constant_variance": 300.0, "matern_variance": 20.0, "lengthscale": 0.5,
+             "noise_variance": 0.2}, rel=1e-6)  # the softplus round trip's rounding
+
+
 def test_the_concrete_model_starts_from_the_authors_kernel():
     """Variance 1, lengthscale 1, noise variance 0.1 in standardised units (their code's
     start for the UCI sets), unless another initial noise is asked for."""
