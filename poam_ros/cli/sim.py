@@ -59,7 +59,7 @@ def sim(argv) -> int:
     options = GraphOptions(mode=args.mode, time_scale=args.time_scale,
                            torch_threads=args.torch_threads, stall_timeout=args.stall_timeout,
                            record=args.record, view=viewer_parameters(args, setup),
-                           robots=args.robots)
+                           robots=args.robots, fleet=fleet_options(args, setup))
     logs = args.out / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     effective = write_graph_file(setup, params, options, logs, terrain)
@@ -120,11 +120,29 @@ def _parser() -> ArgumentParser:
                         help="with --robots: central, one mapper (/fleet/mapper) fuses every "
                              "vehicle's samples; distributed, a mapper per vehicle fed over "
                              "the fleet's links")
+    parser.add_argument("--coordination", choices=("on", "off"),
+                        help="with --robots: on, each planner conditions on its teammates' "
+                             "announced plans, keeps apart from them and flies its share of "
+                             "the pilot; off, independent planners (default: on with the "
+                             "max_entropy planner, which it needs)")
     add_view_arguments(parser)
     return parser
 
 
 FLEET_MAPS = ("central", "distributed")
+
+
+def fleet_options(args, setup):
+    """The fleet's options from the command line (:class:`~poam_ros.setup.fleet_launch.
+    FleetOptions`); checked by :func:`_check_fleet_options`."""
+    from poam_ros.setup.fleet_launch import FleetOptions
+
+    coordination = (args.coordination == "on" if args.coordination is not None else
+                    setup.planning.planner == COORDINATED_PLANNER)
+    return FleetOptions(central=args.fleet_map == "central", coordination=coordination)
+
+
+COORDINATED_PLANNER = "max_entropy"  # the only planner that scores candidates
 
 
 def epoch_printer(log, robots: int):
@@ -222,20 +240,24 @@ def _check_graph_options(args, setup, params: Path) -> None:
         load_model(Path(setup.mapper_node.state_file).expanduser(), device=setup.mapping.device)
     if not args.stall_timeout > 0:
         raise ConfigError(f"--stall-timeout must be > 0 s, got {args.stall_timeout}")
-    _check_fleet_options(args)
+    _check_fleet_options(args, setup)
     if args.record is not None:
         check_new_bag(args.record)
 
 
-def _check_fleet_options(args) -> None:
-    """What a fleet (``--robots`` > 1) flies with: a central map; one vehicle's bag, view and
-    ROS-free comparison are the single vehicle's. Raises ConfigError."""
+def _check_fleet_options(args, setup) -> None:
+    """What a fleet (``--robots`` > 1) flies with: a central map, coordination with the
+    max_entropy planner only; one vehicle's bag, view and ROS-free comparison are the single
+    vehicle's. Raises ConfigError."""
     from poam_ros.params import ConfigError
 
     if args.robots < 1:
         raise ConfigError(f"--robots must be >= 1, got {args.robots}")
     if args.robots == 1:
         return
+    if args.coordination == "on" and setup.planning.planner != COORDINATED_PLANNER:
+        raise ConfigError(f"--coordination on needs the {COORDINATED_PLANNER} planner, not "
+                          f"{setup.planning.planner}")
     if args.fleet_map != "central":
         raise ConfigError(f"--fleet-map {args.fleet_map}: not yet; the simulated fleet "
                           f"shares a central map (--fleet-map central)")
@@ -252,7 +274,7 @@ def print_launch(params: Path, effective: Path, record: bool, view: bool = False
     from poam_ros.setup.sim_launch import differences
 
     if robots > 1:
-        print(f"the graph: {robots} vehicles with a central map, as fleet.launch.xml starts "
+        print(f"the graph: {robots} vehicles, as fleet.launch.xml starts "
               f"two: ros2 launch poam_ros fleet.launch.xml sim:=true params_file:={effective}")
         return
     print(f"the graph: ros2 launch poam_ros sim.launch.xml params_file:={effective}"

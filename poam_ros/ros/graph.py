@@ -49,7 +49,13 @@ from poam_ros.processes import wait_or_kill
 from poam_ros.ros.fleet_monitor import FleetMonitor
 from poam_ros.ros.mission_monitor import MissionMonitor
 from poam_ros.ros.run import StopSignals, init_rclpy
-from poam_ros.setup.fleet_launch import FLEET_SIM, fleet_nodes, vehicle_namespaces, write_fleet_file
+from poam_ros.setup.fleet_launch import (
+    FLEET_SIM,
+    FleetOptions,
+    fleet_nodes,
+    vehicle_namespaces,
+    write_fleet_file,
+)
 from poam_ros.setup.mission_setup import MissionSetup
 from poam_ros.setup.sim_launch import sim_nodes, write_effective_file
 from poam_ros.setup.truth import survey_fields
@@ -83,7 +89,8 @@ class GraphOptions:
     stop_timeout: float = 15.0  # wall s the children get to exit after SIGINT
     record: Path | None = None  # a bag to create: the recorder node records the mission
     view: dict[str, Any] | None = None  # the viewer's parameters: serve the live view
-    robots: int = 1  # vehicles: more than one flies fleet.launch.xml's graph, a central map
+    robots: int = 1  # vehicles: more than one flies fleet.launch.xml's graph
+    fleet: FleetOptions = field(default_factory=FleetOptions)  # with robots > 1
 
 
 @dataclass
@@ -176,7 +183,7 @@ def write_graph_file(setup: MissionSetup, params_file: Path, options: GraphOptio
     overrides = graph_overrides(options, log_dir)
     if options.robots > 1:
         return write_fleet_file(setup, params_file, log_dir / EFFECTIVE_FILE, options.robots,
-                                terrain, overrides)
+                                terrain, overrides, options.fleet)
     return write_effective_file(setup, params_file, log_dir / EFFECTIVE_FILE, overrides)
 
 

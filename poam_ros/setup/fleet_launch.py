@@ -19,17 +19,28 @@ setup's values for every node, and what makes a fleet of them:
   planner counts the samples of the one shared map, so each gets ``mission.max_samples``
   summed over the vehicles, and all of them end at the map that holds the fleet's budget;
 * ``/<ns>/planner``: each vehicle's own planner seed (spawned from the mission's planner
-  seed: no two vehicles draw the same candidates).
+  seed: no two vehicles draw the same candidates), its place in the fleet
+  (``fleet.vehicle_index``, ``fleet.vehicles``), its teammates' plan announcements
+  (``fleet.teammates``) and ``coordination.enabled`` (:class:`FleetOptions`).
+
+With coordination each vehicle flies its share of the pilot survey
+(:func:`~poam_ros.planners.coordination.pilot_share`), so it starts where its share starts,
+facing along it, as the single vehicle starts at the pilot's first point; without, the
+vehicles start spread over the area (:func:`~poam_ros.sim.fleet.fleet_start_poses`) and each
+flies the whole pilot.
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 
 from poam_ros.launch_xml import LaunchNode, expand, launch_file
+from poam_ros.params import ConfigError
 from poam_ros.params.files import (
     PARAMETERS_KEY,
     dump_parameters,
@@ -38,6 +49,9 @@ from poam_ros.params.files import (
     parameter_table,
     parameters_for,
 )
+from poam_ros.planners.coordination import pilot_share
+from poam_ros.planners.factory import make_planner
+from poam_ros.planners.pilot import pilot_survey
 from poam_ros.setup.mission_setup import MissionSetup
 from poam_ros.setup.sim_launch import write_effective_file
 from poam_ros.sim.fleet import FleetConfig, fleet_start_poses, vehicle_seeds
@@ -51,6 +65,15 @@ CENTRAL_MAPPER = f"{FLEET_NAMESPACE}/mapper"
 FLEET_SIM = "fleet_sim"
 #: the sections of a fleet's effective file keyed /**/<node>
 SECTIONS = (FLEET_SIM, "sensor_ingest", "mapper", "planner", "mission")
+PLAN_TOPIC = "fleet/plan"  # a planner's announcement, in its vehicle's namespace
+
+
+@dataclass(frozen=True)
+class FleetOptions:
+    """How the simulated fleet maps and plans, beyond the mission's setup."""
+
+    central: bool = True  # one mapper for all (else one per vehicle, fed over the links)
+    coordination: bool = True  # the planners condition on each other and split the pilot
 
 
 def vehicle_namespaces(robots: int) -> list[str]:
@@ -75,9 +98,35 @@ def fleet_nodes(params_file: str | Path, robots: int, central: bool = True) -> l
     return fleet
 
 
+def teammate_topics(robots: int, index: int) -> list[str]:
+    """The plan announcements vehicle ``index`` hears: every other vehicle's."""
+    return [f"{namespace}/{PLAN_TOPIC}" for k, namespace in
+            enumerate(vehicle_namespaces(robots)) if k != index]
+
+
+def pilot_starts(setup: MissionSetup, planner_seeds: list[int], workspace: Workspace,
+                 inside) -> list[tuple[float, float, float]]:
+    """Each vehicle's start with a split pilot: its share's first point, facing its second
+    (drawn as its planner node draws the pilot, from its own seed). ``inside`` ((N, 2) ->
+    (N,) bool) says where a vehicle may start; raises ConfigError elsewhere."""
+    poses = []
+    for k, seed in enumerate(planner_seeds):
+        rng = np.random.default_rng(seed)
+        make_planner(setup.planning.planner, workspace, rng, setup.planner_config())
+        share = pilot_share(pilot_survey(workspace, rng, setup.pilot), k, len(planner_seeds))
+        ahead = next((p for p in share[1:] if np.linalg.norm(p - share[0]) > 0), share[0])
+        if not inside(share[:1])[0]:
+            raise ConfigError(f"vehicle {k}'s pilot share starts at {share[0].tolist()} m, "
+                              f"off the terrain or the workspace")
+        poses.append((float(share[0, 0]), float(share[0, 1]),
+                      math.atan2(ahead[1] - share[0, 1], ahead[0] - share[0, 0])))
+    return poses
+
+
 def write_fleet_file(setup: MissionSetup, params_file: str | Path, path: str | Path,
                      robots: int, terrain: Terrain,
-                     overrides: Mapping[str, Mapping[str, Any]] | None = None) -> Path:
+                     overrides: Mapping[str, Mapping[str, Any]] | None = None,
+                     fleet: FleetOptions = FleetOptions()) -> Path:
     """The fleet's effective parameter file at ``path`` (see the module docstring):
     ``params_file``'s sections for the nodes, ``setup``'s values over them, the fleet's,
     then ``overrides`` (node -> {dotted name: value}; ``fleet_sim`` for the simulator)."""
@@ -91,21 +140,28 @@ def write_fleet_file(setup: MissionSetup, params_file: str | Path, path: str | P
                          **setup.node_parameters("simulated_auv")}
     del values[FLEET_SIM]["start_pose"]  # the single vehicle's: each has its own here
     workspace = Workspace.from_config(setup.workspace)
-    poses = fleet_start_poses(workspace.bounds, robots, values[FLEET_SIM]["seed"],
-                              lambda xy: terrain.contains(xy) & workspace.contains(xy))
+    planner = values["planner"]
+    seeds = vehicle_seeds(planner["seed"], robots)
+
+    def inside(xy: np.ndarray) -> np.ndarray:
+        return terrain.contains(xy) & workspace.contains(xy)
+
+    poses = (pilot_starts(setup, seeds, workspace, inside) if fleet.coordination else
+             fleet_start_poses(workspace.bounds, robots, values[FLEET_SIM]["seed"], inside))
     values[FLEET_SIM].update({"fleet.vehicles": robots,
                               "fleet.start_poses": [float(v) for v in np.ravel(poses)]})
     values["sensor_ingest"]["float64_samples"] = True  # as sim.launch.xml gives it
-    planner = values["planner"]
     planner.update({"mapper_name": CENTRAL_MAPPER,
                     "mission.max_samples": robots * setup.mission_control.max_samples})
     for node in SECTIONS:
         values[node].update(overrides.get(node, {}))
     tree: dict[str, Any] = {f"/**/{node}": {PARAMETERS_KEY: nest_parameters(values[node])}
                             for node in SECTIONS if values[node]}
-    for namespace, seed in zip(vehicle_namespaces(robots),
-                               vehicle_seeds(planner["seed"], robots)):
-        tree[f"{namespace}/planner"] = {PARAMETERS_KEY: {"seed": seed}}
+    for k, (namespace, seed) in enumerate(zip(vehicle_namespaces(robots), seeds)):
+        tree[f"{namespace}/planner"] = {PARAMETERS_KEY: nest_parameters({
+            "seed": seed, "fleet.vehicle_index": k, "fleet.vehicles": robots,
+            "fleet.teammates": teammate_topics(robots, k),
+            "coordination.enabled": fleet.coordination})}
     path = Path(path)
     path.write_text(dump_parameters(tree))
     return path
