@@ -7,6 +7,7 @@ import functools
 import logging
 import operator
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -64,7 +65,8 @@ def sim(argv) -> int:
     logs.mkdir(parents=True, exist_ok=True)
     effective = write_graph_file(setup, params, options, logs, terrain)
     print(f"sim: {describe(setup)}; node logs in {logs}")
-    print_launch(params, effective, args.record is not None, args.view, args.robots)
+    print_launch(params, effective, args.record is not None, args.view, args.robots,
+                 args.fleet_map == "central")
     with EpochLog(args.out) as log:
         def started(child) -> None:
             print(f"started {child.name} (pid {child.process.pid})", flush=True)
@@ -125,6 +127,17 @@ def _parser() -> ArgumentParser:
                              "announced plans, keeps apart from them and flies its share of "
                              "the pilot; off, independent planners (default: on with the "
                              "max_entropy planner, which it needs)")
+    link = parser.add_argument_group("the links between vehicles (--fleet-map distributed)")
+    link.add_argument("--link-bandwidth", type=float, default=0.0, metavar="B",
+                      help="bytes a vehicle's link carries at most in any second (0: "
+                           "unlimited)")
+    link.add_argument("--link-latency", type=float, default=0.0, metavar="S",
+                      help="seconds from a packet leaving to its arrival")
+    link.add_argument("--link-loss", type=float, default=0.0, metavar="P",
+                      help="the chance that a vehicle misses a packet")
+    link.add_argument("--link-slot-length", type=float, default=1.0, metavar="S",
+                      help="TDMA: each vehicle sends in its slot of this many seconds, one "
+                           "slot per vehicle (0: no schedule)")
     add_view_arguments(parser)
     return parser
 
@@ -139,7 +152,10 @@ def fleet_options(args, setup):
 
     coordination = (args.coordination == "on" if args.coordination is not None else
                     setup.planning.planner == COORDINATED_PLANNER)
-    return FleetOptions(central=args.fleet_map == "central", coordination=coordination)
+    link = {"bandwidth": args.link_bandwidth, "latency": args.link_latency,
+            "loss_probability": args.link_loss, "slot_length": args.link_slot_length}
+    return FleetOptions(central=args.fleet_map == "central", coordination=coordination,
+                        link=link)
 
 
 COORDINATED_PLANNER = "max_entropy"  # the only planner that scores candidates
@@ -181,7 +197,8 @@ def mission_outcome(run, robots: int) -> dict:
 
 def vehicle_summaries(monitor) -> dict[str, dict]:
     """Per vehicle of a fleet: its mission's state and reason, its ingest's sample count
-    and its goals."""
+    and its goals; with a distributed map also its own map's final scores (``map``) and
+    what its link sent (``link``: soundings, packets, bytes)."""
     summaries = {}
     for namespace in monitor.namespaces:
         mission, ingest = monitor.vehicle_missions[namespace], monitor.vehicle_ingest(namespace)
@@ -191,16 +208,35 @@ def vehicle_summaries(monitor) -> dict[str, dict]:
             "distance_m": mission.distance_m_used if mission else None,
             "samples": ingest.samples_published if ingest else None,
             "goals": monitor.vehicle_goals[namespace]}
+        if monitor.central:
+            continue
+        records, link = monitor.vehicle_records(namespace), monitor.vehicle_link(namespace)
+        summaries[namespace]["map"] = asdict(records[-1]) if records else None
+        summaries[namespace]["link"] = None if link is None else {
+            "soundings_sent": link.soundings_sent, "soundings_received": link.soundings_received,
+            "packets_sent": link.packets_sent, "bytes_sent": link.bytes_sent,
+            "peak_window_bytes": link.peak_window_bytes}
     return summaries
 
 
 def print_vehicles(summaries: dict[str, dict]) -> None:
-    """One line per vehicle: its samples, goals, distance and mission state."""
+    """One line per vehicle: its samples, goals, distance and mission state; with a
+    distributed map, one more: its own map's final scores and what its link sent."""
     for namespace, vehicle in summaries.items():
         distance = "?" if vehicle["distance_m"] is None else f"{vehicle['distance_m']:.0f}"
         print(f"{namespace}: {'?' if vehicle['samples'] is None else vehicle['samples']} "
               f"samples, {len(vehicle['goals'])} goals, {distance} m flown, mission "
               f"{vehicle['state']}: {vehicle['reason']}")
+        if "map" not in vehicle:
+            continue
+        final, link = vehicle["map"], vehicle["link"]
+        scores = "no map scored" if final is None else (
+            f"its map: {final['num_samples']} samples, SMSE {final['smse']:.4f}, "
+            f"MSLL {final['msll']:.3f}, RMSE {final['rmse']:.2f} m")
+        sent = "?" if link is None else (f"{link['soundings_sent']} soundings in "
+                                         f"{link['bytes_sent']} B ({link['packets_sent']} "
+                                         f"packets)")
+        print(f"{namespace}: {scores}; its link sent {sent}")
 
 
 def viewer_parameters(args, setup) -> dict | None:
@@ -246,9 +282,9 @@ def _check_graph_options(args, setup, params: Path) -> None:
 
 
 def _check_fleet_options(args, setup) -> None:
-    """What a fleet (``--robots`` > 1) flies with: a central map, coordination with the
-    max_entropy planner only; one vehicle's bag, view and ROS-free comparison are the single
-    vehicle's. Raises ConfigError."""
+    """What a fleet (``--robots`` > 1) flies with: coordination with the max_entropy planner
+    only, links as the link model takes them; one vehicle's bag, view and ROS-free
+    comparison are the single vehicle's. Raises ConfigError."""
     from poam_ros.params import ConfigError
 
     if args.robots < 1:
@@ -258,9 +294,10 @@ def _check_fleet_options(args, setup) -> None:
     if args.coordination == "on" and setup.planning.planner != COORDINATED_PLANNER:
         raise ConfigError(f"--coordination on needs the {COORDINATED_PLANNER} planner, not "
                           f"{setup.planning.planner}")
-    if args.fleet_map != "central":
-        raise ConfigError(f"--fleet-map {args.fleet_map}: not yet; the simulated fleet "
-                          f"shares a central map (--fleet-map central)")
+    from poam_ros.fleet import LinkConfig
+
+    LinkConfig(bandwidth=args.link_bandwidth, latency=args.link_latency,
+               loss_probability=args.link_loss, slot_length=args.link_slot_length)
     given = [option for option, value in (("--record", args.record), ("--view", args.view),
                                           ("--compare", args.compare)) if value]
     if given:
@@ -268,14 +305,15 @@ def _check_fleet_options(args, setup) -> None:
 
 
 def print_launch(params: Path, effective: Path, record: bool, view: bool = False,
-                 robots: int = 1) -> None:
+                 robots: int = 1, central: bool = True) -> None:
     """The launch the graph is, and the values the command line sets otherwise than the
     parameter file (which ``ros2 launch`` with that file alone would not get)."""
     from poam_ros.setup.sim_launch import differences
 
     if robots > 1:
         print(f"the graph: {robots} vehicles, as fleet.launch.xml starts "
-              f"two: ros2 launch poam_ros fleet.launch.xml sim:=true params_file:={effective}")
+              f"two: ros2 launch poam_ros fleet.launch.xml sim:=true params_file:={effective}"
+              + ("" if central else " central_map:=false"))
         return
     print(f"the graph: ros2 launch poam_ros sim.launch.xml params_file:={effective}"
           + (" record:=true" if record else "") + (" view:=true" if view else ""))

@@ -163,7 +163,9 @@ class Child:
     def launch(cls, node: LaunchNode, log_dir: Path, env: dict[str, str]) -> "Child":
         """``node`` started as launch_ros starts it."""
         arguments = [*node.arguments, "--ros-args", *node.ros_arguments(log_dir / "launch")]
-        return cls(node.name, node.module, arguments, log_dir, env, node.executable)
+        # a fleet's vehicles run nodes of one name: each its own log (auv1_planner.log)
+        name = node.fqn.strip("/").replace("/", "_")
+        return cls(name, node.module, arguments, log_dir, env, node.executable)
 
     def tail(self) -> str:
         with open(self.log_path, errors="replace") as log:
@@ -200,7 +202,8 @@ def run_graph(setup: MissionSetup, terrain: Terrain, effective: Path, options: G
     reason)`` each vehicle's change of mission state in a fleet."""
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")  # the monitor's too
     fleet = options.robots > 1
-    starts = start_order(fleet_nodes(effective, options.robots) if fleet else
+    starts = start_order(fleet_nodes(effective, options.robots, options.fleet.central)
+                         if fleet else
                          sim_nodes(effective, record=options.record is not None,
                                    view=options.view is not None))
     recording = _recording(effective) if options.record is not None else None
@@ -225,9 +228,11 @@ def run_graph(setup: MissionSetup, terrain: Terrain, effective: Path, options: G
         try:
             fields = survey_fields(setup, terrain)[0]
             monitor = (FleetMonitor(terrain, vehicle_namespaces(options.robots), on_epoch,
-                                    fields, on_state, context=context) if fleet else
+                                    fields, on_state, options.fleet.central, context=context)
+                       if fleet else
                        MissionMonitor(terrain, on_epoch, fields=fields, context=context))
-            executor.add_node(monitor)
+            for node in _monitor_nodes(monitor):
+                executor.add_node(node)
             for node in starts:
                 if node.executable in CLOCK_SOURCES:
                     deadline = time.monotonic() + options.start_timeout
@@ -257,9 +262,16 @@ def run_graph(setup: MissionSetup, terrain: Terrain, effective: Path, options: G
             codes = stop_in_stages(children, options.stop_timeout)
             executor.shutdown()
             if monitor is not None:
-                monitor.destroy_node()
+                for node in _monitor_nodes(monitor):
+                    node.destroy_node()
             rclpy.try_shutdown(context=context)
         return GraphRun(monitor.records, monitor, terrain, end - start, outcome, codes)
+
+
+def _monitor_nodes(monitor: MissionMonitor) -> list[MissionMonitor]:
+    """The monitor's nodes: itself, and a distributed fleet's monitor of each further
+    vehicle's map."""
+    return [monitor, *getattr(monitor, "vehicle_monitors", {}).values()]
 
 
 def _recording(params_file: Path) -> Callable[[str], bool]:

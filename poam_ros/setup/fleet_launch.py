@@ -23,6 +23,11 @@ setup's values for every node, and what makes a fleet of them:
   (``fleet.vehicle_index``, ``fleet.vehicles``), its teammates' plan announcements
   (``fleet.teammates``) and ``coordination.enabled`` (:class:`FleetOptions`).
 
+Without a central map (``FleetOptions.central`` false) each vehicle has its own mapper and
+its end of the links, ``fleet_link``, and the ``fleet_channel`` node simulates the medium:
+:func:`link_sections` writes their sections, and the planners hear their teammates' plans as
+their links heard them.
+
 With coordination each vehicle flies its share of the pilot survey
 (:func:`~poam_ros.planners.coordination.pilot_share`), so it starts where its share starts,
 facing along it, as the single vehicle starts at the pilot's first point; without, the
@@ -33,12 +38,13 @@ flies the whole pilot.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 
+from poam_ros.fleet.relay import teammate_plan_topic
 from poam_ros.launch_xml import LaunchNode, expand, launch_file
 from poam_ros.params import ConfigError
 from poam_ros.params.files import (
@@ -60,6 +66,7 @@ from poam_ros.workspace import Workspace
 
 FLEET_LAUNCH = "fleet.launch.xml"
 ROBOT_LAUNCH = "robot.launch.xml"
+LINK_LAUNCH = "fleet_link.launch.xml"
 FLEET_NAMESPACE = "/fleet"  # the central mapper's, and its topics'
 CENTRAL_MAPPER = f"{FLEET_NAMESPACE}/mapper"
 FLEET_SIM = "fleet_sim"
@@ -74,6 +81,9 @@ class FleetOptions:
 
     central: bool = True  # one mapper for all (else one per vehicle, fed over the links)
     coordination: bool = True  # the planners condition on each other and split the pilot
+    #: the links' link.* (distributed): bandwidth B/s (0 unlimited), latency s,
+    #: loss_probability, slot_length s (TDMA, 0: none; slots: one per vehicle)
+    link: Mapping[str, float] = field(default_factory=dict)
 
 
 def vehicle_namespaces(robots: int) -> list[str]:
@@ -85,23 +95,29 @@ def fleet_nodes(params_file: str | Path, robots: int, central: bool = True) -> l
     """The nodes of the simulated fleet of ``robots`` vehicles, each configured by
     ``params_file``: fleet.launch.xml's with ``sim:=true`` (``central_map:=`` ``central``)
     for two. Without a central map each vehicle has its own mapper, as robot.launch.xml
-    starts it (the fleet's links, which feed it the teammates' samples, go beside)."""
+    starts it, and its end of the links (fleet_link.launch.xml), and the ``fleet_channel``
+    node simulates the medium between them."""
     file = str(params_file)
     fleet = [node for node in expand(launch_file(FLEET_LAUNCH), {
         "params_file": file, "sim": "true", "central_map": "true" if central else "false"})
              if node.namespace in ("", FLEET_NAMESPACE)]
     shared = {"mapper": "false", "map_prefix": f"{FLEET_NAMESPACE}/"} if central else {}
     for namespace in vehicle_namespaces(robots):
-        fleet += expand(launch_file(ROBOT_LAUNCH), {
-            "namespace": namespace.strip("/"), "params_file": file, "use_sim_time": "true",
-            **shared})
+        given = {"namespace": namespace.strip("/"), "params_file": file, "use_sim_time": "true"}
+        fleet += expand(launch_file(ROBOT_LAUNCH), {**given, **shared})
+        if not central:
+            fleet += expand(launch_file(LINK_LAUNCH), given)
     return fleet
 
 
-def teammate_topics(robots: int, index: int) -> list[str]:
-    """The plan announcements vehicle ``index`` hears: every other vehicle's."""
-    return [f"{namespace}/{PLAN_TOPIC}" for k, namespace in
-            enumerate(vehicle_namespaces(robots)) if k != index]
+def teammate_topics(robots: int, index: int, central: bool = True) -> list[str]:
+    """The plan announcements vehicle ``index`` hears: every other vehicle's, on its own
+    topic with a central map (a radio), else as its own fleet_link heard them over the
+    links (vehicle_id j is vehicle j)."""
+    namespaces = vehicle_namespaces(robots)
+    return [f"{other}/{PLAN_TOPIC}" if central else
+            f"{namespaces[index]}/{teammate_plan_topic(k)}"
+            for k, other in enumerate(namespaces) if k != index]
 
 
 def pilot_starts(setup: MissionSetup, planner_seeds: list[int], workspace: Workspace,
@@ -121,6 +137,35 @@ def pilot_starts(setup: MissionSetup, planner_seeds: list[int], workspace: Works
         poses.append((float(share[0, 0]), float(share[0, 1]),
                       math.atan2(ahead[1] - share[0, 1], ahead[0] - share[0, 0])))
     return poses
+
+
+def link_sections(table, values: Mapping[str, dict], robots: int,
+                  fleet: FleetOptions) -> dict[str, Any]:
+    """The distributed fleet's sections of its effective file: ``/**/fleet_link`` and
+    ``/**/fleet_channel`` (the parameter file's sections of ``table``, the map's frame, the
+    ingest's channels and ``fleet.link`` over them, one TDMA slot per vehicle), and per
+    vehicle k its link's ``vehicle_id`` and ``link.slot`` k and, when the mappers keep a
+    crash journal at a given path, its own mapper's journal beside it."""
+    link = {f"link.{name}": value for name, value in {"slots": robots, **fleet.link}.items()}
+    channels = values["sensor_ingest"].get("channels") or []
+    sections = {
+        "fleet_link": {**parameters_for(table, "fleet_link"), **link,
+                       "map_frame": values["mapper"].get("map_frame", "map"),
+                       **({"channels": channels} if channels else {})},
+        "fleet_channel": {**parameters_for(table, "fleet_channel"), **link,
+                          "vehicles": vehicle_namespaces(robots),
+                          "seed": values[FLEET_SIM]["seed"]}}
+    tree = {f"/**/{node}": {PARAMETERS_KEY: nest_parameters(section)}
+            for node, section in sections.items()}
+    journal = values["mapper"].get("journal.path")
+    for k, namespace in enumerate(vehicle_namespaces(robots)):
+        tree[f"{namespace}/fleet_link"] = {PARAMETERS_KEY: nest_parameters(
+            {"vehicle_id": k, "link.slot": k})}
+        if journal:
+            own = Path(journal).with_name(f"{namespace.strip('/')}_{Path(journal).name}")
+            tree[f"{namespace}/mapper"] = {PARAMETERS_KEY: nest_parameters(
+                {"journal.path": str(own)})}
+    return tree
 
 
 def write_fleet_file(setup: MissionSetup, params_file: str | Path, path: str | Path,
@@ -151,16 +196,21 @@ def write_fleet_file(setup: MissionSetup, params_file: str | Path, path: str | P
     values[FLEET_SIM].update({"fleet.vehicles": robots,
                               "fleet.start_poses": [float(v) for v in np.ravel(poses)]})
     values["sensor_ingest"]["float64_samples"] = True  # as sim.launch.xml gives it
-    planner.update({"mapper_name": CENTRAL_MAPPER,
-                    "mission.max_samples": robots * setup.mission_control.max_samples})
+    # every planner counts the samples of a map that holds the fleet's (its own, or the
+    # central one): the fleet's budget
+    planner["mission.max_samples"] = robots * setup.mission_control.max_samples
+    if fleet.central:
+        planner["mapper_name"] = CENTRAL_MAPPER
     for node in SECTIONS:
         values[node].update(overrides.get(node, {}))
     tree: dict[str, Any] = {f"/**/{node}": {PARAMETERS_KEY: nest_parameters(values[node])}
                             for node in SECTIONS if values[node]}
+    if not fleet.central:
+        tree.update(link_sections(table, values, robots, fleet))
     for k, (namespace, seed) in enumerate(zip(vehicle_namespaces(robots), seeds)):
         tree[f"{namespace}/planner"] = {PARAMETERS_KEY: nest_parameters({
             "seed": seed, "fleet.vehicle_index": k, "fleet.vehicles": robots,
-            "fleet.teammates": teammate_topics(robots, k),
+            "fleet.teammates": teammate_topics(robots, k, fleet.central),
             "coordination.enabled": fleet.coordination})}
     path = Path(path)
     path.write_text(dump_parameters(tree))

@@ -29,8 +29,9 @@ def test_two_robots_are_the_launch_file_s_graph():
         assert fleet_nodes(params, 2, central) == expand(launch_file("fleet.launch.xml"), {
             "params_file": params, "sim": "true", "central_map": str(central).lower()})
     assert [node.fqn for node in fleet_nodes(params, 2, central=False)] == [
-        "/fleet_sim", "/auv0/sensor_ingest", "/auv0/mapper", "/auv0/planner",
-        "/auv1/sensor_ingest", "/auv1/mapper", "/auv1/planner"]
+        "/fleet_sim", "/fleet_channel", "/auv0/sensor_ingest", "/auv0/mapper", "/auv0/planner",
+        "/auv0/fleet_link", "/auv1/sensor_ingest", "/auv1/mapper", "/auv1/planner",
+        "/auv1/fleet_link"]
 
 
 def test_every_vehicle_talks_to_the_central_mapper_only():
@@ -95,3 +96,28 @@ def test_coordinated_vehicles_know_their_teammates_and_start_on_their_pilot_shar
     # the shares' starts are the pilot's cut points: the vehicles start apart
     assert min(np.linalg.norm(poses[i, :2] - poses[j, :2]) for i in range(3)
                for j in range(i)) > 10.0
+
+
+def test_a_distributed_fleet_talks_over_its_links(tmp_path):
+    params = default_parameter_file()
+    setup = MissionSetup.from_file(params)
+    link = {"bandwidth": 100.0, "latency": 2.0, "loss_probability": 0.1, "slot_length": 1.0}
+    path = write_fleet_file(setup, params, tmp_path / "fleet.yaml", 3, mission_terrain(setup),
+                            {"mapper": {"journal.path": str(tmp_path / "mapper.journal")}},
+                            FleetOptions(central=False, link=link))
+    nodes = {node.fqn: node for node in fleet_nodes(path, 3, central=False)}
+    channel = nodes["/fleet_channel"].parameter_values()
+    assert channel["vehicles"] == vehicle_namespaces(3) and channel["link.slots"] == 3
+    assert {name: channel[f"link.{name}"] for name in link} == link
+    journals = set()
+    for k, namespace in enumerate(vehicle_namespaces(3)):
+        own = nodes[f"{namespace}/fleet_link"].parameter_values()
+        assert own["vehicle_id"] == k and own["link.slot"] == k and own["link.slots"] == 3
+        assert own["link.bandwidth"] == 100.0 and own["use_sim_time"] is True
+        planner = nodes[f"{namespace}/planner"].parameter_values()
+        assert planner["mapper_name"] == "mapper"  # its own: /auv<k>/mapper
+        assert planner["fleet.teammates"] == [f"{namespace}/fleet/teammate_{j}/plan"
+                                              for j in range(3) if j != k]
+        assert planner["mission.max_samples"] == 3 * setup.mission_control.max_samples
+        journals.add(nodes[f"{namespace}/mapper"].parameter_values()["journal.path"])
+    assert len(journals) == 3  # no two mappers write one journal
