@@ -15,9 +15,10 @@ setup's values for every node, and what makes a fleet of them:
 * ``/**/fleet_sim``: the simulated AUV's parameters (one terrain, vehicle and sonar for all),
   the number of vehicles and their start poses, spread over the workspace and drawn from the
   simulator's seed (:func:`~poam_ros.sim.fleet.fleet_start_poses`);
-* ``/**/planner``: ``mapper_name: /fleet/mapper``, and the fleet's sample budget: every
-  planner counts the samples of the one shared map, so each gets ``mission.max_samples``
-  summed over the vehicles, and all of them end at the map that holds the fleet's budget;
+* ``/**/planner``: ``mapper_name: /fleet/mapper`` (central), and the fleet's sample budget:
+  every planner counts the samples of the one shared map (or of its own, which its
+  teammates' links feed), so each gets ``mission.max_samples`` summed over the vehicles,
+  and all of them end at the map that holds the fleet's budget;
 * ``/<ns>/planner``: each vehicle's own planner seed (spawned from the mission's planner
   seed: no two vehicles draw the same candidates), its place in the fleet
   (``fleet.vehicle_index``, ``fleet.vehicles``), its teammates' plan announcements
