@@ -13,7 +13,8 @@ coordination on and off, 1,000 samples per vehicle. Run::
 
     poam-ros bench fleet [--robots 1 2 4] [--coordination on off]
         [--maps central distributed] [--bandwidths 0 1000 100] [--max-samples N]
-        [--seed S] [--map FILE] [--params FILE] [--quick] [--domain-id D] [--out DIR]
+        [--seed S] [--map FILE] [--params FILE] [--time-scale X] [--quick] [--domain-id D]
+        [--out DIR]
 """
 
 from __future__ import annotations
@@ -152,6 +153,8 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--map", help="a terrain file (default: the default survey)")
     parser.add_argument("--params", help="the parameter file (default: the package's)")
+    parser.add_argument("--time-scale", type=float,
+                        help="sim seconds per wall second (default: the file's)")
     parser.add_argument("--quick", action="store_true",
                         help=f"N = 1 and 2, central, coordination on and off, "
                              f"{QUICK_SAMPLES} samples per vehicle")
@@ -164,7 +167,7 @@ def main(argv=None) -> int:
         args.max_samples = args.max_samples or QUICK_SAMPLES
     common = ["--seed", str(args.seed)]
     for option, value in (("--max-samples", args.max_samples), ("--map", args.map),
-                          ("--params", args.params)):
+                          ("--params", args.params), ("--time-scale", args.time_scale)):
         if value is not None:
             common += [option, str(value)]
     fleets = settings(args.robots, [c == "on" for c in args.coordination], args.maps,
