@@ -17,6 +17,7 @@
         real-scale                 a km-scale mission on a synthetic 1" tile (georeferenced)
         export                     exporting a km-scale map as a GeoTIFF: time, peak memory
         fleet-link                 soundings per second a fleet link carries at a budget
+        fleet                      a fleet's map accuracy against mission time (needs rclpy)
         bridge                     the MAVLink bridge's latencies and CPU share (needs rclpy)
         seabed-class               a binary channel beside the depth against the class alone
     poam-ros fetch-tile NAME URL   download an SRTM tile (.hgt or .hgt.zip) from a mirror
@@ -51,9 +52,8 @@ BENCHMARKS = {"core": "core_speed", "sweep": "sweep", "remap": "remap_speed",
               "journal": "journal_cost", "vips-paper": "vips_paper", "oips-paper": "oips_paper",
               "dual-gp-paper": "dual_gp_paper", "cmogp-paper": "cmogp_paper",
               "real-scale": "real_scale", "export": "export_speed", "view": "view_cost",
-              "fleet-link": "fleet_link",
+              "fleet-link": "fleet_link", "fleet": "fleet",
               "bridge": "bridge_latency",
-
               "seabed-class": "seabed_class"}
 
 

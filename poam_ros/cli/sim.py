@@ -7,6 +7,7 @@ import functools
 import logging
 import operator
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -60,14 +61,14 @@ def sim(argv) -> int:
     options = GraphOptions(mode=args.mode, time_scale=args.time_scale,
                            torch_threads=args.torch_threads, stall_timeout=args.stall_timeout,
                            record=args.record, view=viewer_parameters(args, setup),
-                           robots=args.robots, vehicle=args.vehicle,
-                           mavlink_port=args.mavlink_port)
+                           robots=args.robots, fleet=fleet_options(args, setup),
+                           vehicle=args.vehicle, mavlink_port=args.mavlink_port)
     logs = args.out / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     effective = write_graph_file(setup, params, options, logs, terrain)
     print(f"sim: {describe(setup)}; node logs in {logs}")
     print_launch(params, effective, args.record is not None, args.view, args.robots,
-                 args.vehicle)
+                 args.vehicle, args.fleet_map == "central")
     with EpochLog(args.out) as log:
         def started(child) -> None:
             print(f"started {child.name} (pid {child.process.pid})", flush=True)
@@ -131,11 +132,43 @@ def _parser() -> ArgumentParser:
                              "endpoint, a simulated autopilot, over UDP on the loopback")
     parser.add_argument("--mavlink-port", type=int, default=14550,
                         help="with --vehicle mavlink, the UDP port the bridge listens on")
+    parser.add_argument("--coordination", choices=("on", "off"),
+                        help="with --robots: on, each planner conditions on its teammates' "
+                             "announced plans, keeps apart from them and flies its share of "
+                             "the pilot; off, independent planners (default: on with the "
+                             "max_entropy planner, which it needs)")
+    link = parser.add_argument_group("the links between vehicles (--fleet-map distributed)")
+    link.add_argument("--link-bandwidth", type=float, default=0.0, metavar="B",
+                      help="bytes a vehicle's link carries at most in any second (0: "
+                           "unlimited)")
+    link.add_argument("--link-latency", type=float, default=0.0, metavar="S",
+                      help="seconds from a packet leaving to its arrival")
+    link.add_argument("--link-loss", type=float, default=0.0, metavar="P",
+                      help="the chance that a vehicle misses a packet")
+    link.add_argument("--link-slot-length", type=float, default=1.0, metavar="S",
+                      help="TDMA: each vehicle sends in its slot of this many seconds, one "
+                           "slot per vehicle (0: no schedule)")
     add_view_arguments(parser)
     return parser
 
 
 FLEET_MAPS = ("central", "distributed")
+
+
+def fleet_options(args, setup):
+    """The fleet's options from the command line (:class:`~poam_ros.setup.fleet_launch.
+    FleetOptions`); checked by :func:`_check_fleet_options`."""
+    from poam_ros.setup.fleet_launch import FleetOptions
+
+    coordination = (args.coordination == "on" if args.coordination is not None else
+                    setup.planning.planner == COORDINATED_PLANNER)
+    link = {"bandwidth": args.link_bandwidth, "latency": args.link_latency,
+            "loss_probability": args.link_loss, "slot_length": args.link_slot_length}
+    return FleetOptions(central=args.fleet_map == "central", coordination=coordination,
+                        link=link)
+
+
+COORDINATED_PLANNER = "max_entropy"  # the only planner that scores candidates
 
 
 def epoch_printer(log, robots: int):
@@ -174,7 +207,8 @@ def mission_outcome(run, robots: int) -> dict:
 
 def vehicle_summaries(monitor) -> dict[str, dict]:
     """Per vehicle of a fleet: its mission's state and reason, its ingest's sample count
-    and its goals."""
+    and its goals; with a distributed map also its own map's final scores (``map``) and
+    what its link sent (``link``: soundings, packets, bytes)."""
     summaries = {}
     for namespace in monitor.namespaces:
         mission, ingest = monitor.vehicle_missions[namespace], monitor.vehicle_ingest(namespace)
@@ -184,16 +218,35 @@ def vehicle_summaries(monitor) -> dict[str, dict]:
             "distance_m": mission.distance_m_used if mission else None,
             "samples": ingest.samples_published if ingest else None,
             "goals": monitor.vehicle_goals[namespace]}
+        if monitor.central:
+            continue
+        records, link = monitor.vehicle_records(namespace), monitor.vehicle_link(namespace)
+        summaries[namespace]["map"] = asdict(records[-1]) if records else None
+        summaries[namespace]["link"] = None if link is None else {
+            "soundings_sent": link.soundings_sent, "soundings_received": link.soundings_received,
+            "packets_sent": link.packets_sent, "bytes_sent": link.bytes_sent,
+            "peak_window_bytes": link.peak_window_bytes}
     return summaries
 
 
 def print_vehicles(summaries: dict[str, dict]) -> None:
-    """One line per vehicle: its samples, goals, distance and mission state."""
+    """One line per vehicle: its samples, goals, distance and mission state; with a
+    distributed map, one more: its own map's final scores and what its link sent."""
     for namespace, vehicle in summaries.items():
         distance = "?" if vehicle["distance_m"] is None else f"{vehicle['distance_m']:.0f}"
         print(f"{namespace}: {'?' if vehicle['samples'] is None else vehicle['samples']} "
               f"samples, {len(vehicle['goals'])} goals, {distance} m flown, mission "
               f"{vehicle['state']}: {vehicle['reason']}")
+        if "map" not in vehicle:
+            continue
+        final, link = vehicle["map"], vehicle["link"]
+        scores = "no map scored" if final is None else (
+            f"its map: {final['num_samples']} samples, SMSE {final['smse']:.4f}, "
+            f"MSLL {final['msll']:.3f}, RMSE {final['rmse']:.2f} m")
+        sent = "?" if link is None else (f"{link['soundings_sent']} soundings in "
+                                         f"{link['bytes_sent']} B ({link['packets_sent']} "
+                                         f"packets)")
+        print(f"{namespace}: {scores}; its link sent {sent}")
 
 
 def viewer_parameters(args, setup) -> dict | None:
@@ -234,7 +287,7 @@ def _check_graph_options(args, setup, params: Path) -> None:
         load_model(Path(setup.mapper_node.state_file).expanduser(), device=setup.mapping.device)
     if not args.stall_timeout > 0:
         raise ConfigError(f"--stall-timeout must be > 0 s, got {args.stall_timeout}")
-    _check_fleet_options(args)
+    _check_fleet_options(args, setup)
     if args.vehicle == "mavlink":
         if not 0 < args.mavlink_port < 65536:
             raise ConfigError(f"--mavlink-port must be a UDP port, got {args.mavlink_port}")
@@ -243,18 +296,23 @@ def _check_graph_options(args, setup, params: Path) -> None:
         check_new_bag(args.record)
 
 
-def _check_fleet_options(args) -> None:
-    """What a fleet (``--robots`` > 1) flies with: a central map; one vehicle's bag, view and
-    ROS-free comparison are the single vehicle's. Raises ConfigError."""
+def _check_fleet_options(args, setup) -> None:
+    """What a fleet (``--robots`` > 1) flies with: coordination with the max_entropy planner
+    only, links as the link model takes them; one vehicle's bag, view and ROS-free
+    comparison are the single vehicle's. Raises ConfigError."""
     from poam_ros.params import ConfigError
 
     if args.robots < 1:
         raise ConfigError(f"--robots must be >= 1, got {args.robots}")
     if args.robots == 1:
         return
-    if args.fleet_map != "central":
-        raise ConfigError(f"--fleet-map {args.fleet_map}: not yet; the simulated fleet "
-                          f"shares a central map (--fleet-map central)")
+    if args.coordination == "on" and setup.planning.planner != COORDINATED_PLANNER:
+        raise ConfigError(f"--coordination on needs the {COORDINATED_PLANNER} planner, not "
+                          f"{setup.planning.planner}")
+    from poam_ros.fleet import LinkConfig
+
+    LinkConfig(bandwidth=args.link_bandwidth, latency=args.link_latency,
+               loss_probability=args.link_loss, slot_length=args.link_slot_length)
     given = [option for option, value in (("--record", args.record), ("--view", args.view),
                                           ("--compare", args.compare)) if value]
     if args.vehicle != "simulated":
@@ -264,14 +322,15 @@ def _check_fleet_options(args) -> None:
 
 
 def print_launch(params: Path, effective: Path, record: bool, view: bool = False,
-                 robots: int = 1, vehicle: str = "simulated") -> None:
+                 robots: int = 1, vehicle: str = "simulated", central: bool = True) -> None:
     """The launch the graph is, and the values the command line sets otherwise than the
     parameter file (which ``ros2 launch`` with that file alone would not get)."""
     from poam_ros.setup.sim_launch import differences
 
     if robots > 1:
-        print(f"the graph: {robots} vehicles with a central map, as fleet.launch.xml starts "
-              f"two: ros2 launch poam_ros fleet.launch.xml sim:=true params_file:={effective}")
+        print(f"the graph: {robots} vehicles, as fleet.launch.xml starts "
+              f"two: ros2 launch poam_ros fleet.launch.xml sim:=true params_file:={effective}"
+              + ("" if central else " central_map:=false"))
         return
     print(f"the graph: ros2 launch poam_ros sim.launch.xml params_file:={effective}"
           + (" record:=true" if record else "") + (" view:=true" if view else "")

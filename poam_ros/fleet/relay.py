@@ -38,6 +38,12 @@ DUPLICATE = "duplicate"
 REJECTIONS = (OWN_ECHO, DUPLICATE)
 
 
+def teammate_plan_topic(vehicle_id: int) -> str:
+    """Where a vehicle's ``fleet_link`` publishes teammate ``vehicle_id``'s plan as heard
+    (relative to the vehicle's namespace): what its planner lists in ``fleet.teammates``."""
+    return f"fleet/teammate_{vehicle_id}/plan"
+
+
 @dataclass
 class FleetLinkConfig(Params):
     """A vehicle's end of the fleet link."""

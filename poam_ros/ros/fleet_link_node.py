@@ -14,8 +14,9 @@ Topics (names relative, remappable; one node per vehicle, in its namespace):
   carries the bytes.
 * subscribes ``fleet/in`` (UInt8MultiArray, reliable, depth 100): the teammates' packets.
   Soundings go out on ``samples`` (float64 x, y, z and a field per ``channels``, NaN where a
-  sounding did not measure it, in ``map_frame``, stamped with the packet's time base), which
-  the local mapper maps as it maps the ingest's; a packet unreadable, an echo of this
+  sounding did not measure it, in ``map_frame``, unstamped: stamp 0, so that the mapper's
+  map stamp stays this vehicle's data time), which the local mapper maps as it maps the
+  ingest's; a packet unreadable, an echo of this
   vehicle's own or one taken before is dropped, counted and warned about.
 * subscribes ``fleet/plan`` (nav_msgs/Path, latched): this vehicle's plan announcement (the
   planner's, :mod:`poam_ros.ros.fleet_coordination`: the position, then the remaining
@@ -45,6 +46,7 @@ from std_msgs.msg import Header, UInt8MultiArray
 
 from poam_ros import messages as msg
 from poam_ros.fleet import FleetLink, FleetLinkConfig, Plan
+from poam_ros.fleet.relay import teammate_plan_topic
 from poam_ros.params import ConfigError, Params, param
 from poam_ros.ros import conversions as cv
 from poam_ros.ros import qos
@@ -54,11 +56,6 @@ from poam_ros.ros.run import StartingNode, run_node
 
 OUT, IN, PLAN = "fleet/out", "fleet/in", "fleet/plan"
 DIAGNOSTICS_PERIOD = 1.0  # s, wall
-
-
-def teammate_plan_topic(vehicle_id: int) -> str:
-    """Where a teammate's plan heard over the link is published (relative)."""
-    return f"fleet/teammate_{vehicle_id}/plan"
 
 
 @dataclass
@@ -163,8 +160,12 @@ class FleetLinkNode(StartingNode):
             self._plan_publisher(packet.sender).publish(
                 cv.path_from_waypoints(header, packet.waypoints))
             return
+        # Unstamped (0): a teammate's soundings are of its leg, not this vehicle's, and may
+        # be old (they wait for the link); the mapper's map stamp stays this vehicle's data
+        # time, which its lockstep planner waits on, and old ones are no clock reset.
         self._samples_pub.publish(cv.points_to_cloud(
-            header, np.column_stack([packet.xy, packet.values]), float64=True,
+            Header(frame_id=self.settings.map_frame),
+            np.column_stack([packet.xy, packet.values]), float64=True,
             channels=self._channels))
 
     def _publish_diagnostics(self) -> None:

@@ -52,7 +52,13 @@ from poam_ros.processes import wait_or_kill
 from poam_ros.ros.fleet_monitor import FleetMonitor
 from poam_ros.ros.mission_monitor import MissionMonitor
 from poam_ros.ros.run import StopSignals, init_rclpy
-from poam_ros.setup.fleet_launch import FLEET_SIM, fleet_nodes, vehicle_namespaces, write_fleet_file
+from poam_ros.setup.fleet_launch import (
+    FLEET_SIM,
+    FleetOptions,
+    fleet_nodes,
+    vehicle_namespaces,
+    write_fleet_file,
+)
 from poam_ros.setup.mission_setup import MissionSetup
 from poam_ros.setup.sim_launch import mavlink_parameters, sim_nodes, write_effective_file
 from poam_ros.setup.truth import survey_fields
@@ -86,7 +92,8 @@ class GraphOptions:
     stop_timeout: float = 15.0  # wall s the children get to exit after SIGINT
     record: Path | None = None  # a bag to create: the recorder node records the mission
     view: dict[str, Any] | None = None  # the viewer's parameters: serve the live view
-    robots: int = 1  # vehicles: more than one flies fleet.launch.xml's graph, a central map
+    robots: int = 1  # vehicles: more than one flies fleet.launch.xml's graph
+    fleet: FleetOptions = field(default_factory=FleetOptions)  # with robots > 1
     vehicle: str = "simulated"  # or mavlink: the bridge flies the plan (sim_launch.VEHICLES)
     mavlink_port: int = 14550  # the loopback UDP port the bridge listens on
 
@@ -161,7 +168,9 @@ class Child:
     def launch(cls, node: LaunchNode, log_dir: Path, env: dict[str, str]) -> "Child":
         """``node`` started as launch_ros starts it."""
         arguments = [*node.arguments, "--ros-args", *node.ros_arguments(log_dir / "launch")]
-        return cls(node.name, node.module, arguments, log_dir, env, node.executable)
+        # a fleet's vehicles run nodes of one name: each its own log (auv1_planner.log)
+        name = node.fqn.strip("/").replace("/", "_")
+        return cls(name, node.module, arguments, log_dir, env, node.executable)
 
     def tail(self) -> str:
         with open(self.log_path, errors="replace") as log:
@@ -182,7 +191,7 @@ def write_graph_file(setup: MissionSetup, params_file: Path, options: GraphOptio
     overrides = graph_overrides(options, log_dir)
     if options.robots > 1:
         return write_fleet_file(setup, params_file, log_dir / EFFECTIVE_FILE, options.robots,
-                                terrain, overrides)
+                                terrain, overrides, options.fleet)
     if options.vehicle == "mavlink":
         for node, values in mavlink_parameters(setup, options.mavlink_port).items():
             overrides.setdefault(node, {}).update(values)
@@ -202,7 +211,8 @@ def run_graph(setup: MissionSetup, terrain: Terrain, effective: Path, options: G
     reason)`` each vehicle's change of mission state in a fleet."""
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")  # the monitor's too
     fleet = options.robots > 1
-    starts = start_order(fleet_nodes(effective, options.robots) if fleet else
+    starts = start_order(fleet_nodes(effective, options.robots, options.fleet.central)
+                         if fleet else
                          sim_nodes(effective, record=options.record is not None,
                                    view=options.view is not None, vehicle=options.vehicle))
     recording = _recording(effective) if options.record is not None else None
@@ -228,10 +238,12 @@ def run_graph(setup: MissionSetup, terrain: Terrain, effective: Path, options: G
             fields = survey_fields(setup, terrain)[0]
             binary = declared_binary(setup.mapping.channel_likelihoods)
             monitor = (FleetMonitor(terrain, vehicle_namespaces(options.robots), on_epoch,
-                                    fields, on_state, binary=binary, context=context) if fleet
+                                    fields, on_state, options.fleet.central, binary=binary,
+                                    context=context) if fleet
                        else MissionMonitor(terrain, on_epoch, fields=fields, binary=binary,
                                            context=context))
-            executor.add_node(monitor)
+            for node in _monitor_nodes(monitor):
+                executor.add_node(node)
             for node in starts:
                 if node.executable in CLOCK_SOURCES:
                     deadline = time.monotonic() + options.start_timeout
@@ -261,9 +273,16 @@ def run_graph(setup: MissionSetup, terrain: Terrain, effective: Path, options: G
             codes = stop_in_stages(children, options.stop_timeout)
             executor.shutdown()
             if monitor is not None:
-                monitor.destroy_node()
+                for node in _monitor_nodes(monitor):
+                    node.destroy_node()
             rclpy.try_shutdown(context=context)
         return GraphRun(monitor.records, monitor, terrain, end - start, outcome, codes)
+
+
+def _monitor_nodes(monitor: MissionMonitor) -> list[MissionMonitor]:
+    """The monitor's nodes: itself, and a distributed fleet's monitor of each further
+    vehicle's map."""
+    return [monitor, *getattr(monitor, "vehicle_monitors", {}).values()]
 
 
 def _recording(params_file: Path) -> Callable[[str], bool]:

@@ -1,14 +1,19 @@
 """fleet.launch.xml and the simulated fleet's graph: ``poam-ros sim --robots N`` starts for
 two vehicles exactly the nodes the file starts with ``sim:=true``, every vehicle's stack in
 its namespace talking to the central mapper; the fleet's effective file gives each vehicle
-its own start and planner seed and every planner the fleet's budget."""
+its own start and planner seed and every planner the fleet's budget; with coordination,
+each vehicle's place in the fleet and its teammates, and a start where its pilot share
+starts."""
 
 import numpy as np
 
 from poam_ros.launch_xml import expand, launch_file
 from poam_ros.params.files import load_node_parameters
+from poam_ros.planners.coordination import pilot_share
+from poam_ros.planners.pilot import pilot_survey
 from poam_ros.setup.fleet_launch import (
     CENTRAL_MAPPER,
+    FleetOptions,
     fleet_nodes,
     vehicle_namespaces,
     write_fleet_file,
@@ -24,8 +29,9 @@ def test_two_robots_are_the_launch_file_s_graph():
         assert fleet_nodes(params, 2, central) == expand(launch_file("fleet.launch.xml"), {
             "params_file": params, "sim": "true", "central_map": str(central).lower()})
     assert [node.fqn for node in fleet_nodes(params, 2, central=False)] == [
-        "/fleet_sim", "/auv0/sensor_ingest", "/auv0/mapper", "/auv0/planner",
-        "/auv1/sensor_ingest", "/auv1/mapper", "/auv1/planner"]
+        "/fleet_sim", "/fleet_channel", "/auv0/sensor_ingest", "/auv0/mapper", "/auv0/planner",
+        "/auv0/fleet_link", "/auv1/sensor_ingest", "/auv1/mapper", "/auv1/planner",
+        "/auv1/fleet_link"]
 
 
 def test_every_vehicle_talks_to_the_central_mapper_only():
@@ -50,7 +56,7 @@ def test_the_fleet_file_gives_each_vehicle_its_own_start_and_seed(tmp_path):
     setup = MissionSetup.from_file(params)
     terrain = mission_terrain(setup)
     path = write_fleet_file(setup, params, tmp_path / "fleet.yaml", 3, terrain,
-                            {"fleet_sim": {"time_scale": 5.0}})
+                            {"fleet_sim": {"time_scale": 5.0}}, FleetOptions(coordination=False))
     simulator = load_node_parameters(path, "/fleet_sim")
     assert simulator["fleet.vehicles"] == 3 and simulator["time_scale"] == 5.0
     assert "start_pose" not in simulator
@@ -67,3 +73,51 @@ def test_the_fleet_file_gives_each_vehicle_its_own_start_and_seed(tmp_path):
     assert load_node_parameters(path, "/auv1/sensor_ingest")["float64_samples"] is True
     assert load_node_parameters(path, CENTRAL_MAPPER)["mapping.seed"] == \
         setup.node_parameters("mapper")["mapping.seed"]
+
+
+def test_coordinated_vehicles_know_their_teammates_and_start_on_their_pilot_share(tmp_path):
+    params = default_parameter_file()
+    setup = MissionSetup.from_file(params)
+    path = write_fleet_file(setup, params, tmp_path / "fleet.yaml", 3, mission_terrain(setup))
+    poses = np.reshape(load_node_parameters(path, "/fleet_sim")["fleet.start_poses"], (3, 3))
+    pilot = pilot_survey(Workspace.from_config(setup.workspace), np.random.default_rng(0),
+                         setup.pilot)  # the default bezier pilot: the same for every seed
+    namespaces = vehicle_namespaces(3)
+    for k, namespace in enumerate(namespaces):
+        planner = load_node_parameters(path, f"{namespace}/planner")
+        assert planner["fleet.vehicle_index"] == k and planner["fleet.vehicles"] == 3
+        assert planner["coordination.enabled"] is True
+        assert planner["fleet.teammates"] == [f"{other}/fleet/plan" for other in namespaces
+                                              if other != namespace]
+        share = pilot_share(pilot, k, 3)
+        np.testing.assert_allclose(poses[k, :2], share[0])
+        heading = share[1] - share[0]
+        assert abs(poses[k, 2] - np.arctan2(heading[1], heading[0])) < 1e-9
+    # the shares' starts are the pilot's cut points: the vehicles start apart
+    assert min(np.linalg.norm(poses[i, :2] - poses[j, :2]) for i in range(3)
+               for j in range(i)) > 10.0
+
+
+def test_a_distributed_fleet_talks_over_its_links(tmp_path):
+    params = default_parameter_file()
+    setup = MissionSetup.from_file(params)
+    link = {"bandwidth": 100.0, "latency": 2.0, "loss_probability": 0.1, "slot_length": 1.0}
+    path = write_fleet_file(setup, params, tmp_path / "fleet.yaml", 3, mission_terrain(setup),
+                            {"mapper": {"journal.path": str(tmp_path / "mapper.journal")}},
+                            FleetOptions(central=False, link=link))
+    nodes = {node.fqn: node for node in fleet_nodes(path, 3, central=False)}
+    channel = nodes["/fleet_channel"].parameter_values()
+    assert channel["vehicles"] == vehicle_namespaces(3) and channel["link.slots"] == 3
+    assert {name: channel[f"link.{name}"] for name in link} == link
+    journals = set()
+    for k, namespace in enumerate(vehicle_namespaces(3)):
+        own = nodes[f"{namespace}/fleet_link"].parameter_values()
+        assert own["vehicle_id"] == k and own["link.slot"] == k and own["link.slots"] == 3
+        assert own["link.bandwidth"] == 100.0 and own["use_sim_time"] is True
+        planner = nodes[f"{namespace}/planner"].parameter_values()
+        assert planner["mapper_name"] == "mapper"  # its own: /auv<k>/mapper
+        assert planner["fleet.teammates"] == [f"{namespace}/fleet/teammate_{j}/plan"
+                                              for j in range(3) if j != k]
+        assert planner["mission.max_samples"] == 3 * setup.mission_control.max_samples
+        journals.add(nodes[f"{namespace}/mapper"].parameter_values()["journal.path"])
+    assert len(journals) == 3  # no two mappers write one journal

@@ -2,7 +2,9 @@
 domain, one clock, one central mapper, flown in lockstep to a small fleet budget, while an
 independent probe in this process tells each samples batch's ingest by its publisher: each
 ingest maps its own vehicle's soundings only, the central mapper holds both vehicles'
-samples, none twice, and the shared map's count is the vehicles' counts summed.
+samples, none twice, and the shared map's count is the vehicles' counts summed. The planners
+coordinate (the default with two vehicles): each flies its own share of the pilot survey,
+from where its share starts, and the shares are the pilot, split, without overlap.
 """
 
 from __future__ import annotations
@@ -17,13 +19,17 @@ rclpy = pytest.importorskip("rclpy", exc_type=ModuleNotFoundError)
 
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from graph_helpers import RUN_LIMIT, finish, poam_ros_sim  # noqa: E402
-from nav_msgs.msg import Odometry  # noqa: E402
+from nav_msgs.msg import Odometry, Path  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from sensor_msgs.msg import PointCloud2  # noqa: E402
 
 from poam_ros import messages as msg  # noqa: E402
 from poam_ros.diagnostics import IngestStatus, MapperStatus  # noqa: E402
+from poam_ros.planners.coordination import path_length, pilot_share  # noqa: E402
+from poam_ros.planners.pilot import pilot_survey  # noqa: E402
 from poam_ros.ros import qos  # noqa: E402
+from poam_ros.setup.mission_setup import MissionSetup  # noqa: E402
+from poam_ros.workspace import Workspace  # noqa: E402
 
 BUDGET = 700  # samples per vehicle: the fleet's 1400 is both pilot surveys and a few goals
 VEHICLES = ("/auv0", "/auv1")
@@ -41,7 +47,12 @@ class FleetProbe:
         self.tracks: dict[str, list[tuple[float, float]]] = {ns: [] for ns in VEHICLES}
         self.batches: dict[str, list[np.ndarray]] = {}
         self.statuses: dict[str, object] = {}
+        self.plans: dict[str, list[np.ndarray]] = {ns: [] for ns in VEHICLES}
         for namespace in VEHICLES:
+            node.create_subscription(Path, f"{namespace}/plan",
+                                     lambda m, ns=namespace: self.plans[ns].append(np.array(
+                                         [(p.pose.position.x, p.pose.position.y)
+                                          for p in m.poses])), qos.LATCHED)
             node.create_subscription(Odometry, f"{namespace}/odom",
                                      lambda m, ns=namespace: self.tracks[ns].append(
                                          (m.pose.pose.position.x, m.pose.pose.position.y)),
@@ -77,8 +88,9 @@ def fleet(ros_context, tmp_path_factory, small_parameter_file):
     probe = FleetProbe(node)
     executor = SingleThreadedExecutor(context=ros_context)
     executor.add_node(node)
+    params = small_parameter_file()
     try:
-        process = poam_ros_sim(["--params", str(small_parameter_file()), "--robots", "2",
+        process = poam_ros_sim(["--params", str(params), "--robots", "2",
                                 "--max-samples", str(BUDGET), "--seed", "3"], out)
         code, printed, err = finish(process, executor, time.monotonic() + RUN_LIMIT)
         settle = time.monotonic() + 1.5  # the last diagnostics in flight
@@ -88,11 +100,11 @@ def fleet(ros_context, tmp_path_factory, small_parameter_file):
         executor.shutdown()
         node.destroy_node()
     assert code == 0, f"poam-ros sim --robots 2 exited with {code}:\n{printed}\n{err}"
-    return probe, json.loads((out / "sim.json").read_text()), printed
+    return probe, json.loads((out / "sim.json").read_text()), printed, params
 
 
 def test_each_ingest_maps_its_own_vehicle_only(fleet):
-    probe, _, _ = fleet
+    probe, _, _, _ = fleet
     assert set(probe.batches) == set(VEHICLES)
     tracks = {ns: np.array(track) for ns, track in probe.tracks.items()}
     assert all(len(track) > 100 for track in tracks.values())
@@ -116,7 +128,7 @@ def test_each_ingest_maps_its_own_vehicle_only(fleet):
 
 
 def test_the_central_map_holds_both_vehicles_samples_once(fleet):
-    probe, summary, printed = fleet
+    probe, summary, printed, _ = fleet
     both = np.vstack([probe.samples(namespace) for namespace in VEHICLES])
     assert len(np.unique(both, axis=0)) == len(both)  # no sounding twice
     mapper = probe.statuses["fleet/mapper: mapping"]
@@ -136,3 +148,22 @@ def test_the_central_map_holds_both_vehicles_samples_once(fleet):
     assert "fleet mission done" in printed
     unclean = {name: code for name, code in summary["exit_codes"].items() if code != 0}
     assert not unclean
+
+
+def test_coordinated_vehicles_fly_their_own_shares_of_the_pilot(fleet):
+    probe, _, _, params = fleet
+    setup = MissionSetup.from_file(params)
+    pilot = pilot_survey(Workspace.from_config(setup.workspace), np.random.default_rng(0),
+                         setup.pilot)  # the bezier pilot: the same from every seed
+    shares = [probe.plans[namespace][0] for namespace in VEHICLES]  # the first plan each
+    for k, (namespace, share) in enumerate(zip(VEHICLES, shares)):
+        np.testing.assert_allclose(share, pilot_share(pilot, k, 2), atol=1e-3)
+        track = np.array(probe.tracks[namespace])
+        # it starts where its share starts and flies through every waypoint of it
+        assert np.linalg.norm(track[0] - share[0]) < TRACK_TOLERANCE
+        passed = np.linalg.norm(track[:, None, :] - share[None, :, :], axis=2).min(axis=0)
+        assert passed.max() < TRACK_TOLERANCE
+    # the shares meet at their cut point and are the pilot once: half its length each
+    np.testing.assert_allclose(shares[0][-1], shares[1][0], atol=1e-3)
+    for share in shares:
+        assert abs(path_length(share) - path_length(pilot) / 2) < 0.01 * path_length(pilot)

@@ -111,7 +111,10 @@ def graph(monkeypatch):
     (["--stall-timeout", "0"], "--stall-timeout must be > 0 s, got 0.0"),
     (["--record", "."], ". exists already; a bag is never overwritten"),
     (["--robots", "0"], "--robots must be >= 1, got 0"),
-    (["--robots", "2", "--fleet-map", "distributed"], "--fleet-map distributed: not yet"),
+    (["--robots", "2", "--fleet-map", "distributed", "--link-bandwidth", "0.5"],
+     "LinkConfig.bandwidth must be 0 (unlimited) or at least 1 B/s, got 0.5"),
+    (["--robots", "2", "--fleet-map", "distributed", "--link-loss", "2"],
+     "LinkConfig.loss_probability must be <= 1"),
     (["--robots", "2", "--compare"], "--compare: the single vehicle's, not yet with --robots"),
 ])
 def test_sim_checks_everything_before_a_node_starts(tmp_path, small_parameter_file, graph,
@@ -151,9 +154,34 @@ def test_sim_starts_the_graph_with_good_options(tmp_path, small_parameter_file, 
                 "0", "--torch-threads", "1", "--out", str(tmp_path / "out")]) == 1
     assert capsys.readouterr().err == "poam-ros sim: the graph was started\n"
     [(setup, _terrain, params, options, *_)] = graph.started
+    fleet = options.pop("fleet")
     assert options == {"mode": "realtime", "time_scale": 0.0, "torch_threads": 1,
                        "stall_timeout": 600.0, "record": None, "view": None, "robots": 1,
                        "vehicle": "simulated", "mavlink_port": 14550}
+    assert fleet.central and fleet.coordination  # the max_entropy planner's default
+
+
+def test_sim_coordinates_only_the_max_entropy_planner(tmp_path, small_parameter_file, graph,
+                                                     capsys):
+    params = small_parameter_file(planner={"planning": {"planner": "lawnmower"}})
+    assert exit_status(sim, ["--params", str(params), "--robots", "2", "--coordination", "on",
+                             "--out", str(tmp_path / "out")]) == 2
+    assert "--coordination on needs the max_entropy planner, not lawnmower" in \
+        capsys.readouterr().err
+    assert sim(["--params", str(params), "--robots", "2", "--out", str(tmp_path / "o")]) == 1
+    assert not graph.started[0][3]["fleet"].coordination  # off by default for lawnmower
+
+
+def test_sim_flies_a_distributed_fleet_over_the_given_links(tmp_path, small_parameter_file,
+                                                            graph):
+    assert sim(["--params", str(small_parameter_file()), "--robots", "2", "--fleet-map",
+                "distributed", "--coordination", "off", "--link-bandwidth", "100",
+                "--link-latency", "2", "--link-loss", "0.1", "--out", str(tmp_path)]) == 1
+    [(_setup, _terrain, _params, options, *_)] = graph.started
+    fleet = options["fleet"]
+    assert not fleet.central and not fleet.coordination and options["robots"] == 2
+    assert fleet.link == {"bandwidth": 100.0, "latency": 2.0, "loss_probability": 0.1,
+                          "slot_length": 1.0}
 
 
 @pytest.mark.parametrize("args, message", [
