@@ -222,10 +222,7 @@ def vehicle_summaries(monitor) -> dict[str, dict]:
             continue
         records, link = monitor.vehicle_records(namespace), monitor.vehicle_link(namespace)
         summaries[namespace]["map"] = asdict(records[-1]) if records else None
-        summaries[namespace]["link"] = None if link is None else {
-            "soundings_sent": link.soundings_sent, "soundings_received": link.soundings_received,
-            "packets_sent": link.packets_sent, "bytes_sent": link.bytes_sent,
-            "peak_window_bytes": link.peak_window_bytes}
+        summaries[namespace]["link"] = None if link is None else asdict(link)
     return summaries
 
 

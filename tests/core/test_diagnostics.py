@@ -155,6 +155,12 @@ def test_a_status_is_read_by_its_name():
 COMPOUND_ELSEWHERE = {
     ("cli/mission.py", "sim_time"): "an EpochRecord field of the summary's final record",
     ("models/vips_bound.py", "target_mean"): "a running moment in the VIPS bound's state",
+    ("benchmark/fleet.py", "sim_time"): "an epoch record's field, read back from epochs.jsonl",
+    ("benchmark/fleet.py", "bytes_sent"): "sim.json's per-vehicle link summary, read back",
+    ("cli/sim.py", "soundings_sent"): "sim.json's per-vehicle link summary, printed",
+    ("cli/sim.py", "bytes_sent"): "sim.json's per-vehicle link summary, printed",
+    ("cli/sim.py", "packets_sent"): "sim.json's per-vehicle link summary, printed",
+    ("setup/fleet_launch.py", "vehicle_id"): "the fleet_link node's parameter",
 }
 # Plain-word keys are common words; in the modules that handle /diagnostics they may still
 # index these (topic names, point fields, seed and column names), never a key-value map.

@@ -41,7 +41,8 @@ def test_the_bench_usage_lists_every_benchmark(capsys):
     assert capsys.readouterr().out == ("usage: poam-ros bench {core,sweep,remap,recorder,ingest,"
                                        "latency,journal,vips-paper,oips-paper,dual-gp-paper,"
                                        "cmogp-paper,"
-                                       "real-scale,export,view,fleet-link,bridge,seabed-class} "
+                                       "real-scale,export,view,fleet-link,fleet,bridge,"
+                                       "seabed-class} "
                                        "[options]   "
                                        "(--help for each)\n")
 
