@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from poam_ros.params import Params, param
+from poam_ros.sim.field_sensor import FieldSensor
 from poam_ros.sim.terrain import Terrain, as_points
 
 #: the channel's name: the ingest's ``channels`` entry, the samples cloud's field and topic
@@ -82,28 +83,18 @@ class SeabedClass:
         return flip + (1.0 - 2.0 * flip) * self.hard(xy)
 
 
-class SeabedClassSensor:
-    """Class readings of a :class:`SeabedClass` at the vehicle's position, each flipped with
-    probability ε. Off the terrain: NaN (its draw is made all the same, so readings over the
-    terrain do not depend on it)."""
+class SeabedClassSensor(FieldSensor):
+    """Class readings of a :class:`SeabedClass` at the vehicle's position (0.0 or 1.0), each
+    flipped with probability ε."""
 
-    def __init__(self, field: SeabedClass, rng: np.random.Generator) -> None:
-        self.field = field
-        self.rng = rng
-        self.name = CHANNEL
+    name = CHANNEL
 
-    @property
-    def rate(self) -> float:
-        return self.field.config.rate
+    def truth(self, points: np.ndarray) -> np.ndarray:
+        return self.field.hard(points)
 
-    def read(self, xy) -> tuple[np.ndarray, np.ndarray]:
-        """Read and true classes, (N,) each (0.0 or 1.0), at the (N, 2) vehicle positions."""
-        points = as_points(xy)
-        over = self.field.terrain.contains(points)
-        truth = np.full(len(points), np.nan)
-        truth[over] = self.field.hard(points[over])
-        flipped = self.rng.random(len(points)) < self.field.config.flip_probability
-        return np.where(flipped, 1.0 - truth, truth), truth
+    def measure(self, truth: np.ndarray) -> np.ndarray:
+        flipped = self.rng.random(len(truth)) < self.field.config.flip_probability
+        return np.where(flipped, 1.0 - truth, truth)
 
 
 def seabed_class_sensor(field: SeabedClass, seed: int) -> SeabedClassSensor:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from poam_ros.params import ConfigError, Params, param
+from poam_ros.sim.field_sensor import FieldSensor
 from poam_ros.sim.terrain import Terrain, as_points
 
 #: the channel's name: the ingest's ``channels`` entry and the samples cloud's field
@@ -81,29 +82,17 @@ class WaterTemperature:
         return c.deep_temperature + (c.surface_temperature - c.deep_temperature) * layer + anomaly
 
 
-class TemperatureSensor:
-    """Noisy readings of a :class:`WaterTemperature` at the vehicle's position.
+class TemperatureSensor(FieldSensor):
+    """Readings of a :class:`WaterTemperature` at the vehicle's position with Gaussian noise
+    of ``noise_std``."""
 
-    Off the terrain there is no seafloor and no reading: NaN (its noise is drawn all the
-    same, so readings over the terrain do not depend on it)."""
+    name = CHANNEL
 
-    def __init__(self, field: WaterTemperature, rng: np.random.Generator) -> None:
-        self.field = field
-        self.rng = rng
-        self.name = CHANNEL
+    def truth(self, points: np.ndarray) -> np.ndarray:
+        return self.field.temperature(points)
 
-    @property
-    def rate(self) -> float:
-        return self.field.config.rate
-
-    def read(self, xy) -> tuple[np.ndarray, np.ndarray]:
-        """Measured and true temperatures, (N,) each, at the (N, 2) vehicle positions."""
-        points = as_points(xy)
-        over = self.field.terrain.contains(points)
-        truth = np.full(len(points), np.nan)
-        truth[over] = self.field.temperature(points[over])
-        noise = self.rng.normal(0.0, self.field.config.noise_std, size=truth.shape)
-        return truth + noise, truth
+    def measure(self, truth: np.ndarray) -> np.ndarray:
+        return truth + self.rng.normal(0.0, self.field.config.noise_std, size=truth.shape)
 
 
 def temperature_sensor(field: WaterTemperature, seed: int) -> TemperatureSensor:
