@@ -3,8 +3,8 @@ simulated autopilot over UDP on loopback.
 
 The ``vehicle_bridge`` node runs in a process of its own, as on a robot; this process holds
 the simulated autopilot (telemetry at ``--rate``, stepped the moment a message arrives:
-:mod:`.bridge_probe`) and a ROS node that publishes plans and receives the odometry. Once
-the operator's part is done (GUIDED, armed) and the bridge's ``~/start`` succeeds, it
+:mod:`poam_ros.ros.bridge_probe`) and a ROS node that publishes plans and receives the
+odometry. Once the operator's part is done (GUIDED, armed) and the bridge's ``~/start`` succeeds, it
 publishes ``--plan-rate`` plans a second for ``--seconds``, each to another goal, and
 measures, all on this process's ``perf_counter``:
 
@@ -126,7 +126,7 @@ def main(argv=None) -> int:
                               env=env, stdout=subprocess.DEVNULL)
     import rclpy  # the DDS side only
 
-    from poam_ros.benchmark.bridge_probe import AutopilotThread, BridgeProbe
+    from poam_ros.ros.bridge_probe import AutopilotThread, BridgeProbe
 
     context = rclpy.Context()
     rclpy.init(context=context, domain_id=domain)

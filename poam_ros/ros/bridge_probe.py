@@ -1,6 +1,7 @@
-"""The ROS and MAVLink sides of ``poam-ros bench bridge`` (:mod:`.bridge_latency`): a test node
-that publishes plans and receives odometry, and the simulated autopilot on a thread of its
-own that wakes the moment a message arrives. Needs rclpy; imported when the benchmark runs.
+"""The ROS and MAVLink sides of ``poam-ros bench bridge``
+(:mod:`poam_ros.benchmark.bridge_latency`): a test node that publishes plans and receives
+odometry, and the simulated autopilot on a thread of its own that wakes the moment a message
+arrives. Needs rclpy; imported when the benchmark runs.
 """
 
 from __future__ import annotations
