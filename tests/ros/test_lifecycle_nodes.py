@@ -22,6 +22,7 @@ from nav_msgs.msg import Path  # noqa: E402
 from rcl_interfaces.msg import Log  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.parameter_client import AsyncParameterClient  # noqa: E402
+from rclpy.qos import DurabilityPolicy, QoSProfile  # noqa: E402
 from sensor_msgs.msg import PointCloud2  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
 
@@ -32,6 +33,8 @@ from poam_ros.ros import qos  # noqa: E402
 from poam_ros.ros.ingest_node import IngestNode  # noqa: E402
 from poam_ros.ros.mapper_node import MapperNode  # noqa: E402
 from poam_ros.ros.planner_node import PlannerNode  # noqa: E402
+
+ROSOUT = QoSProfile(depth=100, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 ROOT = FilePath(__file__).resolve().parents[2]
 VERTICES = [0.0, 0.0, 20.0, 0.0, 20.0, 20.0, 0.0, 20.0]
@@ -128,7 +131,8 @@ def test_a_bad_value_fails_configure_until_it_is_set_right(managed, spin_until, 
     parameter, bad, good = BAD[name]
     node, probe, supervisor = managed(name, autostart=False, **{parameter: bad})
     logs = []
-    probe.node.create_subscription(Log, "/rosout", logs.append, 100)
+    # transient local, as rcl's /rosout publisher: a log sent before the match still comes
+    probe.node.create_subscription(Log, "/rosout", logs.append, ROSOUT)
     assert not supervisor(Transition.TRANSITION_CONFIGURE)
     assert supervisor() == "unconfigured"  # and alive: it answers
     field = parameter.rpartition(".")[2]  # the message names its config's field
