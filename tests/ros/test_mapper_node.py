@@ -17,6 +17,7 @@ from diagnostic_msgs.msg import DiagnosticStatus  # noqa: E402
 from graph_helpers import Probe, call  # noqa: E402
 from rcl_interfaces.msg import Log  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
+from rclpy.qos import DurabilityPolicy, QoSProfile  # noqa: E402
 from sensor_msgs.msg import PointCloud2  # noqa: E402
 from std_srvs.srv import SetBool, Trigger  # noqa: E402
 
@@ -46,6 +47,8 @@ SMALL = {**mapping_parameters(MAPPING),
          "journal.enabled": False}  # tests/ros/test_mapper_crash.py tests the journal
 STATUS = "mapper: mapping"
 TIMEOUT = 30.0  # s; generous, the machine is shared
+# transient local, as rcl's /rosout publisher: a log sent before the match still comes
+ROSOUT = QoSProfile(depth=100, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 def batch(seed: int, n: int = 80):
@@ -514,7 +517,7 @@ def test_maps_follow_a_samples_clock_that_goes_back(graph, make_node, spin_until
     maps follow it (not the old, larger stamp), with one warning."""
     mapper, probe = graph
     logs = []
-    probe.node.create_subscription(Log, "/rosout", logs.append, 100)
+    probe.node.create_subscription(Log, "/rosout", logs.append, ROSOUT)
     probe.send_samples(*batch(18), stamp_ns=500_000_000_000)
     assert spin_until(lambda: len(probe.maps) == 1, mapper, probe.node, timeout=TIMEOUT)
     probe.send_samples(*batch(19), stamp_ns=499_000_000_000)  # reordering: the stamp stays
