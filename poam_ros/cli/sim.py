@@ -192,14 +192,16 @@ def print_state(namespace: str, state: str, reason: str) -> None:
 
 def mission_outcome(run, robots: int) -> dict:
     """Print how the mission ended (the fleet's, with ``robots`` > 1); the summary's
-    outcome, mission, goals, diagnostics and, for a fleet, each vehicle's."""
+    outcome, mission, goals, diagnostics, the maps not scored (their mapper's status was
+    lost) and, for a fleet, each vehicle's."""
     monitor = run.monitor
     if monitor.mission is not None:
         print(f"{'fleet ' if robots > 1 else ''}mission {monitor.mission_state}: "
               f"{monitor.mission.reason}")
     extra = {"outcome": run.outcome, "exit_codes": run.exit_codes,
              "mission": monitor.mission and monitor.mission.reason,
-             "goals": monitor.goals, "diagnostics": monitor.statuses}
+             "goals": monitor.goals, "diagnostics": monitor.statuses,
+             "unscored_maps": monitor.unscored_maps}
     if robots > 1:
         extra["vehicles"] = vehicle_summaries(monitor)
     return extra
@@ -207,8 +209,8 @@ def mission_outcome(run, robots: int) -> dict:
 
 def vehicle_summaries(monitor) -> dict[str, dict]:
     """Per vehicle of a fleet: its mission's state and reason, its ingest's sample count
-    and its goals; with a distributed map also its own map's final scores (``map``) and
-    what its link sent (``link``: soundings, packets, bytes)."""
+    and its goals; with a distributed map also its own map's final scores (``map``), its
+    maps not scored and what its link sent (``link``: soundings, packets, bytes)."""
     summaries = {}
     for namespace in monitor.namespaces:
         mission, ingest = monitor.vehicle_missions[namespace], monitor.vehicle_ingest(namespace)
@@ -222,6 +224,8 @@ def vehicle_summaries(monitor) -> dict[str, dict]:
             continue
         records, link = monitor.vehicle_records(namespace), monitor.vehicle_link(namespace)
         summaries[namespace]["map"] = asdict(records[-1]) if records else None
+        summaries[namespace]["unscored_maps"] = \
+            monitor.vehicle_monitors.get(namespace, monitor).unscored_maps
         summaries[namespace]["link"] = None if link is None else asdict(link)
     return summaries
 

@@ -92,13 +92,15 @@ class MissionMonitor(StartingNode):
         self._newest_batch = -1
         self._evaluations: dict[int, PointCloud2] = {}
         self._mapper: dict[int, MapperStatus] = {}  # mapper diagnostics by map_stamp
+        self._status_stamp = 0  # ns, map_stamp of the newest mapper status
+        self.unscored_maps = 0  # maps passed over: their mapper status was lost
         self._truth: tuple[np.ndarray, np.ndarray] | None = None  # points, (G,) or (G, D)
         self.mission_state = ""  # the planner's, as mission/state last said
         self.mission: MissionStatus | None = None
         subscribe = self.create_subscription
         subscribe(PointCloud2, "map", self._keep(self.maps), qos.LATCHED_HISTORY)
         subscribe(PointCloud2, "map/inducing", self._keep(self.inducing), qos.LATCHED_HISTORY)
-        subscribe(DiagnosticArray, "/diagnostics", self._on_diagnostics, qos.DIAGNOSTICS)
+        subscribe(DiagnosticArray, "/diagnostics", self._on_diagnostics, qos.DIAGNOSTICS_ALL)
         self._scores = self.create_publisher(DiagnosticArray, "/diagnostics", qos.DIAGNOSTICS)
         subscribe(DiagnosticStatus, "mission/state", self._on_mission, qos.LATCHED)
         self._sources = {
@@ -180,16 +182,30 @@ class MissionMonitor(StartingNode):
                 self._status_records[status.name] = record
             if isinstance(record, MapperStatus):
                 self._mapper[record.map_stamp] = record
+                self._status_stamp = record.map_stamp
         self._score_ready()
 
     # ------------------------------------------------------------------ scoring
     def _score_ready(self) -> None:
-        """Score the oldest waiting map while everything it needs has come."""
+        """Score the oldest waiting map while everything it needs has come. A map whose
+        mapper status was lost is passed over, counted in ``unscored_maps``: a mapper's
+        statuses come in order, so once the newest is of a later map none is coming for it."""
         while self._evaluations and not self.finished:
             stamp = min(self._evaluations)
-            if stamp not in self._mapper or self._newest_batch < stamp:
+            if stamp not in self._mapper:
+                if self._status_stamp <= stamp:
+                    return
+                del self._evaluations[stamp]
+                self.unscored_maps += 1
+                self.get_logger().warning(
+                    f"the mapper's status of the map stamped {stamp * 1e-9:.3f} s was lost; "
+                    f"that map is not scored ({self.unscored_maps} so far)")
+                continue
+            if self._newest_batch < stamp:
                 return
             self._score(stamp, self._evaluations.pop(stamp), self._mapper.pop(stamp))
+            for older in [key for key in self._mapper if key < stamp]:
+                del self._mapper[older]  # statuses of maps already scored or lost
 
     def _score(self, stamp: int, evaluation: PointCloud2, mapper: MapperStatus) -> None:
         points, mean, std = msg.cloud_to_evaluation(evaluation, self.channels)

@@ -9,21 +9,25 @@
 |                 | (the ingest's subscriptions)            |                                 |
 | LATCHED         | plan, goal, map, map/std, map/inducing, | reliable, transient local, 1    |
 |                 | map/evaluation                          |                                 |
-| LATCHED_HISTORY | map, map/inducing, map/evaluation, goal | reliable, transient local, 10   |
+| LATCHED_HISTORY | map, map/inducing, map/evaluation, goal | reliable, transient local, 100  |
 |                 | (the mission monitor's subscriptions)   |                                 |
-| SAMPLES         | samples                                 | reliable, volatile, depth 10    |
+| SAMPLES         | samples                                 | reliable, volatile, depth 100   |
 | QUERY           | uncertainty/query, uncertainty/response | reliable, volatile, depth 10    |
 | DIAGNOSTICS     | /diagnostics                            | reliable, volatile, depth 10    |
+| DIAGNOSTICS_ALL | /diagnostics (the mission monitor's)    | reliable, volatile, depth 1000  |
 | CLOCK           | /clock (simulated AUV, bag player)      | reliable, volatile, depth 10    |
 
 Latched streams hand their last message to subscribers that join later (RViz, a restarted
 planner); a subscriber must itself ask for transient-local durability to receive it.
-``LATCHED_HISTORY`` keeps 10 on the subscriber's side, so that no map is overwritten before
-it is read. ``SENSOR_BACKLOG`` is deep enough to absorb a backlog: rclpy's executor takes
-one message per subscription per wait, so a fast simulation can run the odometry queue far
-behind the sonar's (the publisher keeps its depth of 100; DDS hands samples over at once).
-The bag player's and the recorder's bag topics adapt theirs to a bag's or a graph's
-publishers instead (:mod:`poam_ros.ros.bag_qos`).
+A subscriber's depth bounds what waits for its executor: a reader that falls behind loses
+the oldest. ``LATCHED_HISTORY`` and ``DIAGNOSTICS_ALL`` are deep because the mission
+monitor pairs every map with its mapper's status (a fleet's mappers publish dozens a second
+between them, and the monitor's one executor also scores); ``SAMPLES`` is, because no batch
+may be lost on its way to a map. ``SENSOR_BACKLOG`` is deep enough to absorb a backlog:
+rclpy's executor takes one message per subscription per wait, so a fast simulation can run
+the odometry queue far behind the sonar's (the publisher keeps its depth of 100; DDS hands
+samples over at once). The bag player's and the recorder's bag topics adapt theirs to a
+bag's or a graph's publishers instead (:mod:`poam_ros.ros.bag_qos`).
 """
 
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -38,8 +42,9 @@ ODOMETRY = _reliable(100)
 SENSORS = _reliable(100)
 SENSOR_BACKLOG = _reliable(2000)
 LATCHED = _reliable(1, DurabilityPolicy.TRANSIENT_LOCAL)
-LATCHED_HISTORY = _reliable(10, DurabilityPolicy.TRANSIENT_LOCAL)
-SAMPLES = _reliable(10)
+LATCHED_HISTORY = _reliable(100, DurabilityPolicy.TRANSIENT_LOCAL)
+SAMPLES = _reliable(100)
 QUERY = _reliable(10)
 DIAGNOSTICS = _reliable(10)
+DIAGNOSTICS_ALL = _reliable(1000)
 CLOCK = _reliable(10)
