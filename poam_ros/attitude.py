@@ -1,4 +1,5 @@
-"""Vehicle and sensor attitude: roll, pitch, yaw ↔ rotation matrices and quaternions.
+"""Vehicle and sensor attitude: roll, pitch, yaw ↔ rotation matrices and quaternions; and
+the vehicle's depth ↔ the hydrostatic pressure of its depth sensor.
 
 REP-103 conventions: a body frame x forward, y left, z up; roll, pitch and yaw (radians) are
 rotations about the fixed x, y and z axes applied in that order, so a body vector ``p``
@@ -8,6 +9,9 @@ points along ``R p`` in the parent frame with
 
 (tf2's ``setRPY``). Quaternions are ``(x, y, z, w)``, as ``geometry_msgs/Quaternion``.
 Shared by the simulator (which casts beams with it) and the ingest (which places them).
+Depth is positive down and the pressure absolute, p = p_surface + ρ g depth: the ingest's
+``depth_from_pressure``, the MAVLink bridge's depth sensor and the simulated autopilot's all
+use this one pair.
 """
 
 from __future__ import annotations
@@ -52,3 +56,19 @@ def roll_pitch_from_quaternion(q) -> tuple[float, float]:
     roll = math.atan2(2.0 * (w * x + y * z), 1.0 - 2.0 * (x * x + y * y))
     pitch = math.asin(max(-1.0, min(1.0, 2.0 * (w * y - z * x))))
     return roll, pitch
+
+
+GRAVITY = 9.80665  # m/s², standard gravity
+
+
+def depth_from_pressure(pressure: float, water_density: float,
+                        surface_pressure: float) -> float:
+    """Hydrostatic depth [m, positive down] of an absolute ``pressure`` [Pa] below a surface at
+    ``surface_pressure`` [Pa], in water of ``water_density`` [kg/m³]."""
+    return (pressure - surface_pressure) / (water_density * GRAVITY)
+
+
+def pressure_at_depth(depth: float, water_density: float, surface_pressure: float) -> float:
+    """The absolute pressure [Pa] at ``depth`` [m, positive down]: the inverse of
+    :func:`depth_from_pressure`."""
+    return surface_pressure + water_density * GRAVITY * depth

@@ -110,6 +110,9 @@ class MapperStatus:
     node_overhead: float = key("last_node_overhead")
     median_latency: float = key("median_latency")
     map_stamp: int = key("map_stamp")  # ns, the header stamp of the last map published
+    # ns, the newest samples stamp that map holds (its stamp, unless it added only unstamped
+    # samples: then the map's is 1 ns past the map before it); 0 when none was stamped
+    data_stamp: int = key("data_stamp", default=0)
     journal: str = key("journal")
     autosaves: int = key("autosaves")
     autosave_time: float = key("last_autosave_time")

@@ -50,7 +50,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from poam_ros.attitude import roll_pitch_from_quaternion, rotation_matrix, yaw_from_quaternion
+from poam_ros.attitude import (
+    depth_from_pressure,
+    roll_pitch_from_quaternion,
+    rotation_matrix,
+    yaw_from_quaternion,
+)
 from poam_ros.ingest.pose_history import Lookup, PlacedPose, PoseHistory, not_a_rotation
 from poam_ros.ingest.reasons import (
     DEPTH_OUT_OF_LIMITS,
@@ -64,15 +69,8 @@ from poam_ros.ingest.reasons import (
 if TYPE_CHECKING:
     from poam_ros.ingest.config import IngestConfig
 
-GRAVITY = 9.80665  # m/s², standard gravity
 IMU, DEPTH = "imu", "depth"  # the streams' names (drop details, stamps' order)
 ATTITUDE_NOISE = 0.01  # rad: an AHRS's orientation noise, allowed on top of the rate limit
-
-
-def depth_from_pressure(pressure: float, water_density: float,
-                        atmospheric_pressure: float) -> float:
-    """Hydrostatic depth [m] below the surface of an absolute ``pressure`` [Pa]."""
-    return (pressure - atmospheric_pressure) / (water_density * GRAVITY)
 
 
 def enabled_streams(config: IngestConfig) -> tuple[str, ...]:

@@ -50,6 +50,7 @@ class MapperTally:
         self.latency = self.queue_wait = self.map_time = self.overhead = float("nan")
         self.latencies: deque = deque(maxlen=LATENCY_WINDOW)
         self.map_stamp = 0  # ns, header stamp of the last map published
+        self.data_stamp = 0  # ns, the newest samples stamp in it (0: none stamped)
         # of the samples the model holds (MSLL baseline); with channels, one per channel
         self.targets: TargetBaseline | list[TargetBaseline | None] | None = None
         self.autosaves = 0
@@ -131,7 +132,7 @@ class MapperTally:
             queue_wait=self.queue_wait, node_overhead=self.overhead,
             median_latency=(statistics.median(self.latencies) if self.latencies
                             else float("nan")),
-            map_stamp=self.map_stamp, journal=journal,
+            map_stamp=self.map_stamp, data_stamp=self.data_stamp, journal=journal,
             autosaves=self.autosaves, autosave_time=self.autosave_time,
             channels=(tuple(channel_names(self._channels))
                       if isinstance(self.targets, list) else None),

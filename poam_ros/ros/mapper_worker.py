@@ -12,12 +12,15 @@ last good model, never by one older than a map already published, and a failed u
 the last good map published.
 
 Maps are stamped with the newest samples stamp they include (the clock's when there is none
-yet). When the data clock goes back (a simulator restarted, a bag replayed again: the newest
+yet), and no two maps share a stamp: a map whose samples are no newer than the last map's
+(unstamped ones, a teammate's relayed; reordered ones) is stamped 1 ns after it, so that each
+map pairs with its status by stamp (the status's ``data_stamp`` keeps the samples' time).
+When the data clock goes back (a simulator restarted, a bag replayed again: the newest
 samples of an update stamped more than :data:`CLOCK_RESET` before the map), the maps follow
 the new clock from that update on, and the worker says so once at warning level; a smaller
-step back is reordering, and the stamp stays. Unstamped batches (0) leave it. An update
-that adds nothing republishes the current map with its stamp, so that a lockstep planner
-waiting for the leg's map goes on. ``~/reset`` (:meth:`~MapperWorker.reset`)
+step back is reordering. Unstamped batches (0) leave the data time. An update that adds
+nothing publishes the current map again, so that a lockstep planner waiting for the leg's map
+goes on. ``~/reset`` (:meth:`~MapperWorker.reset`)
 bumps a generation: what an update of an older generation would publish is dropped. The
 worker publishes the mapper's /diagnostics (:class:`~poam_ros.mapping.mapper_status.MapperTally`)
 after each update and when the node's timer asks.
@@ -355,22 +358,33 @@ class MapperWorker:
     def _republish_served(self, generation: int) -> None:
         """The map again (the grid or the publishing options changed, or a model was loaded
         at start), from the served model: the published map's, not the live one, which may
-        hold samples pending or set aside since."""
+        hold samples pending or set aside since; with the published map's stamp."""
         with self._lock:
             served = self._served
         if served is not None:
-            self._publish_model(served, generation)
+            self._publish_model(served, generation, again=True)
+
+    def _map_stamp(self, again: bool) -> int:
+        """The stamp (ns) of the map about to be published: the newest samples' (the clock's
+        before any), 1 ns past the last map's where that would not be newer, unless the data
+        clock went back; ``again``: the last map's own."""
+        last = self._tally.map_stamp
+        if again and last:
+            return last
+        stamp = self._data_stamp or self._node.get_clock().now().nanoseconds
+        return last + 1 if not again and last - CLOCK_RESET < stamp <= last else stamp
 
     def _publish_model(self, loop: MappingLoop, generation: int,
-                       report: UpdateReport | None = None) -> float | None:
+                       report: UpdateReport | None = None,
+                       again: bool = False) -> float | None:
         """Predict the map with ``loop``'s model and publish it; returns the time.monotonic()
         after publishing, None when a reset made the result stale. With a ``report`` (a new
-        model, not a republication) queries wait from now until its copy is served."""
+        model, not a republication) queries wait from now until its copy is served;
+        ``again``: the published map once more, with its stamp."""
         with self._lock:
             grid, settings = self._config.grid, self._config.settings
+            stamp = cv.nanoseconds_to_time(self._map_stamp(again))
         layers = loop.layers(grid, settings.std_includes_noise, settings.publish_lengthscale)
-        stamp = (cv.nanoseconds_to_time(self._data_stamp) if self._data_stamp
-                 else self._node.get_clock().now().to_msg())
         memory = getattr(loop.model, "memory_samples", None)  # dual-gp: (xy, z) of its memory
         messages = self._publishers.messages(Header(stamp=stamp, frame_id=settings.map_frame),
                                              grid, layers, None if memory is None else memory())
@@ -379,6 +393,7 @@ class MapperWorker:
                 if generation != self._generation or self._stopping:
                     return None
                 self._tally.map_stamp = msg.time_to_nanoseconds(stamp)
+                self._tally.data_stamp = self._data_stamp
                 if report is not None:
                     self._snapshot_due = True
                     self._tally.updated(loop.model, report, layers.predict_time)

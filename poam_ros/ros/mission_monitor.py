@@ -201,8 +201,8 @@ class MissionMonitor(StartingNode):
                     f"the mapper's status of the map stamped {stamp * 1e-9:.3f} s was lost; "
                     f"that map is not scored ({self.unscored_maps} so far)")
                 continue
-            if self._newest_batch < stamp:
-                return
+            if self._newest_batch < self._mapper[stamp].data_stamp:
+                return  # a batch the map holds is still on its way here
             self._score(stamp, self._evaluations.pop(stamp), self._mapper.pop(stamp))
             for older in [key for key in self._mapper if key < stamp]:
                 del self._mapper[older]  # statuses of maps already scored or lost

@@ -41,9 +41,9 @@ from std_msgs.msg import Header
 from std_srvs.srv import Trigger
 
 from poam_ros import messages as msg
+from poam_ros.attitude import pressure_at_depth
 from poam_ros.diagnostics import BridgeStatus
 from poam_ros.geo import GeoConfig, GeoReference, resolve_workspace
-from poam_ros.ingest.attitude_depth import GRAVITY
 from poam_ros.params import ConfigError
 from poam_ros.ros import conversions as cv
 from poam_ros.ros import qos
@@ -163,7 +163,7 @@ class VehicleBridgeNode(ManagedNode):
         elif isinstance(record, telemetry.Depth):
             self._depth.publish(FluidPressure(
                 header=self._header(record.t, self.settings.depth_frame),
-                fluid_pressure=record.depth * self.config.water_density * GRAVITY))
+                fluid_pressure=pressure_at_depth(record.depth, self.config.water_density, 0.0)))
         elif isinstance(record, telemetry.Range):
             self._range.publish(cv.range_from_reading(
                 self._header(record.t, self.settings.altimeter_frame), record.range,

@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 
+from poam_ros.attitude import pressure_at_depth
 from poam_ros.geo import GeoReference
 from poam_ros.sim.simulator import CLOCK_TOLERANCE, SurveySimulator
 from poam_ros.vehicle import conversions as cv
@@ -293,8 +294,8 @@ class SimulatedAutopilot:
         """SCALED_PRESSURE2 of a submarine's depth sensor (hPa; 20 °C)."""
         if self.vehicle_type != mavlink.MAV_TYPE_SUBMARINE:
             return
-        pressure = SURFACE_PRESSURE + WATER_DENSITY * cv.GRAVITY * max(-z, 0.0)
-        self.link.send(self.link.mav.scaled_pressure2_encode(boot, pressure / 100.0, 0.0,
+        pressure = pressure_at_depth(max(-z, 0.0), WATER_DENSITY, SURFACE_PRESSURE)
+        self.link.send(self.link.mav.scaled_pressure2_encode(boot, pressure / cv.HECTOPASCAL, 0.0,
                                                              2000))
 
     def _send_home(self) -> None:

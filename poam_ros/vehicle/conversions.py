@@ -47,7 +47,7 @@ DEGREES_E7 = 1e7
 # ArduPilot's LOCATION_SCALING_FACTOR: m per 1e-7 degree of latitude on its sphere
 # (RADIUS_OF_EARTH 6 378 100 m)
 LOCATION_SCALING = 1e-7 * math.pi / 180.0 * 6_378_100.0
-GRAVITY = 9.80665  # m/s², standard gravity (as the ingest's depth_from_pressure)
+HECTOPASCAL = 100.0  # Pa: MAVLink's pressures are in hPa
 UINT16_MAX = 65535
 NORTH_PROBE = 1e-5  # deg of latitude (≈ 1.1 m) between the two points θ_north is measured from
 
@@ -235,12 +235,10 @@ def depth_from_altitude(altitude: float) -> float:
     return -altitude
 
 
-def depth_from_pressure(press_abs_hpa: float, surface_pressure: float,
-                        water_density: float) -> float:
-    """Depth (m, positive down) of an absolute pressure (hPa, as SCALED_PRESSURE2) below a
-    surface at ``surface_pressure`` (Pa) in water of ``water_density`` (kg/m³)."""
+def pressure_from_hpa(press_abs_hpa: float) -> float:
+    """An absolute pressure in Pa of SCALED_PRESSURE2's ``press_abs`` (hPa)."""
     finite("pressure", press_abs_hpa)
-    return (press_abs_hpa * 100.0 - surface_pressure) / (water_density * GRAVITY)
+    return press_abs_hpa * HECTOPASCAL
 
 
 def rangefinder(current_cm: int, min_cm: int, max_cm: int) -> float:

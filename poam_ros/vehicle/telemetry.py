@@ -42,6 +42,7 @@ import math
 from collections import Counter
 from typing import NamedTuple
 
+from poam_ros.attitude import depth_from_pressure
 from poam_ros.geo import GeoReference
 from poam_ros.vehicle import conversions as cv
 from poam_ros.vehicle.clock import AutopilotClock
@@ -257,8 +258,8 @@ class Telemetry:
         return None if self._fresh("SCALED_PRESSURE2", t) else depth  # the sensor comes first
 
     def _pressure_depth(self, message, t: float) -> Depth:
-        return _depth(t, cv.depth_from_pressure(message.press_abs, self.surface_pressure,
-                                                self.water_density))
+        return _depth(t, depth_from_pressure(cv.pressure_from_hpa(message.press_abs),
+                                             self.water_density, self.surface_pressure))
 
     def _range(self, message, t: float) -> Range | None:
         if message.orientation != cv.DOWNWARD:

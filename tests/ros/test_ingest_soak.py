@@ -30,11 +30,10 @@ from sensor_msgs.msg import (  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
 
 from poam_ros import messages as msg  # noqa: E402
-from poam_ros.attitude import quaternion_from_rpy  # noqa: E402
+from poam_ros.attitude import GRAVITY, quaternion_from_rpy  # noqa: E402
 from poam_ros.diagnostics import IngestStatus  # noqa: E402
 from poam_ros.geo import GeoReference  # noqa: E402
 from poam_ros.ingest import reasons as ig  # noqa: E402
-from poam_ros.ingest.attitude_depth import GRAVITY  # noqa: E402
 from poam_ros.ros import conversions as cv  # noqa: E402
 from poam_ros.ros.ingest_node import IngestNode  # noqa: E402
 

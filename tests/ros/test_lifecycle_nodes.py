@@ -62,18 +62,20 @@ TIMEOUT = 20.0  # s; generous, the machine is shared
 
 @pytest.fixture
 def managed(ros_context, make_node, spin_until):
-    """``managed(name, **extra)`` -> (node, probe, supervisor); the supervisor calls the
-    node's lifecycle services over DDS: ``supervisor(transition_id)`` -> success,
-    ``supervisor()`` -> the state's label."""
+    """``managed(name, node_name=name, **extra)`` -> (node, probe, supervisor); the
+    supervisor calls the node's lifecycle services over DDS: ``supervisor(transition_id)`` ->
+    success, ``supervisor()`` -> the state's label."""
     started = []
 
-    def start(name, **extra):
+    def start(name, node_name=None, **extra):
         cls, parameters, _, _ = NODES[name]
-        node = cls(context=ros_context, parameter_overrides=overrides({**parameters, **extra}))
+        node_name = node_name or name
+        node = cls(node_name, context=ros_context,
+                   parameter_overrides=overrides({**parameters, **extra}))
         started.append(node)
         probe = Probe(make_node("probe"))
-        change = probe.node.create_client(ChangeState, f"/{name}/change_state")
-        get = probe.node.create_client(GetState, f"/{name}/get_state")
+        change = probe.node.create_client(ChangeState, f"/{node_name}/change_state")
+        get = probe.node.create_client(GetState, f"/{node_name}/get_state")
 
         def supervisor(transition=None):
             if transition is None:
@@ -129,19 +131,22 @@ def test_every_transition_through_the_lifecycle_services(managed, spin_until, na
 @pytest.mark.parametrize("name", NODES)
 def test_a_bad_value_fails_configure_until_it_is_set_right(managed, spin_until, name):
     parameter, bad, good = BAD[name]
-    node, probe, supervisor = managed(name, autostart=False, **{parameter: bad})
+    # A name of its own: rcl sends a logger's /rosout through the first node of that name
+    # in the process, and no more once that node is gone (the other tests' nodes).
+    node_name = f"misconfigured_{name}"
+    node, probe, supervisor = managed(name, node_name, autostart=False, **{parameter: bad})
     logs = []
     # transient local, as rcl's /rosout publisher: a log sent before the match still comes
     probe.node.create_subscription(Log, "/rosout", logs.append, ROSOUT)
     assert not supervisor(Transition.TRANSITION_CONFIGURE)
     assert supervisor() == "unconfigured"  # and alive: it answers
     field = parameter.rpartition(".")[2]  # the message names its config's field
-    assert spin_until(lambda: any(log.name == name and "configure failed" in log.msg
+    assert spin_until(lambda: any(log.name == node_name and "configure failed" in log.msg
                                   and field in log.msg for log in logs),
                       node, probe.node), [log.msg for log in logs]
     assert not supervisor(Transition.TRANSITION_CONFIGURE)  # nothing changed: fails again
 
-    client = AsyncParameterClient(probe.node, name)
+    client = AsyncParameterClient(probe.node, node_name)
     assert client.wait_for_services(timeout_sec=TIMEOUT)
     future = client.set_parameters([Parameter(parameter, value=good)])
     assert spin_until(future.done, node, probe.node)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from functools import partial
 
 import numpy as np
 import pytest
@@ -88,8 +89,10 @@ def test_a_batch_gives_the_map_layers_and_diagnostics(graph, spin_until):
     mapper, probe = graph
     xy, z = batch(0)
     probe.send_samples(xy, z, stamp_ns=5_000_000_123)
+    # the status the update publishes once timed (a timer's may come between map and timing)
     assert spin_until(lambda: probe.maps and probe.std_grids and probe.inducing
-                      and updates(probe) == 1, mapper, probe.node, timeout=TIMEOUT)
+                      and updates(probe) == 1 and probe.last_status(STATUS)[2].latency > 0,
+                      mapper, probe.node, timeout=TIMEOUT)
 
     cloud = probe.maps[-1]
     assert (cloud.height, cloud.width) == (10, 10) and cloud.header.frame_id == "map"
@@ -512,17 +515,38 @@ def test_a_batch_that_adds_nothing_republishes_the_map_with_its_stamp(graph, spi
     assert probe.last_status(STATUS)[2].inducing_points == probe.inducing[-1].width
 
 
-def test_maps_follow_a_samples_clock_that_goes_back(graph, make_node, spin_until):
+def test_a_map_of_unstamped_samples_gets_its_own_stamp(graph, spin_until):
+    """A teammate's relayed soundings come unstamped (0): their map is stamped 1 ns past the
+    map before it, so that no two maps share a stamp, and its status keeps the data's time."""
+    mapper, probe = graph
+    probe.send_samples(*batch(17), stamp_ns=7_000_000_000)
+    assert spin_until(lambda: len(probe.maps) == 1, mapper, probe.node, timeout=TIMEOUT)
+    for seed, maps in ((18, 2), (19, 3)):
+        probe.send_samples(*batch(seed, n=20), stamp_ns=0)
+        assert spin_until(lambda: len(probe.maps) == maps and updates(probe) == maps, mapper,
+                          probe.node, timeout=TIMEOUT)
+    stamps = [msg.time_to_nanoseconds(cloud.header.stamp) for cloud in probe.maps]
+    assert stamps == [7_000_000_000, 7_000_000_001, 7_000_000_002]
+    status = probe.last_status(STATUS)[2]
+    assert (status.map_stamp, status.data_stamp) == (7_000_000_002, 7_000_000_000)
+
+
+def test_maps_follow_a_samples_clock_that_goes_back(start_node, make_node, spin_until):
     """A simulator restarted or a bag replayed again: the samples' clock goes back, and the
     maps follow it (not the old, larger stamp), with one warning."""
-    mapper, probe = graph
+    # A name of its own: rcl sends a logger's /rosout through the first node of that name in
+    # the process, and no more once that node is gone (the other tests' mappers).
+    mapper = start_node(partial(MapperNode, "clock_mapper"), **SMALL)
+    probe = Probe(make_node("probe"))
+    assert spin_until(lambda: probe.samples_pub.get_subscription_count() > 0, mapper,
+                      probe.node)
     logs = []
     probe.node.create_subscription(Log, "/rosout", logs.append, ROSOUT)
     probe.send_samples(*batch(18), stamp_ns=500_000_000_000)
     assert spin_until(lambda: len(probe.maps) == 1, mapper, probe.node, timeout=TIMEOUT)
-    probe.send_samples(*batch(19), stamp_ns=499_000_000_000)  # reordering: the stamp stays
+    probe.send_samples(*batch(19), stamp_ns=499_000_000_000)  # reordering: the data time stays
     assert spin_until(lambda: len(probe.maps) == 2, mapper, probe.node, timeout=TIMEOUT)
-    assert msg.time_to_nanoseconds(probe.maps[-1].header.stamp) == 500_000_000_000
+    assert msg.time_to_nanoseconds(probe.maps[-1].header.stamp) == 500_000_000_001
     probe.send_samples(*batch(20), stamp_ns=3_000_000_000)  # the clock went back 497 s
     assert spin_until(lambda: len(probe.maps) == 3, mapper, probe.node, timeout=TIMEOUT)
     assert msg.time_to_nanoseconds(probe.maps[-1].header.stamp) == 3_000_000_000
@@ -534,7 +558,7 @@ def test_maps_follow_a_samples_clock_that_goes_back(graph, make_node, spin_until
         return [log for log in logs if log.name == mapper.get_name()
                 and "clock went back" in log.msg]
 
-    assert spin_until(lambda: resets(), mapper, probe.node)
+    assert spin_until(lambda: resets(), mapper, probe.node, timeout=TIMEOUT)
     assert len(resets()) == 1 and resets()[0].level == Log.WARN
 
 

@@ -34,18 +34,20 @@ class Mapper:
     def batch(self, stamp: int) -> None:
         self.samples.publish(cv.samples_to_cloud(self._header(stamp), POINTS, np.zeros(3)))
 
-    def map(self, stamp: int, samples: int, status: bool = True) -> None:
+    def map(self, stamp: int, samples: int, status: bool = True,
+            data_stamp: int | None = None) -> None:
         self.evaluation.publish(cv.evaluation_to_cloud(self._header(stamp), POINTS,
                                                        np.zeros(3), np.ones(3)))
         if status:
-            self.status(stamp, samples)
+            self.status(stamp, samples, data_stamp)
 
-    def status(self, stamp: int, samples: int) -> None:
+    def status(self, stamp: int, samples: int, data_stamp: int | None = None) -> None:
         record = MapperStatus(
             samples=samples, inducing_points=3, method="poam", device="cpu", updates=1,
             paused=False, buffered_batches=0, buffered_samples=0, queries_answered=0,
             failures=0, last_failure="", map_predict_time=0.0, latency=0.0, queue_wait=0.0,
-            node_overhead=0.0, median_latency=0.0, map_stamp=stamp, journal="off",
+            node_overhead=0.0, median_latency=0.0, map_stamp=stamp,
+            data_stamp=stamp if data_stamp is None else data_stamp, journal="off",
             autosaves=0, autosave_time=0.0, target_mean=-20.0, target_std=5.0)
         self.diagnostics.publish(DiagnosticArray(status=[cv.diagnostic_status(
             "mapper", DiagnosticStatus.OK, "mapping", record)]))
@@ -97,16 +99,15 @@ def test_a_map_whose_status_was_lost_is_passed_over_not_waited_for(monitor, spin
     assert node.unscored_maps == 1
 
 
-def test_two_maps_of_one_stamp_wait_for_their_own_statuses(monitor, spin_until):
-    """A fleet's mapper maps a teammate's (unstamped) soundings at its own data time: its
-    next map has the stamp of the last."""
+def test_a_map_of_relayed_samples_waits_for_the_batches_of_its_data_stamp(monitor,
+                                                                          spin_until):
+    """A map that added only a teammate's unstamped soundings is stamped 1 ns past the map
+    before it; its status's data stamp, not its own, says which batches it holds."""
     node, mapper = monitor
-    mapper.batch(1 * SECOND)
     mapper.map(1 * SECOND, samples=10)
-    assert spin_until(lambda: len(node.records) == 1, node)
-    mapper.map(1 * SECOND, samples=14, status=False)
-    assert not spin_until(lambda: len(node.records) > 1, node, timeout=0.5)
-    mapper.status(1 * SECOND, 14)
+    mapper.map(1 * SECOND + 1, samples=14, data_stamp=1 * SECOND)
+    assert not spin_until(lambda: node.records, node, timeout=0.5)  # the batch is to come
+    mapper.batch(1 * SECOND)
     assert spin_until(lambda: len(node.records) == 2, node)
     assert [record.num_samples for record in node.records] == [10, 14]
     assert node.unscored_maps == 0

@@ -19,8 +19,8 @@ from std_msgs.msg import Header  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
 from poam_ros import messages as msg  # noqa: E402
+from poam_ros.attitude import GRAVITY  # noqa: E402
 from poam_ros.geo import GeoReference  # noqa: E402
-from poam_ros.ingest.attitude_depth import GRAVITY  # noqa: E402
 from poam_ros.ros import conversions as cv  # noqa: E402
 from poam_ros.ros.vehicle_bridge_node import VehicleBridgeNode  # noqa: E402
 from poam_ros.sim import SurveySimulator, VehicleConfig, default_terrain  # noqa: E402

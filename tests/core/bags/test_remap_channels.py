@@ -61,10 +61,10 @@ def test_a_channel_without_a_multi_channel_method_or_of_another_type_is_refused(
 def test_a_recorded_depth_sensor_gives_the_samples_depth_as_live(tmp_path, make_small_setup):
     """depth_from_pressure: the remap feeds /depth to the ingest as the node does, so each
     sounding lies at z = -d - range whatever the odometry's z (0 in this bag)."""
+    from poam_ros.attitude import GRAVITY
     from poam_ros.bags import BagWriter
     from poam_ros.bags.remap_config import RemapConfig
     from poam_ros.bags.sim_survey import STORE, T, add, header, odometry, sounding
-    from poam_ros.ingest.attitude_depth import GRAVITY
 
     setup = make_small_setup()
     setup.ingest = setup.ingest.replace(depth_from_pressure=True)

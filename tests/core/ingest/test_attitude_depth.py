@@ -10,11 +10,10 @@ import math
 import numpy as np
 import pytest
 
-from poam_ros.attitude import quaternion_from_rpy
+from poam_ros.attitude import GRAVITY, depth_from_pressure, quaternion_from_rpy
 from poam_ros.bags.sim_survey import T, header
 from poam_ros.ingest import Ingest, IngestConfig
 from poam_ros.ingest import reasons as ig
-from poam_ros.ingest.attitude_depth import GRAVITY, depth_from_pressure
 from poam_ros.ingest.feeders import feed_depth, feed_imu
 
 PLAIN = IngestConfig(voxel_size=0.0, outlier_neighbors=0)

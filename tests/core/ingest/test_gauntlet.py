@@ -15,12 +15,13 @@ import math
 import numpy as np
 import pytest
 
+from poam_ros.attitude import GRAVITY
 from poam_ros.bags.sim_survey import T, header
 from poam_ros.geo.georeference import GeoReference
 from poam_ros.ingest import Ingest, IngestConfig
 from poam_ros.ingest import feeders as fd
 from poam_ros.ingest import reasons as ig
-from poam_ros.ingest.attitude_depth import DEPTH, GRAVITY, IMU
+from poam_ros.ingest.attitude_depth import DEPTH, IMU
 from poam_ros.ingest.channels import CHANNEL
 from poam_ros.ingest.streams import FIX, ODOM, RANGE, SWATH
 

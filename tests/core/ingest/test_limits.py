@@ -13,11 +13,10 @@ from types import SimpleNamespace
 import pytest
 
 from poam_ros import messages as msg
-from poam_ros.attitude import quaternion_from_rpy
+from poam_ros.attitude import GRAVITY, quaternion_from_rpy
 from poam_ros.geo.georeference import GeoReference
 from poam_ros.ingest import Ingest, IngestConfig
 from poam_ros.ingest import reasons as ig
-from poam_ros.ingest.attitude_depth import GRAVITY
 from poam_ros.ingest.config import LimitsConfig
 from poam_ros.params import ConfigError
 

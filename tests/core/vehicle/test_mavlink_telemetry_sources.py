@@ -8,7 +8,7 @@ import socket
 from conftest import DEPTH
 from pymavlink.dialects.v20 import ardupilotmega as dialect
 
-from poam_ros.vehicle.conversions import GRAVITY
+from poam_ros.attitude import GRAVITY
 from poam_ros.vehicle.telemetry import Depth, Odometry
 
 ORIGIN = (5.0, -3.0)  # m: the autopilot's EKF origin in the map, within origin_tolerance

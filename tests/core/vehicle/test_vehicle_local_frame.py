@@ -4,6 +4,7 @@ import math
 
 import pytest
 
+from poam_ros.attitude import depth_from_pressure, pressure_at_depth
 from poam_ros.geo import GeoReference
 from poam_ros.vehicle import conversions as cv
 
@@ -40,7 +41,9 @@ def test_local_position_to_map_units_and_signs():
 def test_depth_from_the_sensors_pressure():
     # 10 m of sea water: 1025 kg/m³ · 9.80665 m/s² · 10 m = 100 518.2 Pa above the surface's
     press_abs = (101_325.0 + 1025.0 * 9.80665 * 10.0) / 100.0  # hPa
-    assert cv.depth_from_pressure(press_abs, 101_325.0, 1025.0) == pytest.approx(10.0)
-    assert cv.depth_from_pressure(1013.25, 101_325.0, 1025.0) == 0.0
+    pressure = cv.pressure_from_hpa(press_abs)
+    assert depth_from_pressure(pressure, 1025.0, 101_325.0) == pytest.approx(10.0)
+    assert pressure_at_depth(10.0, 1025.0, 101_325.0) == pytest.approx(pressure)
+    assert depth_from_pressure(cv.pressure_from_hpa(1013.25), 1025.0, 101_325.0) == 0.0
     with pytest.raises(cv.ConversionError):
-        cv.depth_from_pressure(math.inf, 101_325.0, 1025.0)
+        cv.pressure_from_hpa(math.inf)
