@@ -75,8 +75,8 @@ class StreamingUpdate:
             same = selection.k_old is not None and torch.equal(prior.inducing, self.inducing)
             k_ab = (selection.k_old if same
                     else self.inducing_cross_covariance(prior.inducing, selection.inducing))
-        posterior = streaming_posterior(k_chol, selection.cross.terms(y_new), self.noise, prior,
-                                        k_ab, config.max_jitter_tries)
+        posterior = streaming_posterior(k_chol, selection.cross.whitened_terms(k_chol, y_new),
+                                        self.noise, prior, k_ab, config.max_jitter_tries)
         following = StreamingPrior.from_posterior(selection.inducing, posterior, k_chol,
                                                   config.jitter, config.max_jitter_tries)
         return posterior, following
