@@ -28,6 +28,9 @@ from typing import Callable, Iterator
 import torch
 from torch import Tensor
 
+from poam_ros.models.linalg import solve_lower
+from poam_ros.models.posterior import WhitenedTerms
+
 #: Numbers in one block of K_u'f (32 MB of float64).
 CHUNK_ELEMENTS = 1 << 22
 
@@ -56,6 +59,26 @@ class CrossCovariance:
             vector.addmv_(block, y[rows])
             matrix.addmm_(block, block.transpose(0, 1))
         return vector, matrix
+
+    def whitened_terms(self, lower: Tensor, y: Tensor) -> WhitenedTerms:
+        """L⁻¹b (M',) and W Wᵀ = L⁻¹C L⁻ᵀ (M' × M') with W = L⁻¹K_u'f, ``lower`` = L
+        (M' × M', lower triangular), each block whitened before its Gram is summed.
+
+        The same numbers as whitening C by two triangular solves in exact arithmetic, but W Wᵀ
+        is the Gram of a computed matrix, positive semi-definite to round-off, where
+        L⁻¹(K_u'f K_fu')L⁻ᵀ carries the rounding of C amplified by cond(K_u'u') (≈ 10⁸ on a
+        dense memory: eigenvalues of −1 and below, and I + σ⁻²W Wᵀ fails to factorise).
+        One more M'² N triangular solve than :meth:`terms`."""
+        y = y.to(torch.float64)
+        lower = lower.to(torch.float64)
+        size = self.num_inducing
+        vector = torch.zeros(size, dtype=torch.float64, device=self.device)
+        matrix = torch.zeros(size, size, dtype=torch.float64, device=self.device)
+        for rows, block in self.blocks():
+            whitened = solve_lower(lower, block)
+            vector.addmv_(whitened, y[rows])
+            matrix.addmm_(whitened, whitened.transpose(0, 1))
+        return WhitenedTerms(vector, matrix)
 
     def dense(self) -> Tensor:
         """The whole M' × N block (for small batches and tests)."""

@@ -69,7 +69,12 @@ from poam_ros.models.lmc import (
 )
 from poam_ros.models.multitask import MultiTaskSparseGP
 from poam_ros.models.objectives import TrainingObjective
-from poam_ros.models.posterior import StreamingPrior, VariationalPosterior, streaming_posterior
+from poam_ros.models.posterior import (
+    StreamingPrior,
+    VariationalPosterior,
+    streaming_posterior,
+    whiten_terms,
+)
 from poam_ros.models.selection import InducingUpdate
 from poam_ros.models.sites import BatchSites, iterate_sites
 
@@ -212,7 +217,7 @@ class CMOGP(MultiTaskSparseGP):
                 weights = mixing[q] / noise
                 terms = ((weights.unsqueeze(1) * residual).sum(0),
                          ((weights * mixing[q]).reshape(-1, 1, 1) * matrix[:, q, :, q]).sum(0))
-                factors[q] = streaming_posterior(chols[q], terms, one,
+                factors[q] = streaming_posterior(chols[q], whiten_terms(chols[q], *terms), one,
                                                  None if priors is None else priors[q], k_ab[q],
                                                  config.max_jitter_tries)
                 alphas[q] = torch.cholesky_solve(factors[q].mean.unsqueeze(-1),

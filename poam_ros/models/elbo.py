@@ -131,7 +131,10 @@ def online_elbo(k_bb: Tensor, k_bf: Tensor, prior_var: Tensor, noise: Tensor, y:
     with Q = K_·b K_bb⁻¹ K_b·. Without ``prior`` it is Titsias' collapsed bound of the batch.
     K_aa and K_ab are under the current hyper-parameters, with the jitter of K_bb as a
     white-noise term (so that with b = a and θ = θ_old the bound telescopes: F(y₂ | q_old from
-    y₁) = F_Titsias(y₁ ∪ y₂) − F_Titsias(y₁)). Returns F (not divided by N).
+    y₁) = F_Titsias(y₁ ∪ y₂) − F_Titsias(y₁)). Returns F (not divided by N). The site's parts
+    of A and of the trace come from a square root of D_a⁻¹ (:class:`~.posterior.StreamingPrior`),
+    never from the difference, so that I + A ≥ I survives the round-off of an ill-conditioned
+    K_bb.
     """
     chol = robust_cholesky(k_bb, jitter, max_tries, "K_bb of the online ELBO")
     solve = lambda rhs: torch.linalg.solve_triangular(chol, rhs, upper=False)  # noqa: E731
@@ -143,14 +146,12 @@ def online_elbo(k_bb: Tensor, k_bf: Tensor, prior_var: Tensor, noise: Tensor, y:
              - 0.5 * (num * prior_var - p.square().sum()) / noise)
     if prior is not None:
         w = solve(k_ab.transpose(0, 1))  # L⁻¹ K_ba, M × Ma
-        u = torch.linalg.solve_triangular(prior.cov_chol, w.transpose(0, 1), upper=False)
-        v = torch.linalg.solve_triangular(prior.prior_chol, w.transpose(0, 1), upper=False)
+        rows, shift = prior.site_rows(w)  # D_a⁻¹ as a Gram: no S_a⁻¹ − K'_aa⁻¹ is formed
+        a_mat = a_mat + rows @ rows.transpose(0, 1)
+        c = c + shift
         m_s = torch.linalg.solve_triangular(prior.cov_chol, prior.mean.unsqueeze(-1),
                                             upper=False).squeeze(-1)
-        a_mat = a_mat + u.transpose(0, 1) @ u - v.transpose(0, 1) @ v
-        c = c + u.transpose(0, 1) @ m_s
-        resid = k_aa - w.transpose(0, 1) @ w  # K_aa − Q_aa
-        trace = (_whitened_trace(prior.cov_chol, resid) - _whitened_trace(prior.prior_chol, resid))
+        trace = prior.site_trace(k_aa - w.transpose(0, 1) @ w)  # K_aa − Q_aa
         bound = (bound - 0.5 * trace - 0.5 * m_s.square().sum()
                  - prior.cov_chol.diagonal().log().sum() + prior.prior_chol.diagonal().log().sum())
     eye = torch.eye(a_mat.shape[0], dtype=a_mat.dtype, device=a_mat.device)
@@ -159,8 +160,3 @@ def online_elbo(k_bb: Tensor, k_bf: Tensor, prior_var: Tensor, noise: Tensor, y:
     quad = torch.linalg.solve_triangular(b_chol, c.unsqueeze(-1), upper=False).square().sum()
     return bound + 0.5 * quad - b_chol.diagonal().log().sum()
 
-
-def _whitened_trace(chol: Tensor, matrix: Tensor) -> Tensor:
-    """tr(L⁻¹ X L⁻ᵀ) = tr((L Lᵀ)⁻¹ X) for symmetric X."""
-    half = torch.linalg.solve_triangular(chol, matrix, upper=False)
-    return torch.linalg.solve_triangular(chol, half.transpose(0, 1), upper=False).diagonal().sum()

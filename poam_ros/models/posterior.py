@@ -12,7 +12,7 @@ p(a | θ_old) = N(0, K'_aa), enter the next update as the factor q_old(a) / p(a 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor
@@ -92,12 +92,27 @@ class StreamingPrior:
     produced q_old. Factorising S_a is where the streaming update meets ill-conditioning (S_a
     shrinks as data accumulate); it is tried without jitter, then with escalating jitter
     (:func:`~.linalg.cholesky_exact_first`).
+
+    The site q_old(a) / p(a | θ_old) enters the next update through its precision
+    D_a⁻¹ = S_a⁻¹ − K'_aa⁻¹, positive semi-definite in exact arithmetic (S_a ≤ K'_aa: an
+    optimal q under θ_old, Σ = K' + PSD, so S_a = K' Σ⁻¹ K' ≤ K'; a diagonal block of such a
+    posterior or its predictive under θ_old likewise). Formed as that difference, then
+    whitened by a new K_bb of condition 10⁸, it is indefinite at round-off and I + A cannot be
+    factorised whatever the jitter. Instead, in the whitening of L': with the singular values
+    of R = L'⁻¹ L_S = U diag(s) Vᵀ, L'ᵀ S_a⁻¹ L' = U diag(s⁻²) Uᵀ and
+
+        D_a⁻¹ = L'⁻ᵀ U diag(d²) Uᵀ L'⁻¹,   d = √max(s⁻² − 1, 0)
+
+    (exact arithmetic has s ≤ 1, the clip removes round-off only), so the site's part of A is
+    the Gram H Hᵀ of a computed H (:meth:`site_rows`), positive semi-definite by construction.
     """
 
     inducing: Tensor  # a, Ma × D (scaled units)
     mean: Tensor  # m_a (Ma,)
     cov_chol: Tensor  # L_S (Ma, Ma)
     prior_chol: Tensor  # L' (Ma, Ma)
+    _spectrum: tuple[Tensor, Tensor] | None = field(default=None, init=False, repr=False,
+                                                    compare=False)
 
     @classmethod
     def from_posterior(cls, inducing: Tensor, posterior: VariationalPosterior, prior_chol: Tensor,
@@ -107,18 +122,36 @@ class StreamingPrior:
                                         "S_a of the old posterior")
         return cls(inducing, posterior.mean, cov_chol, prior_chol)
 
-    def site_terms(self, k_ab: Tensor) -> tuple[Tensor, Tensor]:
-        """K_ba S_a⁻¹ m_a and K_ba (S_a⁻¹ − K'_aa⁻¹) K_ab for new inducing inputs b.
+    def site_spectrum(self) -> tuple[Tensor, Tensor]:
+        """U diag(d) (Ma × Ma), the square root of L'ᵀ D_a⁻¹ L', and U diag(s⁻²) Uᵀ L'⁻¹ m_a
+        (Ma,), the shift L'ᵀ S_a⁻¹ m_a; one SVD, kept (the factors never change)."""
+        if self._spectrum is None:
+            prior_chol = self.prior_chol.detach()
+            rotation, values, _ = torch.linalg.svd(solve_lower(prior_chol,
+                                                               self.cov_chol.detach()))
+            precision = values.square().reciprocal()
+            mean_w = solve_lower(prior_chol, self.mean.detach().unsqueeze(-1)).squeeze(-1)
+            self._spectrum = (rotation * (precision - 1.0).clamp_min(0.0).sqrt(),
+                              rotation @ (precision * (rotation.transpose(-1, -2) @ mean_w)))
+        return self._spectrum
 
-        ``k_ab`` is K_ab (Ma × M) under the current hyper-parameters."""
-        u = solve_lower(self.cov_chol, k_ab)
-        v = solve_lower(self.prior_chol, k_ab)
-        shift = u.transpose(-1, -2) @ solve_lower(self.cov_chol, self.mean.unsqueeze(-1))
-        precision = u.transpose(-1, -2) @ u - v.transpose(-1, -2) @ v
-        return shift.squeeze(-1), 0.5 * (precision + precision.transpose(-1, -2))
+    def site_rows(self, cross_w: Tensor) -> tuple[Tensor, Tensor]:
+        """H = X D_a^{½} and X S_a⁻¹ m_a for X = L⁻¹ K_ba (M × Ma) whitened by any L, so that
+        the site adds H Hᵀ = L⁻¹K_ba D_a⁻¹ K_abL⁻ᵀ to A and the vector to c. Differentiable
+        in ``cross_w`` (the factors of q_old are constants)."""
+        root, shift = self.site_spectrum()
+        scaled = solve_lower(self.prior_chol.detach(), cross_w.transpose(-1, -2))  # L'⁻¹K_abL⁻ᵀ
+        scaled = scaled.transpose(-1, -2)
+        return scaled @ root, scaled @ shift
+
+    def site_trace(self, matrix: Tensor) -> Tensor:
+        """tr(D_a⁻¹ X) for symmetric X (Ma × Ma), as tr(Hᵀ X H) without the difference."""
+        root = torch.linalg.solve_triangular(self.prior_chol.detach().transpose(-1, -2),
+                                             self.site_spectrum()[0], upper=True)  # L'⁻ᵀU diag(d)
+        return (root * (matrix @ root)).sum()
 
 
-def streaming_posterior(k_chol: Tensor, terms: tuple[Tensor, Tensor], noise: Tensor,
+def streaming_posterior(k_chol: Tensor, terms: WhitenedTerms, noise: Tensor,
                         prior: StreamingPrior | None, k_ab: Tensor | None,
                         max_tries: int) -> VariationalPosterior:
     """Bui et al.'s optimal q(b) given the new batch and q_old(a) (the collapsed online bound).
@@ -130,15 +163,21 @@ def streaming_posterior(k_chol: Tensor, terms: tuple[Tensor, Tensor], noise: Ten
         Σ = K_bb + σ⁻² K_bf K_fb + K_ba (S_a⁻¹ − K'_aa⁻¹) K_ab
         m = K_bb Σ⁻¹ (σ⁻² K_bf y + K_ba S_a⁻¹ m_a),   S = K_bb Σ⁻¹ K_bb
 
-    ``terms`` are the batch's K_bf y and K_bf K_fb (:mod:`.batch_terms`). Without ``prior``
-    (the first batch) this is Titsias' optimal q(u).
+    evaluated whitened by L = ``k_chol``: Σ = L (I + A) Lᵀ with A = σ⁻² W Wᵀ + H Hᵀ, W the
+    whitened batch (``terms``: L⁻¹K_bf y and W Wᵀ = L⁻¹K_bf K_fbL⁻ᵀ summed from whitened
+    blocks, :meth:`~.batch_terms.CrossCovariance.whitened_terms`) and H the whitened site
+    (:meth:`StreamingPrior.site_rows`). A is a sum of Grams of computed factors, so I + A ≥ I
+    holds to round-off however ill-conditioned K_bb: no difference of whitened Gram terms is
+    formed. Without ``prior`` (the first batch) this is Titsias' optimal q(u).
     """
-    b, c = (term.to(k_chol.dtype) / noise for term in terms)
+    dtype = k_chol.dtype
+    vector, matrix = (term.to(dtype) / noise for term in (terms.vector, terms.matrix))
     if prior is not None:
-        shift, precision = prior.site_terms(k_ab)
-        b, c = b + shift, c + precision
-    return optimal_posterior(k_chol, b, c, torch.ones((), dtype=b.dtype, device=b.device),
-                             max_tries)
+        rows, shift = prior.site_rows(solve_lower(k_chol, k_ab.transpose(-1, -2)))
+        vector, matrix = vector + shift, matrix + rows @ rows.transpose(-1, -2)
+    return whitened_optimal_posterior(k_chol, WhitenedTerms(vector, matrix),
+                                      torch.ones((), dtype=dtype, device=k_chol.device),
+                                      max_tries)
 
 
 def carried_whitened(k_old_chol: Tensor, posterior: VariationalPosterior, k_old_new: Tensor,

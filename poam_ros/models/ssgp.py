@@ -19,10 +19,13 @@ prior it was computed under, p(a | θ_old) = N(0, K'_aa). Per batch (X_new, y_ne
 4. **q(b) again** at the final θ and b (the collapsed bound's optimum), factorised as
    S = L_S L_Sᵀ; with K'_bb = K_bb(θ) it becomes q_old and p(b | θ_old) of the next batch.
 
-The factorisations of S_a and of Σ face the cancellation in S_a⁻¹ − K'_aa⁻¹ as data
-accumulate (the POAM paper reports Cholesky errors of SSGP++); they go through
-:func:`~.linalg.robust_cholesky`, and a failure that escalated jitter cannot fix is a
-:class:`~.linalg.NumericalError` of that update with the previous model kept.
+The cancellation in S_a⁻¹ − K'_aa⁻¹ as data accumulate (the POAM paper reports Cholesky
+errors of SSGP++) is never formed: the site enters Σ as the Gram of a square root of
+D_a⁻¹ and the batch as the Gram of its whitened cross-covariance
+(:class:`~.posterior.StreamingPrior`), so I + A ≥ I survives round-off at any cond K_bb.
+S_a's own factor goes through :func:`~.linalg.cholesky_exact_first`, and a failure that
+escalated jitter cannot fix is a :class:`~.linalg.NumericalError` of that update with the
+previous model kept.
 
 Unlike the POAM authors' implementation, whose online ELBO takes as q_old the posterior that
 already includes the new batch, q_old here is the previous update's posterior, as in Bui et al.
@@ -75,8 +78,8 @@ class StreamingUpdate:
             same = selection.k_old is not None and torch.equal(prior.inducing, self.inducing)
             k_ab = (selection.k_old if same
                     else self.inducing_cross_covariance(prior.inducing, selection.inducing))
-        posterior = streaming_posterior(k_chol, selection.cross.terms(y_new), self.noise, prior,
-                                        k_ab, config.max_jitter_tries)
+        posterior = streaming_posterior(k_chol, selection.cross.whitened_terms(k_chol, y_new),
+                                        self.noise, prior, k_ab, config.max_jitter_tries)
         following = StreamingPrior.from_posterior(selection.inducing, posterior, k_chol,
                                                   config.jitter, config.max_jitter_tries)
         return posterior, following

@@ -221,14 +221,18 @@ class Vips(VipsSelection, SSGPPlusPlus):
         if prior is None:
             return None
         cov_chol, prior_chol = prior.cov_chol.to(DTYPE), prior.prior_chol.to(DTYPE)
-        cov_inv = torch.cholesky_inverse(cov_chol)
-        precision = cov_inv - torch.cholesky_inverse(prior_chol)
-        precision = 0.5 * (precision + precision.transpose(0, 1))
+        # Λ = P Pᵀ and s from the square root of the site (StreamingPrior), never the
+        # difference of S_a⁻¹ and K'_aa⁻¹, whose round-off is ε |S_a⁻¹| and indefinite.
+        root, shift_w = (part.to(DTYPE) for part in prior.site_spectrum())
+        upper = prior_chol.transpose(0, 1)
+        half = torch.linalg.solve_triangular(upper, root, upper=True)  # P = L'⁻ᵀ U diag(d)
+        precision = half @ half.transpose(0, 1)
+        shift = torch.linalg.solve_triangular(upper, shift_w.unsqueeze(-1),
+                                              upper=True).squeeze(-1)
         mean = prior.mean.to(DTYPE)
-        shift = cov_inv @ mean
         k_aa = self.covariance(prior.inducing, prior.inducing).to(DTYPE)
         k_aa.diagonal().copy_(self.amplitude.detach())
-        constant = (-0.5 * ((precision * k_aa).sum() + mean @ shift)
+        constant = (-0.5 * ((half * (k_aa @ half)).sum() + mean @ shift)
                     - cov_chol.diagonal().log().sum() + prior_chol.diagonal().log().sum())
         return BoundSite(precision, shift, constant)
 

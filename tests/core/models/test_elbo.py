@@ -110,7 +110,8 @@ def test_online_elbo_with_q_old_telescopes_over_batches():
     k_zz = rbf(z, z) + 1e-6 * AMP * torch.eye(7, dtype=torch.float64)
     k, amp, noise = rbf, AMP, NOISE
     chol = robust_cholesky(k_zz, 0.0, 0, "test")
-    old = streaming_posterior(chol, DenseCross(k(z, x1)).terms(y1), noise, None, None, 0)
+    old = streaming_posterior(chol, DenseCross(k(z, x1)).whitened_terms(chol, y1), noise, None,
+                              None, 0)
     prior = StreamingPrior.from_posterior(z, old, chol, 0.0, 0)
     online = online_elbo(k_zz, k(z, x2), amp, noise, y2, prior, k_zz, k_zz)
     both = online_elbo(k_zz, k(z, torch.cat([x1, x2])), amp, noise, torch.cat([y1, y2]))
@@ -134,8 +135,8 @@ def test_online_elbo_equals_bui_dense_augmented_form():
     old_k = lambda p, q: torch.exp(-0.5 * torch.cdist(p, q) ** 2 / 0.4 ** 2)  # noqa: E731
     k_aa_old = old_k(a, a) + 1e-6 * eye(5)
     chol_old = robust_cholesky(k_aa_old, 0.0, 0, "test")
-    q_old = streaming_posterior(chol_old, DenseCross(old_k(a, x_old)).terms(y_old),
-                                torch.tensor(0.3), None, None, 0)
+    terms = DenseCross(old_k(a, x_old)).whitened_terms(chol_old, y_old)
+    q_old = streaming_posterior(chol_old, terms, torch.tensor(0.3), None, None, 0)
     prior = StreamingPrior.from_posterior(a, q_old, chol_old, 0.0, 0)
     s_a = q_old.sqrt @ q_old.sqrt.T
     k_bb = rbf(b, b) + 1e-6 * AMP * eye(6)

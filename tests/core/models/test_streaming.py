@@ -78,8 +78,8 @@ def test_trained_update_ends_at_the_collapsed_optimum(stream):
     with torch.no_grad():
         z, prior = model.inducing, model.streamed_from
         chol = model.k_uu_cholesky(z)
-        expected = streaming_posterior(chol, DenseCross(model.covariance(z, x)).terms(y),
-                                       model.noise, prior,
+        terms = DenseCross(model.covariance(z, x)).whitened_terms(chol, y)
+        expected = streaming_posterior(chol, terms, model.noise, prior,
                                        model.inducing_cross_covariance(prior.inducing, z), 4)
     assert torch.allclose(model.posterior.mean, expected.mean, rtol=1e-9, atol=1e-12)
     assert torch.equal(model.prior.inducing, z) and torch.allclose(model.prior.prior_chol, chol)
