@@ -25,6 +25,7 @@ from sensor_msgs.msg import PointCloud2, Range  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
 
 from poam_ros import messages as msg  # noqa: E402
+from poam_ros.ingest import reasons as ig  # noqa: E402
 from poam_ros.ros import conversions as cv  # noqa: E402
 from poam_ros.ros import qos  # noqa: E402
 from poam_ros.ros.ingest_node import IngestNode  # noqa: E402
@@ -97,6 +98,7 @@ def test_a_lost_arrival_pose_is_heard_again_and_the_mission_goes_on(ros_context,
                           timeout=LIMIT), (
             f"no goal after the pilot: {len(relay.batches)} batch(es), "
             f"{len(relay.dropped)} odometry dropped, {relay.passed} passed")
+        assert ig.POSE_DUPLICATE not in ingest.core.drops.counts  # a repeat is no fault
     finally:
         for node in graph:
             node.destroy_node()
