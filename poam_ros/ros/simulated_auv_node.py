@@ -7,9 +7,9 @@ replace the current one. In ``lockstep`` mode the clock stands still while the v
 no plan, so that a mission over ROS makes exactly the ROS-free mission's poses and
 soundings, and the held vehicle repeats its last odometry once a second (the arrival pose the
 ingest and the planner wait for: one lost message must not stall the graph); in ``realtime``
-mode it always runs. In lockstep the clock also holds until every
-node named in ``hold_for`` subscribes to the sensors (a name with a leading ``/`` is matched
-with its namespace), so none misses the first reading, whoever else subscribed first.
+mode it always runs. In lockstep the clock also holds until every node named in ``hold_for``
+subscribes to the sensors (a name with a leading ``/`` is matched with its namespace), so none
+misses the first reading, whoever else subscribed first.
 
 The odometry carries the vehicle's height (``vehicle.vertical_mode``: plane, depth or
 altitude) and its full attitude (roll and pitch with ``vehicle.roll_amplitude`` and
