@@ -5,8 +5,9 @@ and cuts them into :class:`RawBatch` es:
 
 * at a **decision point**, when the vehicle reaches the end of the current plan (the same
   rule as :meth:`SurveySimulator.follow`: skip every waypoint within the goal radius, in
-  order; the plan's last one reached is the arrival). The batch holds exactly the samples
-  stamped up to the arrival pose's time;
+  order; the plan's last one reached is the arrival; once odometry of the plan was lost,
+  :meth:`Batcher.odometry_lost`, a pose at its last one is). The batch holds exactly the
+  samples stamped up to the arrival pose's time;
 * when the batch reaches ``max_batch_size`` samples or spans ``max_batch_age`` seconds
   (continuous surveys);
 * on time, whatever the plan and the fixes do (a waypoint never reached, a fix that moved
@@ -114,6 +115,7 @@ class Batcher:
         self._samples = 0
         self._plan: list[list[float]] | None = None
         self._plan_index = 0
+        self._unseen = False  # odometry of this plan was lost: waypoints passed unseen
         self._arrival: tuple[float, float] | None = None   # (stamp, wall deadline)
         self._last_arrival = -math.inf
         self.published_until = -math.inf  # stamp of the last decision-point batch
@@ -191,7 +193,7 @@ class Batcher:
             log.warning("plan with non-finite waypoints ignored")
             return None
         self._plan = waypoints.tolist() if len(waypoints) else None
-        self._plan_index = 0
+        self._plan_index, self._unseen = 0, False
         return max(stamp if stamp > 0 else -math.inf, self._last_arrival)
 
     def progress(self, t: float, x: float, y: float) -> None:
@@ -202,17 +204,27 @@ class Batcher:
         if plan is None:
             return
         radius = self.config.goal_radius
-        while self._plan_index < len(plan):
-            goal_x, goal_y = plan[self._plan_index]
-            if math.hypot(goal_x - x, goal_y - y) > radius:
-                return
+
+        def near(goal: list[float]) -> bool:
+            return math.hypot(goal[0] - x, goal[1] - y) <= radius
+
+        while self._plan_index < len(plan) and near(plan[self._plan_index]):
             self._plan_index += 1
+        if self._plan_index < len(plan) and not (self._unseen and near(plan[-1])):
+            return
         self._plan = None
         if self._arrival is not None:  # an earlier arrival still waiting: it goes first
             self._flush(self._arrival[0], "arrival")
             self.flushes_on_grace += 1
         self._arrival = (t, math.inf)
         self._last_arrival = t
+
+    def odometry_lost(self) -> None:
+        """Odometry was lost (a subscriber's queue overflowed): the vehicle may have passed
+        waypoints unseen, so until the next plan a pose within the goal radius of the plan's
+        last waypoint ends it, whatever was seen of those before. A held lockstep vehicle
+        sits there and repeats that pose: the arrival cannot be missed."""
+        self._unseen = True
 
     def try_flush(self, now: float) -> None:
         """Cut the arrival's batch once every stream has delivered up to it, or its grace

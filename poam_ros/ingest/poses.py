@@ -13,9 +13,11 @@ from, when it came as one) passes, in this order:
   heading of 0. Its roll and pitch place the swath points; without one the vehicle counts
   as level;
 * the clock rule of every stream (:mod:`~poam_ros.ingest.streams`);
-* order against the history: a stamp within ``STAMP_TOLERANCE`` of the newest is a
-  ``pose_duplicate``, an older one ``pose_out_of_order``, and a move farther than
-  ``max_speed`` · Δt + ``jump_tolerance`` from the newest a ``pose_jump``.
+* order against the history: the newest pose again, unchanged, is a repeat (a vehicle held
+  in lockstep repeats its arrival pose, in case it was lost), ignored; another pose stamped
+  within ``STAMP_TOLERANCE`` of the newest is a ``pose_duplicate``, an older one
+  ``pose_out_of_order``, and a move farther than ``max_speed`` · Δt + ``jump_tolerance`` from
+  the newest a ``pose_jump``.
 
 A pose kept joins the :class:`~poam_ros.ingest.pose_history.PoseHistory` the readings are
 placed on (:mod:`~poam_ros.ingest.placement`), and its wall time of arrival times out the
@@ -108,6 +110,8 @@ class Odometry:
         if latest is not None:
             t_last, x_last, y_last = latest[:3]
             if abs(t - t_last) <= STAMP_TOLERANCE:
+                if tuple(latest[1:]) == tuple(pose):  # heard again: nothing new, no fault
+                    return False
                 return drop(POSE_DUPLICATE, 1, f"second odometry stamped {t:.9f} s")
             if t < t_last:
                 return drop(POSE_OUT_OF_ORDER, 1, f"odometry stamped {t:.6f} s after one "

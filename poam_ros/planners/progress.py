@@ -20,6 +20,11 @@ class PlanProgress:
     them. The travelled distance is summed from successive positions (chords of the true
     path, shorter on curves and across corners when reports are sparse), so only half of
     that bound is required. A single-waypoint plan needs no travel.
+
+    A vehicle that moved and then stands still within ``goal_radius`` of the end (the same
+    position twice in a row) has reached it, however far it was seen to travel: positions
+    lost on the way shorten the distance summed, and a vehicle held in lockstep repeats its
+    position there, so the end cannot be missed.
     """
 
     TRAVEL_FRACTION = 0.5
@@ -39,17 +44,25 @@ class PlanProgress:
         self.reached = False
         self._last: np.ndarray | None = None
 
+    def odometry_lost(self) -> None:
+        """Positions were lost on the way (a subscriber's queue overflowed): the distance
+        travelled is no longer known, so from now on the end within ``goal_radius`` alone
+        counts. A held lockstep vehicle sits there and repeats its pose: the end cannot be
+        missed."""
+        self.required_travel = 0.0
+
     def update(self, position: np.ndarray) -> bool:
         """Account for a new position (2,) [m]; True once the plan's end has been reached
         (and from then on). A non-finite position raises ``ValueError`` and changes nothing:
         summed into the distance travelled, it would keep the end from counting as reached."""
         position = checked_position(position)
-        if self._last is not None:
-            self.travelled += float(np.linalg.norm(position - self._last))
+        step = None if self._last is None else float(np.linalg.norm(position - self._last))
+        self.travelled += step or 0.0
         self._last = position
         if not self.reached:
             near = float(np.linalg.norm(position - self.end)) <= self.goal_radius
-            self.reached = near and self.travelled >= self.required_travel
+            self.reached = near and (self.travelled >= self.required_travel
+                                   or (step == 0.0 and self.travelled > 0.0))
         return self.reached
 
 

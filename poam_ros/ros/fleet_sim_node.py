@@ -8,7 +8,8 @@ its planner's ``mission/state`` (a vehicle whose mission is ``done`` or ``aborte
 holds the lockstep clock). One node hosts them all so that one clock steps them all: in
 ``lockstep`` the clock holds while a vehicle that is not done waits for a plan, and until
 each node of ``hold_for`` subscribes to every vehicle's sensors (a plain name, such as
-``sensor_ingest``, in the vehicle's namespace: each vehicle waits for its own ingest).
+``sensor_ingest``, in the vehicle's namespace: each vehicle waits for its own ingest). A
+vehicle without a plan repeats its last odometry once a second, as ``simulated_auv`` does.
 
 Parameters: those of ``simulated_auv`` (``mode``, ``time_scale``, ``seed``: the fleet's, each
 vehicle's noise seeded from it by :func:`~poam_ros.sim.fleet.vehicle_seeds`; frames, rates,
@@ -161,6 +162,9 @@ class FleetSimNode(StartingNode):
         for topics, vehicle in zip(self.topics, events):
             for event in vehicle:
                 topics.publish(event)
+        for topics, auv in zip(self.topics, fleet.auvs):
+            if auv.holding and config.mode == "lockstep":  # a lost arrival pose, heard again
+                topics.repeat_odometry(now)
         for k, auv in enumerate(fleet.auvs):
             if auv.last_failure:
                 self.warn_throttled(f"failure{k}", f"{self.namespaces[k]}: plan abandoned: "

@@ -170,8 +170,10 @@ class IngestNode(ManagedNode):
     def _on_input(self, topic: str, feed, message, info) -> None:
         """A sensor message: ``feed(core, message, now)`` (:mod:`poam_ros.ingest.feeders`)
         reads it and hands it over."""
-        self._count_lost(topic, info)
+        lost = self._count_lost(topic, info)
         with self._lock:
+            if lost and topic == "odom":  # waypoints may have been passed unseen
+                self.core.batcher.odometry_lost()
             feed(self.core, message, time.monotonic())
         self._after()
 
@@ -189,8 +191,9 @@ class IngestNode(ManagedNode):
             self.core.poll(time.monotonic())
         self._after()
 
-    def _count_lost(self, topic: str, info) -> None:
-        """Messages skipped in the publisher's numbering: overflowed or dropped in DDS."""
+    def _count_lost(self, topic: str, info) -> int:
+        """Messages skipped in the publisher's numbering (overflowed or dropped in DDS),
+        counted and returned."""
         skipped = self._gaps.saw((topic, bytes(info["publisher_gid"]["data"])),
                                  info.get("publication_sequence_number"))
         if skipped:
@@ -199,6 +202,7 @@ class IngestNode(ManagedNode):
                                 f"{skipped} {topic} message(s) lost before the ingest took "
                                 f"them (subscription queue overflow or best-effort "
                                 f"transport) [{self.lost_in_transport} so far]")
+        return skipped
 
     # --------------------------------------------------------------------- outputs
 

@@ -5,9 +5,11 @@ advances it by ``time_scale`` simulated seconds per wall second and publishes wh
 returns, each message stamped with its simulated time, and ``/clock``. Plans on ``plan``
 replace the current one. In ``lockstep`` mode the clock stands still while the vehicle has
 no plan, so that a mission over ROS makes exactly the ROS-free mission's poses and
-soundings; in ``realtime`` mode it always runs. In lockstep the clock also holds until every
-node named in ``hold_for`` subscribes to the sensors (a name with a leading ``/`` is matched
-with its namespace), so none misses the first reading, whoever else subscribed first.
+soundings, and the held vehicle repeats its last odometry once a second (the arrival pose the
+ingest and the planner wait for: one lost message must not stall the graph); in ``realtime``
+mode it always runs. In lockstep the clock also holds until every node named in ``hold_for``
+subscribes to the sensors (a name with a leading ``/`` is matched with its namespace), so none
+misses the first reading, whoever else subscribed first.
 
 The odometry carries the vehicle's height (``vehicle.vertical_mode``: plane, depth or
 altitude) and its full attitude (roll and pitch with ``vehicle.roll_amplitude`` and
@@ -218,10 +220,13 @@ class SimulatedAuvNode(StartingNode):
         # Never build up a debt: a held clock, or ticks slower than asked for, do not make
         # the next ones burst.
         self._target = min(self._target, auv.time + auv.simulator.vehicle.dt)
-        if vehicle.holding and config.mode == "lockstep":
+        held = vehicle.holding and config.mode == "lockstep"
+        if held:
             self._target = auv.time
         for event in events:
             self.topics.publish(event)
+        if held:  # its arrival pose again, once a second: one lost must not stall the graph
+            self.topics.repeat_odometry(now)
         if auv.last_failure:
             self.warn_throttled("failure", f"plan abandoned: {auv.last_failure}")
             auv.last_failure = None

@@ -6,9 +6,13 @@ events under a prefix (``odom``, ``sonar/range``, ``sonar/swath``, ``temperature
 ``seabed_class``; the
 prefix ``/auv1/`` puts them under ``/auv1``), each stamped with its simulated time, so that
 the fleet simulator publishes every vehicle as the single vehicle's node publishes its own.
+A vehicle held in lockstep repeats its last odometry (:meth:`VehicleTopics.repeat_odometry`),
+so that whoever waits for its arrival hears it even if that message was lost.
 """
 
 from __future__ import annotations
+
+import time
 
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
@@ -20,6 +24,8 @@ from poam_ros.ros import qos
 from poam_ros.sim.seabed_class import CHANNEL as SEABED_CLASS
 from poam_ros.sim.simulated_auv import Odom, Ping, Reading, SimulatedAuvConfig, Sounding
 from poam_ros.sim.sonar import SonarConfig
+
+REPEAT_PERIOD = 1.0  # s, wall: a held vehicle's last odometry goes out again this often
 
 
 class VehicleTopics:
@@ -43,6 +49,8 @@ class VehicleTopics:
         self.seabed = (node.create_publisher(PointCloud2, f"{prefix}{SEABED_CLASS}",
                                              qos.SENSORS) if seabed else None)
         self._complete: dict[str, int] = {}  # topic -> matched subscribers when found complete
+        self._last_odometry: Odometry | None = None
+        self._last_odometry_wall = -float("inf")  # s, monotonic: when it last went out
 
     def publish(self, event) -> None:
         """``event`` as its message, stamped with its time ``event.t``."""
@@ -51,9 +59,11 @@ class VehicleTopics:
         if isinstance(event, Odom):
             if self.odom is not None:
                 header = Header(frame_id=config.world_frame, stamp=stamp)
-                self.odom.publish(cv.odometry_from_state(
+                self._last_odometry = cv.odometry_from_state(
                     header, config.base_frame, (event.x, event.y), event.yaw, event.speed,
-                    event.yaw_rate, z=event.z, roll=event.roll, pitch=event.pitch))
+                    event.yaw_rate, z=event.z, roll=event.roll, pitch=event.pitch)
+                self.odom.publish(self._last_odometry)
+                self._last_odometry_wall = time.monotonic()
         elif isinstance(event, Sounding):
             sonar = self._sonar
             self.range.publish(cv.range_from_reading(
@@ -72,6 +82,16 @@ class VehicleTopics:
             self.temperature.publish(cv.temperature_from_reading(
                 Header(frame_id=config.base_frame, stamp=stamp), event.value,
                 variance=self._temperature_variance))
+
+    def repeat_odometry(self, now: float) -> None:
+        """Publish the last odometry again, unchanged (its stamp too), if it went out
+        :data:`REPEAT_PERIOD` or more before wall time ``now`` [s, monotonic]; for a vehicle
+        held in lockstep. Its clock stands, so nothing else would come: a lost arrival pose
+        would keep the ingest and the planner waiting for ever. Both take a repeat they
+        already have as nothing new."""
+        if self._last_odometry is not None and now - self._last_odometry_wall >= REPEAT_PERIOD:
+            self.odom.publish(self._last_odometry)
+            self._last_odometry_wall = now
 
     def subscribers_missing(self, hold_for: list[str]) -> list[str]:
         """This vehicle's sensor topics that a node of ``hold_for`` does not subscribe to yet.

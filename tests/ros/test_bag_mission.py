@@ -185,7 +185,6 @@ def test_an_independent_reader_finds_every_topic_count_and_definition(recorded):
         assert schemas[topic][0] == msgtype
         assert schemas[topic][1] == types.definition(msgtype)[0], f"definition of {topic}"
     assert dict(seen) == counts, "the reader's counts differ from what the recorder wrote"
-    assert seen["/odom"] == facts["odom_published"]  # every pose the vehicle published
     for topic in ("/odom", "/sonar/range", "/samples", "/plan"):
         assert seen[topic] == probe.counts[topic], topic
     assert seen["/map"] >= MAPS
@@ -193,6 +192,8 @@ def test_an_independent_reader_finds_every_topic_count_and_definition(recorded):
     # Decoded by the independent decoder: stamps in order, the poses as published.
     stamps = [m.header.stamp.sec + m.header.stamp.nanosec * 1e-9 for m in decoded_odom]
     assert stamps == sorted(stamps)
+    # every pose the vehicle published (held between plans, it repeats its last: same stamp)
+    assert len(set(stamps)) == facts["odom_published"]
     metadata = BagReader(bag)
     assert {name: t.count for name, t in metadata.topics.items()} == counts
 

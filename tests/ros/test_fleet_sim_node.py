@@ -50,3 +50,8 @@ def test_the_clock_holds_for_a_vehicle_without_a_plan_until_its_mission_is_done(
     first = odom["/auv0"][0].pose.pose.position
     assert (first.x, first.y) == pytest.approx(STARTS[:2])
     assert fleet.fleet.auvs[1].pose == pytest.approx(STARTS[3:])
+    # /auv0 at its plan's end waits for the next: the clock stands, and its arrival pose
+    # comes again (stamp and all) for an ingest or a planner that lost it.
+    assert spin_until(lambda: len(odom["/auv0"]) > 1 and odom["/auv0"][-1] == odom["/auv0"][-2],
+                      fleet, probe, timeout=30.0)
+    assert fleet.fleet.auvs[0].holding and not odom["/auv1"]

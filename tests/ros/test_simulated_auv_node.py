@@ -79,11 +79,14 @@ def test_lockstep_publishes_what_follow_makes_then_holds_the_clock(auv, make_nod
     range_counts = np.cumsum([len(log) for log in logs])
     for plan, n_odom, n_ranges in zip(plans, odom_counts, range_counts):
         recorder.send(plan)  # the next plan only once this one is done
-        assert spin_until(lambda: len(recorder.odom) == n_odom
+        assert spin_until(lambda: len(_new_stamps(recorder.odom)) == n_odom
                           and len(recorder.ranges) == n_ranges, node, recorder.node,
                           timeout=20.0)
-    spin_until(lambda: False, node, recorder.node, timeout=0.3)  # the clock stands still
-    sent = np.array([msg.odometry_to_pose(m) for m in recorder.odom])
+    # The clock stands still; the held vehicle repeats its arrival pose, stamp and all.
+    assert spin_until(lambda: len(recorder.odom) > len(_new_stamps(recorder.odom)), node,
+                      recorder.node, timeout=10.0)
+    assert recorder.odom[-1] == _new_stamps(recorder.odom)[-1]
+    sent = np.array([msg.odometry_to_pose(m) for m in _new_stamps(recorder.odom)])
     np.testing.assert_array_equal(sent[:, [1, 2]], poses[:, :2])
     np.testing.assert_allclose(sent[:, 4], poses[:, 2], atol=1e-12)
     assert set(sent[:, 3]) == {300.0}
@@ -97,6 +100,12 @@ def test_lockstep_publishes_what_follow_makes_then_holds_the_clock(auv, make_nod
     clock = [msg.time_to_seconds(m.clock) for m in recorder.clock]
     assert clock == sorted(clock) and clock[-1] == pytest.approx(reference.time)
     assert node.auv.holding and node.auv.time == reference.time
+
+
+def _new_stamps(odometry: list) -> list:
+    """The odometry messages but the repeats of a held vehicle (stamped as the one before)."""
+    return [m for i, m in enumerate(odometry)
+            if i == 0 or m.header.stamp != odometry[i - 1].header.stamp]
 
 
 def test_realtime_runs_the_clock_and_holds_position_without_a_plan(auv, make_node, spin_until):

@@ -167,3 +167,19 @@ def test_the_tail_is_flushed_on_request_and_batches_are_recorded_in_order():
     ingest.batcher.record(ingest.batcher.finish(second))
     assert ingest.batcher.batches == 2 and ingest.batcher.published == 2
 
+
+def test_after_lost_odometry_a_pose_at_the_plans_end_is_the_arrival():
+    """Waypoints are reached in order; once odometry of the plan was lost (here the poses
+    that passed (10, 0)), the vehicle at the last waypoint has arrived all the same."""
+    plan = np.array([[10.0, 0.0], [10.0, 10.0], [0.0, 10.0]])
+    for lost in (False, True):
+        cut, _, _ = batcher(IngestConfig(flush_grace=0.0))
+        cut.set_plan(plan, 0.0)
+        cut.progress(1.0, 5.0, 0.0)
+        if lost:
+            cut.odometry_lost()
+        cut.progress(4.0, 0.0, 10.0)
+        assert cut.following is not lost
+        cut.set_plan(plan, 5.0)  # the next plan: its waypoints in order again
+        cut.progress(6.0, 0.0, 10.0)
+        assert cut.following

@@ -51,3 +51,14 @@ def test_a_configuration_that_is_no_transform_changes_nothing():
         odom.configure(IngestConfig(odom_frame="odom", map_from_odom=[0.0, 0.0, 0.0, 2.0,
                                                                       0.0, 0.0, 0.0]))
     assert odom.config is CONFIG
+
+
+def test_the_newest_pose_heard_again_is_no_duplicate():
+    """A vehicle held in lockstep repeats its arrival pose: nothing new, no drop."""
+    odom, drops = odometry()
+    pose = Pose(1.0, 2.0, -5.0, 0.3, 0.01, 0.02)
+    assert odom.add(4.0, pose, now=1.0)
+    assert not odom.add(4.0, pose, now=2.0)
+    assert not odom.add(4.0, pose._replace(yaw=0.4), now=3.0)  # another pose, same stamp
+    assert drops.counts == {ig.POSE_DUPLICATE: 1}
+    assert len(odom.poses) == 1 and odom.last_pose_wall == 1.0

@@ -50,3 +50,21 @@ def test_a_non_finite_position_is_refused_and_changes_nothing():
         progress.update([np.nan, 0.0])
     assert progress.travelled == 0.0
     assert progress.update([10.0, 0.0])
+
+
+def test_standing_still_at_the_end_counts_when_positions_were_lost_on_the_way():
+    """A held lockstep vehicle repeats its position: the positions seen on the way (here the
+    start and one near the end, the rest lost) sum too short a path, yet the end counts."""
+    waypoints = np.array([[0.0, 0.0], [20.0, 0.0], [20.0, 20.0], [0.0, 20.0], [0.0, 1.0]])
+    progress = PlanProgress(waypoints, goal_radius=0.5)
+    assert not progress.update([0.0, 0.0])
+    assert not progress.update([0.0, 1.2])  # near the end early: not reached
+    assert not progress.update([0.0, 1.0])  # at the end, after a travel too short to count
+    assert progress.update([0.0, 1.0])  # the same position again: it stands there
+
+
+def test_standing_still_before_moving_is_no_arrival():
+    """A loop that ends where it starts: the vehicle's repeated start is not its end."""
+    progress = PlanProgress(np.array([[10.0, 0.0], [0.0, 0.0]]), goal_radius=0.5)
+    assert not progress.update([0.0, 0.0])
+    assert not progress.update([0.0, 0.0])
