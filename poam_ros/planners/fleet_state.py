@@ -7,8 +7,9 @@ was; until then it is in the state of its first vehicle still running (in the ve
 order). A vehicle that left the fleet (its stack gone: ``fleet_sim`` says so) is not waited
 for: it counts as absent, neither done nor aborted, since what it mapped stays in the map and
 its teammates carry the mission on; it counts again once it is back. A fleet all of whose
-vehicles left is aborted: none is left to end its mission. Its figures are those of the vehicle that counted the most samples: in a fleet with a
-central map every planner counts that one map's samples, so the fleet's map must hold them.
+vehicles left is aborted: none is left to end its mission. Its figures are those of the
+vehicle that counted the most samples: in a fleet with a central map every planner counts
+that one map's samples, so the fleet's map must hold them.
 """
 
 from __future__ import annotations
