@@ -20,6 +20,7 @@ from poam_ros.diagnostics import MissionStatus
 from poam_ros.planners.mission_control import ABORTED, DONE, IDLE
 
 ENDED = (DONE, ABORTED)
+LEFT = "left the fleet"  # the first words of fleet_sim's status of a vehicle that left
 
 
 def fleet_state(states: Mapping[str, str], left: Collection[str] = ()) -> str:

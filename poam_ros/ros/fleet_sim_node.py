@@ -41,6 +41,7 @@ from poam_ros import messages as msg
 from poam_ros.diagnostics import SimulatorStatus
 from poam_ros.geo.georeference import GeoConfig, GeoReference
 from poam_ros.params import ConfigError
+from poam_ros.planners.fleet_state import LEFT
 from poam_ros.planners.mission_control import ABORTED, DONE
 from poam_ros.ros import conversions as cv
 from poam_ros.ros import qos
@@ -59,7 +60,6 @@ from poam_ros.sim.vehicle import VehicleConfig
 from poam_ros.sim.water_temperature import WaterTemperatureConfig
 
 DIAGNOSTICS_PERIOD = 1.0  # s, wall; also how often it looks for planners gone or back
-LEFT = "left the fleet"  # the status message of a vehicle that left, first words
 
 
 class FleetSimNode(StartingNode):

@@ -2,10 +2,11 @@
 over real DDS: a two-vehicle fleet with a map per vehicle (``--fleet-map distributed``'s
 mappers, each with its own crash journal; without the links, which carry nothing this needs)
 is started node by node as ``poam-ros sim`` starts it. /auv1's processes are killed mid-mission
-(SIGKILL: no orderly stop, the journal stays); fleet_sim says it left, and /auv0's maps keep
-coming on a clock that runs. /auv1's nodes start again with the same parameter file (its
-planner with ``skip_pilot``); its mapper resumes at least the samples it held from its
-journal, fleet_sim says it rejoined, and its planner plans again.
+(SIGKILL: no orderly stop, the journal stays); fleet_sim says it left, the fleet's monitor no
+longer waits for it, and /auv0's maps keep coming on a clock that runs. /auv1's nodes start
+again with the same parameter file (its planner with ``skip_pilot``); its mapper resumes at
+least the samples it held from its journal, fleet_sim says it rejoined, and its planner plans
+again.
 """
 
 from __future__ import annotations
@@ -24,13 +25,14 @@ from rosgraph_msgs.msg import Clock  # noqa: E402
 from sensor_msgs.msg import PointCloud2  # noqa: E402
 
 from poam_ros import messages as msg  # noqa: E402
+from poam_ros.planners.fleet_state import LEFT  # noqa: E402
 from poam_ros.processes import wait_or_kill  # noqa: E402
 from poam_ros.ros import qos  # noqa: E402
-from poam_ros.ros.fleet_sim_node import LEFT  # noqa: E402
+from poam_ros.ros.fleet_monitor import FleetMonitor  # noqa: E402
 from poam_ros.ros.graph import Child, child_environment, start_order  # noqa: E402
 from poam_ros.setup.fleet_launch import FleetOptions, fleet_nodes, write_fleet_file  # noqa: E402
 from poam_ros.setup.mission_setup import MissionSetup  # noqa: E402
-from poam_ros.setup.truth import mission_terrain  # noqa: E402
+from poam_ros.setup.truth import mission_terrain, survey_fields  # noqa: E402
 
 WAIT = 240.0  # s for each step on a loaded 2-core machine; each waits on a condition
 LEAVE_TIMEOUT = 3.0  # s of wall time without a planner before fleet_sim lets the vehicle go
@@ -80,11 +82,12 @@ class Fleet:
         self.log_dir = tmp_path / "logs"
         self.log_dir.mkdir()
         setup = MissionSetup.from_file(params_file)
+        terrain = mission_terrain(setup)
         overrides = {"fleet_sim": {"fleet.leave_timeout": LEAVE_TIMEOUT, "time_scale": 50.0},
                      "planner": {"mission.max_samples": 1_000_000},  # flies on all the while
                      "mapper": {"journal.path": str(self.log_dir / "mapper.journal")}}
         effective = write_fleet_file(setup, params_file, self.log_dir / "parameters.yaml", 2,
-                                     mission_terrain(setup), overrides,
+                                     terrain, overrides,
                                      FleetOptions(central=False, coordination=False))
         self.nodes = [node for node in start_order(fleet_nodes(effective, 2, central=False))
                       if node.name not in LINKS]
@@ -92,8 +95,12 @@ class Fleet:
         self.children: list[Child] = []
         self.node = rclpy.create_node("rejoin_probe", context=context)
         self.probe = RejoinProbe(self.node)
+        # poam-ros sim's monitor: the fleet's mission state, who left
+        self.monitor = FleetMonitor(terrain, ["/auv0", "/auv1"], central=False,
+                                    fields=survey_fields(setup, terrain)[0], context=context)
         self.executor = SingleThreadedExecutor(context=context)
-        self.executor.add_node(self.node)
+        for node in (self.node, self.monitor, *self.monitor.vehicle_monitors.values()):
+            self.executor.add_node(node)
 
     def start(self, namespace: str = "", suffix: str = "", *extra: str) -> None:
         """The nodes in ``namespace`` (all: ""), each as poam-ros sim starts it, with the
@@ -131,7 +138,8 @@ class Fleet:
         for child in self.children:
             wait_or_kill(child.process, 30)
         self.executor.shutdown()
-        self.node.destroy_node()
+        for node in (self.node, self.monitor, *self.monitor.vehicle_monitors.values()):
+            node.destroy_node()
 
 
 @pytest.fixture
@@ -156,6 +164,8 @@ def test_a_vehicle_that_leaves_does_not_stall_the_fleet_and_rejoins_from_its_jou
     fleet.spin_until(lambda: probe.maps["/auv0"] >= maps + 2 and probe.clock > clock,
                      "/auv0 maps on a running clock without /auv1")
     assert probe.message(SIM1).startswith(LEFT)
+    fleet.spin_until(lambda: fleet.monitor.vehicles_left == {"/auv1"}, "the monitor hears it")
+    assert fleet.monitor.mission_state == fleet.monitor.vehicle_states["/auv0"]
 
     probe.statuses.pop(MAPPER1)
     plans = len(probe.plans)
@@ -167,6 +177,7 @@ def test_a_vehicle_that_leaves_does_not_stall_the_fleet_and_rejoins_from_its_jou
     fleet.spin_until(lambda: len(probe.plans) >= plans + 2 and not probe.message(
         SIM1).startswith(LEFT), "/auv1 plans and flies again")
     clock = probe.clock
-    fleet.spin_until(lambda: probe.clock > clock + 1.0, "the fleet's clock runs on")
+    fleet.spin_until(lambda: probe.clock > clock + 1.0 and not fleet.monitor.vehicles_left,
+                     "the fleet's clock runs on, /auv1 in it")
     log = (fleet.log_dir / "fleet_sim.log").read_text()
     assert log.count("/auv1 left the fleet") == 1 and log.count("/auv1 rejoined") == 1

@@ -16,9 +16,10 @@ from rosgraph_msgs.msg import Clock  # noqa: E402
 from sensor_msgs.msg import Range  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
 
+from poam_ros.planners.fleet_state import LEFT  # noqa: E402
 from poam_ros.ros import conversions as cv  # noqa: E402
 from poam_ros.ros import qos  # noqa: E402
-from poam_ros.ros.fleet_sim_node import LEFT, FleetSimNode  # noqa: E402
+from poam_ros.ros.fleet_sim_node import FleetSimNode  # noqa: E402
 
 STARTS = [20.0, -20.0, 3.1, -20.0, 20.0, 0.0]  # /auv0, /auv1: x, y, yaw
 
