@@ -216,7 +216,7 @@ class FleetSimNode(StartingNode):
                        "holding, waiting for a plan" if auv.holding else "following a plan")
             level = (DiagnosticStatus.WARN if self.plans_refused[k] or self.fleet.left[k]
                      else DiagnosticStatus.OK)
-            if self.waiting_for:
+            if self.waiting_for and not self.fleet.left[k]:
                 message = f"holding the clock until {', '.join(self.config.hold_for)} " \
                           f"subscribe to {', '.join(self.waiting_for)}"
             record = SimulatorStatus(sim_time=self.fleet.time, mode=self.config.mode, x=x,
