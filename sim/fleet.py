@@ -9,6 +9,11 @@ whose mission is done (or aborted) stops counting; it holds where it is, its own
 stopped, and takes no plan again in that run (its readings would carry a time past).
 In ``realtime`` the clock always runs and a vehicle without a plan holds position, sounding.
 
+A vehicle whose stack left the fleet (its processes gone: :meth:`FleetSim.set_left`, the node
+says when) stops holding the clock too, but unlike a done one it keeps the fleet's time: it
+drops its plan and holds position, sounding, as in ``realtime``, so that when its stack comes
+back it takes a plan again at the fleet's time and flies on.
+
 Each vehicle has its own sonar noise (:func:`vehicle_seeds`: independent streams spawned from
 the fleet's seed) and its own start (:func:`fleet_start_poses`: spread over the area, drawn
 from the seed), so that the vehicles neither sound the same noise nor start on one spot.
@@ -51,6 +56,10 @@ class FleetConfig(Params):
     start_poses: list = param([], "x, y, yaw of each vehicle in turn (3 per vehicle); empty: "
                                   "drawn from the seed, spread over the terrain",
                               unit="m, m, rad")
+    leave_timeout: float = param(10.0, "a vehicle whose planner has had no publisher on its "
+                                       "plan topic this long (wall time: a lockstep clock "
+                                       "stands while it waits) has left the fleet: it no "
+                                       "longer holds the clock; 0: never", unit="s", low=0.0)
 
     def validate(self) -> None:
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.namespace_prefix):
@@ -140,6 +149,7 @@ class FleetSim:
         self.auvs = list(auvs)
         self.dt = steps.pop()
         self.done = [False] * len(auvs)
+        self.left = [False] * len(auvs)
         self.steps = 0
         self.mode = mode
 
@@ -149,9 +159,14 @@ class FleetSim:
 
     @mode.setter
     def mode(self, mode: str) -> None:
-        for auv in self.auvs:
-            auv.mode = mode
         self._mode = mode
+        for k in range(len(self.auvs)):
+            self._set_vehicle_mode(k)
+
+    def _set_vehicle_mode(self, k: int) -> None:
+        """The fleet's mode, or ``realtime`` for a vehicle that left and is not done: it
+        holds position on the fleet's clock."""
+        self.auvs[k].mode = "realtime" if self.left[k] and not self.done[k] else self._mode
 
     @property
     def time(self) -> float:
@@ -159,8 +174,18 @@ class FleetSim:
         return self.steps * self.dt
 
     def waiting(self) -> list[int]:
-        """The vehicles that hold the lockstep clock: not done, and without a plan."""
-        return [k for k, auv in enumerate(self.auvs) if auv.holding and not self.done[k]]
+        """The vehicles that hold the lockstep clock: not done, not left, without a plan."""
+        return [k for k, auv in enumerate(self.auvs)
+                if auv.holding and not self.done[k] and not self.left[k]]
+
+    def set_left(self, k: int, left: bool) -> None:
+        """Vehicle ``k``'s stack left the fleet (True: it drops its plan and holds position
+        on the fleet's clock) or came back (False: it waits for a plan, lockstep holding the
+        clock for it, as at the end of a plan)."""
+        if left and not self.left[k]:
+            self.auvs[k].set_plan([])
+        self.left[k] = left
+        self._set_vehicle_mode(k)
 
     @property
     def holding(self) -> bool:

@@ -110,6 +110,10 @@ class PlannerSettings(Params):
                                       unit="s", low=0.05, high=3600.0)
     autostart_mission: bool = param(True, "start the mission (publish the pilot survey) at "
                                           "once; false: publish no plan until ~/start")
+    skip_pilot: bool = param(False, "a planner restarted on a map its mapper restored (a "
+                                    "vehicle rejoining its fleet): at the first map it counts, "
+                                    "cut the pilot survey short and plan informatively, not "
+                                    "fly the pilot again (its first leg is flown until then)")
     mapper_name: str = param("mapper", "the mapper whose /diagnostics status (<name>: mapping) "
                                        "gives the sample count that mission.max_samples bounds; "
                                        "a relative name is in the planner's namespace")

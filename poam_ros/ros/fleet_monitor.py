@@ -7,7 +7,8 @@ vehicle's planner on ``/<ns>/mission/state`` and ``/<ns>/goal``.
 
 The fleet's mission is over when every vehicle's is (``done``, or ``aborted`` if any was:
 :mod:`~poam_ros.planners.fleet_state`) and the map holding the most samples any planner
-counted is scored. Per vehicle it keeps the
+counted is scored; a vehicle that left the fleet (``fleet_sim``'s status of it says so) is not
+waited for while it is away. Per vehicle it keeps the
 mission state, the goals and the ingest's counts (its ``<ns>/sensor_ingest: samples``
 status on ``/diagnostics``), and tells each samples batch's vehicle by its publisher (the
 DDS writer's gid, matched to the ingest's namespace): every record carries, in ``extra``,
@@ -34,10 +35,11 @@ from poam_ros.diagnostics import (
     FleetLinkStatus,
     IngestStatus,
     MissionStatus,
+    SimulatorStatus,
     decode,
     status_name,
 )
-from poam_ros.planners.fleet_state import ENDED, fleet_mission, fleet_state
+from poam_ros.planners.fleet_state import ENDED, LEFT, fleet_mission, fleet_state
 from poam_ros.ros import qos
 from poam_ros.ros.mission_monitor import MissionMonitor
 
@@ -98,6 +100,9 @@ class FleetMonitor(MissionMonitor):
     def _start(self, node_name: str) -> None:
         super()._start(node_name)
         self.vehicle_states = dict.fromkeys(self.namespaces, "")
+        self.vehicles_left: set[str] = set()  # as fleet_sim's statuses say
+        self._sim_statuses = {namespace: status_name(f"fleet_sim{namespace}", SimulatorStatus)
+                              for namespace in self.namespaces}
         self.vehicle_missions: dict[str, MissionStatus | None] = dict.fromkeys(self.namespaces)
         self.vehicle_goals: dict[str, list[tuple[float, float]]] = {
             namespace: [] for namespace in self.namespaces}
@@ -121,7 +126,7 @@ class FleetMonitor(MissionMonitor):
         if self.central:
             return scored(self.records, self.mission)
         return all(scored(self.vehicle_records(namespace), self.vehicle_missions[namespace])
-                   for namespace in self.namespaces)
+                   for namespace in self.namespaces if namespace not in self.vehicles_left)
 
     def vehicle_records(self, namespace: str) -> list:
         """The records of the map ``namespace``'s planner reads: its own (distributed), or
@@ -155,6 +160,13 @@ class FleetMonitor(MissionMonitor):
     def _on_diagnostics(self, message) -> None:
         super()._on_diagnostics(message if self.central else
                                 without_other_mappers(message, self.namespaces[0].strip("/")))
+        said = {status.name: status.message for status in message.status}
+        if any(name in said for name in self._sim_statuses.values()):  # fleet_sim's array
+            left = {namespace for namespace, name in self._sim_statuses.items()
+                    if said.get(name, "").startswith(LEFT)}
+            if left != self.vehicles_left:
+                self.vehicles_left = left
+                self._fleet_state()
 
     def _on_mission(self, message) -> None:
         """The fleet's mission comes from its vehicles' (:meth:`_fleet_state`), not from the
@@ -224,6 +236,6 @@ class FleetMonitor(MissionMonitor):
 
     def _fleet_state(self) -> None:
         """The fleet's state and mission (:mod:`poam_ros.planners.fleet_state`)."""
-        self.mission_state = fleet_state(self.vehicle_states)
+        self.mission_state = fleet_state(self.vehicle_states, self.vehicles_left)
         self.mission = fleet_mission(self.vehicle_missions)
         self._score_ready()

@@ -5,11 +5,18 @@ A thin adapter around :class:`~poam_ros.sim.fleet.FleetSim`: vehicle k lives und
 ``simulated_auv`` node publishes (``odom``, ``sonar/range``, with ``multibeam.enabled``
 ``sonar/swath``, with ``temperature.enabled`` ``temperature``), takes its ``plan``, and hears
 its planner's ``mission/state`` (a vehicle whose mission is ``done`` or ``aborted`` no longer
-holds the lockstep clock). One node hosts them all so that one clock steps them all: in
-``lockstep`` the clock holds while a vehicle that is not done waits for a plan, and until
-each node of ``hold_for`` subscribes to every vehicle's sensors (a plain name, such as
-``sensor_ingest``, in the vehicle's namespace: each vehicle waits for its own ingest). A
-vehicle without a plan repeats its last odometry once a second, as ``simulated_auv`` does.
+holds the lockstep clock). A vehicle whose planner was matched on its ``plan`` topic and has
+had no publisher there for ``fleet.leave_timeout`` s of wall time has left the fleet (its
+stack's processes are gone): it holds position on the fleet's clock, holds neither the clock
+nor, for its ``hold_for`` nodes, the others; a publisher on its ``plan`` again brings it back
+(:meth:`~poam_ros.sim.fleet.FleetSim.set_left`). Both are logged once and said in its status.
+The graph tells it, not the age of ``mission/state``: DDS drops a dead process's endpoints by
+itself, whatever the planner's own diagnostics period. One node hosts them all so that one
+clock steps them all: in ``lockstep`` the clock holds while a vehicle that is not done (and
+has not left) waits for a plan, and until each node of ``hold_for`` subscribes to every
+vehicle's sensors (a plain name, such as ``sensor_ingest``, in the vehicle's namespace: each
+vehicle waits for its own ingest). A vehicle without a plan repeats its last odometry once a
+second, as ``simulated_auv`` does.
 
 Parameters: those of ``simulated_auv`` (``mode``, ``time_scale``, ``seed``: the fleet's, each
 vehicle's noise seeded from it by :func:`~poam_ros.sim.fleet.vehicle_seeds`; frames, rates,
@@ -35,6 +42,7 @@ from poam_ros import messages as msg
 from poam_ros.diagnostics import SimulatorStatus
 from poam_ros.geo.georeference import GeoConfig, GeoReference
 from poam_ros.params import ConfigError
+from poam_ros.planners.fleet_state import LEFT
 from poam_ros.planners.mission_control import ABORTED, DONE
 from poam_ros.ros import conversions as cv
 from poam_ros.ros import qos
@@ -52,7 +60,7 @@ from poam_ros.sim.terrain import TerrainError
 from poam_ros.sim.vehicle import VehicleConfig
 from poam_ros.sim.water_temperature import WaterTemperatureConfig
 
-DIAGNOSTICS_PERIOD = 1.0  # s, wall
+DIAGNOSTICS_PERIOD = 1.0  # s, wall; also how often it looks for planners gone or back
 
 
 class FleetSimNode(StartingNode):
@@ -96,9 +104,13 @@ class FleetSimNode(StartingNode):
                                      configs["multibeam"].enabled)
                        for namespace in self.namespaces]
         self.plans_refused = [0] * fleet.vehicles
+        self.leave_timeout = fleet.leave_timeout
+        self._planner_seen = [False] * fleet.vehicles  # a publisher was matched on its plan
+        self._planner_gone: list[float | None] = [None] * fleet.vehicles  # since, monotonic
+        self._plan_subs = []
         for k, namespace in enumerate(self.namespaces):
-            self.create_subscription(Path, f"{namespace}/plan", partial(self._on_plan, k),
-                                     qos.LATCHED)
+            self._plan_subs.append(self.create_subscription(
+                Path, f"{namespace}/plan", partial(self._on_plan, k), qos.LATCHED))
             self.create_subscription(DiagnosticStatus, f"{namespace}/mission/state",
                                      partial(self._on_mission, k), qos.LATCHED)
         self._clock_pub = self.create_publisher(ClockMsg, "/clock", qos.CLOCK)
@@ -120,7 +132,30 @@ class FleetSimNode(StartingNode):
     def _reconfigure(self, config: SimulatedAuvConfig) -> None:
         self.config = config  # the next tick takes its mode and time scale
 
+    def _watch_planners(self) -> None:
+        """Who left the fleet and who came back, from the publishers on each ``plan``."""
+        now = time.monotonic()
+        for k, subscription in enumerate(self._plan_subs):
+            if subscription.get_publisher_count() > 0:
+                self._planner_seen[k], self._planner_gone[k] = True, None
+                if self.fleet.left[k]:
+                    self._set_left(k, False, "its planner is back on its plan topic")
+            elif self._planner_seen[k] and self.leave_timeout > 0:
+                since = self._planner_gone[k] = self._planner_gone[k] or now
+                if not self.fleet.left[k] and now - since >= self.leave_timeout:
+                    self._set_left(k, True, f"no planner on its plan topic for "
+                                            f"{now - since:.0f} s")
+
+    def _set_left(self, k: int, left: bool, why: str) -> None:
+        self.fleet.set_left(k, left)
+        what = ("left the fleet: it holds position and no longer holds the clock" if left
+                else "rejoined the fleet: it flies its next plan")
+        self.get_logger().warning(f"{self.namespaces[k]} {what} ({why}) at sim time "
+                                  f"{self.fleet.time:.3f} s")
+
     def _on_plan(self, k: int, path: Path) -> None:
+        if self.fleet.left[k]:
+            self._set_left(k, False, "a new plan came")
         if path.header.frame_id != self.config.world_frame:
             return self._refuse(k, f"plan in frame {path.header.frame_id!r}, expected "
                                    f"{self.config.world_frame!r}")
@@ -147,7 +182,7 @@ class FleetSimNode(StartingNode):
         elapsed, self._last_tick = now - self._last_tick, now
         config, fleet = self.config, self.fleet
         fleet.mode = config.mode
-        self.waiting_for = ([topic for topics in self.topics
+        self.waiting_for = ([topic for k, topics in enumerate(self.topics) if not fleet.left[k]
                              for topic in topics.subscribers_missing(config.hold_for)]
                             if config.mode == "lockstep" and config.hold_for else [])
         if self.waiting_for or fleet.holding:
@@ -175,14 +210,17 @@ class FleetSimNode(StartingNode):
             self._published_clock, self._last_clock_wall = fleet.time, now
 
     def _publish_diagnostics(self) -> None:
+        self._watch_planners()
         statuses = []
         for k, (namespace, auv) in enumerate(zip(self.namespaces, self.fleet.auvs)):
             reached, total = auv.progress
             x, y, yaw = auv.pose
             message = ("done" if self.fleet.done[k] else
+                       f"{LEFT}: holding position" if self.fleet.left[k] else
                        "holding, waiting for a plan" if auv.holding else "following a plan")
-            level = DiagnosticStatus.WARN if self.plans_refused[k] else DiagnosticStatus.OK
-            if self.waiting_for:
+            level = (DiagnosticStatus.WARN if self.plans_refused[k] or self.fleet.left[k]
+                     else DiagnosticStatus.OK)
+            if self.waiting_for and not self.fleet.left[k]:
                 message = f"holding the clock until {', '.join(self.config.hold_for)} " \
                           f"subscribe to {', '.join(self.waiting_for)}"
             record = SimulatorStatus(sim_time=self.fleet.time, mode=self.config.mode, x=x,

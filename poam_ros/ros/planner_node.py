@@ -43,9 +43,9 @@ empty: the vehicle stops where it is.
 Parameters: ``mission.*``, ``planning.*``, ``workspace.*`` (a ``workspace.geojson`` file is
 placed with the anchor ``geo.*``), ``pilot.*``, ``max_entropy.*``, ``lawnmower.*``, ``geo.*``,
 ``fleet.*``, ``coordination.*``, ``seed``, ``map_frame``, ``diagnostics_period``,
-``autostart_mission`` and ``mapper_name`` are read-only (they fix the mission and its random
-stream); ``mode``, ``goal_radius`` (from the next plan), ``query_timeout``, ``odometry.*`` and
-the vertical setpoint can change while it runs.
+``autostart_mission``, ``mapper_name`` are read-only (they fix the mission and its random
+stream); ``mode``, ``goal_radius`` (from the next plan), ``query_timeout``, ``odometry.*``, the
+vertical setpoint and ``skip_pilot`` (a restart on a restored map) can change while it runs.
 """
 
 from __future__ import annotations
@@ -305,6 +305,8 @@ class PlannerNode(ManagedNode):
         self._map_event = self._events
         self._maps += 1
         self._plan_map_stamp = max(stamp, self._plan_map_stamp or 0)
+        if self._state == PILOT and self._settings.skip_pilot:  # restarted: plan on this map
+            self._state, self._reached_event, self._reached_stamp = WAITING, self._events, 0
         self._lock.notify_all()
 
     def _on_response(self, message: PointCloud2) -> None:
@@ -490,8 +492,7 @@ class PlannerNode(ManagedNode):
             self._mission.publish()
 
 
-def main(args=None) -> None:
-    # Every callback is short (planning runs on the node's own thread).
+def main(args=None) -> None:  # every callback is short (planning runs on its own thread)
     run_node(PlannerNode, "planner", args)
 
 

@@ -1,6 +1,7 @@
 """The fleet_sim node over real DDS: each vehicle publishes under its own namespace from its
 own start, the lockstep clock holds while a vehicle that is not done waits for its plan, and
-runs again once that vehicle's planner says its mission is done."""
+runs again once that vehicle's planner says its mission is done, or once its planner has gone
+from its plan topic (the vehicle left the fleet); a planner back on the topic brings it back."""
 
 from __future__ import annotations
 
@@ -9,12 +10,13 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy", exc_type=ModuleNotFoundError)
 
-from diagnostic_msgs.msg import DiagnosticStatus  # noqa: E402
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
 from nav_msgs.msg import Odometry, Path  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
 from sensor_msgs.msg import Range  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
 
+from poam_ros.planners.fleet_state import LEFT  # noqa: E402
 from poam_ros.ros import conversions as cv  # noqa: E402
 from poam_ros.ros import qos  # noqa: E402
 from poam_ros.ros.fleet_sim_node import FleetSimNode  # noqa: E402
@@ -55,3 +57,44 @@ def test_the_clock_holds_for_a_vehicle_without_a_plan_until_its_mission_is_done(
     assert spin_until(lambda: len(odom["/auv0"]) > 1 and odom["/auv0"][-1] == odom["/auv0"][-2],
                       fleet, probe, timeout=30.0)
     assert fleet.fleet.auvs[0].holding and not odom["/auv1"]
+
+
+def test_a_vehicle_whose_planner_is_gone_stops_holding_the_clock_until_it_is_back(
+        start_node, make_node, spin_until):
+    fleet = start_node(FleetSimNode, **{"fleet.vehicles": 2, "fleet.start_poses": STARTS,
+                                        "fleet.leave_timeout": 1.0, "time_scale": 20.0,
+                                        "seed": 4, "hold_for": ["fleet_probe"]})
+    probe = make_node("fleet_probe")
+    clock: list[float] = []
+    statuses: dict[str, DiagnosticStatus] = {}
+    for namespace in ("/auv0", "/auv1"):  # the clock holds until the probe hears all
+        probe.create_subscription(Odometry, f"{namespace}/odom", lambda m: None, qos.ODOMETRY)
+        probe.create_subscription(Range, f"{namespace}/sonar/range", lambda m: None,
+                                  qos.SENSORS)
+    probe.create_subscription(Clock, "/clock", lambda m: clock.append(
+        m.clock.sec + 1e-9 * m.clock.nanosec), qos.CLOCK)
+    probe.create_subscription(DiagnosticArray, "/diagnostics", lambda m: statuses.update(
+        {status.name: status for status in m.status}), qos.DIAGNOSTICS)
+    header = Header(frame_id="map")
+    plan0 = probe.create_publisher(Path, "/auv0/plan", qos.LATCHED)
+    # /auv0 flies on for the whole test: back and forth, 800 m at 1 m/s
+    plan0.publish(cv.path_from_waypoints(header, np.array([[-20.0, -20.0], [20.0, -20.0]] * 10)))
+    plan1 = probe.create_publisher(Path, "/auv1/plan", qos.LATCHED)
+    plan1.publish(cv.path_from_waypoints(header, np.array([[-20.0, 19.0]])))  # 1 m: over soon
+    assert spin_until(lambda: fleet.fleet.waiting() == [1] and clock, fleet, probe,
+                      timeout=30.0)  # /auv1 reached its goal and waits for its planner
+    held = fleet.fleet.time
+    assert not spin_until(lambda: max(clock) > held, fleet, probe, timeout=2.0)
+    probe.destroy_publisher(plan1)  # its planner is gone: after leave_timeout, it left
+    assert spin_until(lambda: max(clock) > held + 2.0, fleet, probe, timeout=30.0)
+    assert fleet.fleet.left == [False, True] and fleet.fleet.waiting() == []
+    name = "fleet_sim/auv1: vehicle"
+    assert spin_until(lambda: name in statuses and statuses[name].message.startswith(LEFT),
+                      fleet, probe, timeout=10.0)
+    x, y, _ = fleet.fleet.auvs[1].pose  # it holds position on the fleet's clock
+    assert fleet.fleet.auvs[1].time == fleet.fleet.time and np.hypot(x + 20.0, y - 19.0) < 1.5
+    plan1 = probe.create_publisher(Path, "/auv1/plan", qos.LATCHED)  # its planner is back
+    plan1.publish(cv.path_from_waypoints(header, np.array([[-20.0, 0.0]])))
+    assert spin_until(lambda: not fleet.fleet.left[1] and fleet.fleet.auvs[1].pose[1] < y - 2.0,
+                      fleet, probe, timeout=30.0)
+    assert fleet.fleet.auvs[1].time == fleet.fleet.time

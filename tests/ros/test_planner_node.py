@@ -136,6 +136,23 @@ def test_lockstep_waits_for_a_map_made_after_the_goal(graph, spin_until):
     assert probe.last_status(STATUS)[2].state == "driving"
 
 
+def test_a_restarted_planner_cuts_the_pilot_at_the_first_map(graph, spin_until):
+    """skip_pilot: a restart on a restored map plans informatively at the first map it
+    counts, from where the vehicle is on the pilot's first leg, not at the pilot's end."""
+    planner, probe = graph(skip_pilot=True)
+    pilot, _ = expected_run(0, [])
+    here = (pilot[0] + pilot[1]) / 2  # on the way to the pilot's second waypoint
+    probe.send_odom(here, 5_000_000_000)
+    assert spin_until(lambda: STATUS in probe.diagnostics
+                      and probe.last_status(STATUS)[2].position is not None,
+                      planner, probe.node)
+    assert len(probe.plans) == 1 and state(probe) == "pilot"
+    probe.send_map(stamp_ns=1)  # the restored map: its samples are older than this start
+    assert spin_until(lambda: len(probe.plans) == 2, planner, probe.node, timeout=10.0)
+    np.testing.assert_array_equal(msg.path_to_waypoints(probe.plans[1]),
+                                  [expected_run(1, [here])[1][0]])
+
+
 def test_a_map_that_overtakes_the_odometry_still_counts(graph, spin_until):
     planner, probe = graph()
     pilot, _ = expected_run(0, [])

@@ -107,3 +107,38 @@ def test_a_fleet_of_one_flies_as_the_vehicle_alone():
     while not sim.holding:
         flown += sim.advance(sim.time + 7.0)[0]
     assert flown == expected and len(flown) > 10
+
+
+def test_a_vehicle_that_left_holds_position_on_the_clock_and_flies_when_back():
+    sim = fleet()
+    (x0, y0, _), (x1, y1, _) = sim.auvs[0].pose, sim.auvs[1].pose
+    sim.set_plan(0, [[-x0, -y0]])  # across the terrain, through its middle
+    sim.set_plan(1, [[-x1, -y1]])
+    sim.advance(5.0)
+    assert sim.time == pytest.approx(5.0) and not sim.holding
+    sim.set_left(1, True)  # its stack is gone mid-leg: it drops its plan
+    assert sim.auvs[1].holding and not sim.holding and sim.waiting() == []
+    held = sim.auvs[1].pose
+    events = sim.advance(10.0)
+    # the other flies on; the one that left keeps the clock, in place, still sounding
+    assert sim.time == pytest.approx(10.0) and sim.auvs[1].time == pytest.approx(10.0)
+    assert sim.auvs[1].pose[:2] == pytest.approx(held[:2], abs=0.5)
+    assert events[1][-1].t == pytest.approx(10.0)
+    assert any(isinstance(event, Sounding) for event in events[1])
+    assert np.hypot(sim.auvs[0].pose[0] - x0, sim.auvs[0].pose[1] - y0) > 5.0
+    sim.set_left(1, False)  # back, without a plan yet: lockstep holds the clock for it
+    assert sim.waiting() == [1] and sim.advance(20.0) == [[], []]
+    sim.set_plan(1, [[-x1, -y1]])  # at the fleet's time: it flies again
+    sim.advance(12.0)
+    assert sim.time == sim.auvs[1].time == pytest.approx(12.0)
+    assert np.hypot(sim.auvs[1].pose[0] - held[0], sim.auvs[1].pose[1] - held[1]) > 1.0
+
+
+def test_a_done_vehicle_that_leaves_stays_stopped():
+    sim = fleet()
+    sim.done[0] = True
+    sim.set_left(0, True)
+    x, y, _ = sim.auvs[1].pose
+    sim.set_plan(1, [[-x, -y]])
+    sim.advance(3.0)
+    assert sim.time == pytest.approx(3.0) and sim.auvs[0].time == 0.0

@@ -21,6 +21,15 @@ def test_the_fleet_ends_with_its_last_vehicle():
     assert fleet_state({"/auv0": "aborted", "/auv1": "done"}) == "aborted"
 
 
+def test_a_vehicle_that_left_is_not_waited_for():
+    running = {"/auv0": "done", "/auv1": "adaptive"}
+    assert fleet_state(running, left={"/auv1"}) == "done"
+    assert fleet_state({"/auv0": "adaptive", "/auv1": "adaptive"}, {"/auv0"}) == "adaptive"
+    assert fleet_state({"/auv0": "done", "/auv1": "aborted"}, {"/auv1"}) == "done"
+    assert fleet_state(running, left={"/auv0", "/auv1"}) == "aborted"  # nobody to end it
+    assert fleet_state(running, left=()) == "adaptive"  # back: waited for again
+
+
 def test_the_fleet_s_figures_are_the_vehicle_s_that_counted_most():
     assert fleet_mission({"/auv0": None}) is None
     assert fleet_mission({"/auv0": status(3), "/auv1": None, "/auv2": status(7)}).reason == "7"
