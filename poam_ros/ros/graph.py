@@ -56,6 +56,7 @@ from poam_ros.setup.fleet_launch import (
     FLEET_SIM,
     FleetOptions,
     fleet_nodes,
+    recorded_topics,
     vehicle_namespaces,
     write_fleet_file,
 )
@@ -190,6 +191,10 @@ def write_graph_file(setup: MissionSetup, params_file: Path, options: GraphOptio
     :func:`~poam_ros.setup.sim_launch.mavlink_parameters`)."""
     overrides = graph_overrides(options, log_dir)
     if options.robots > 1:
+        if options.record is not None:  # the file's topics, in every vehicle's namespace
+            overrides[RECORDER]["topics"] = recorded_topics(
+                load_config(params_file, RECORDER, RecorderConfig).topics, options.robots,
+                options.fleet.central)
         return write_fleet_file(setup, params_file, log_dir / EFFECTIVE_FILE, options.robots,
                                 terrain, overrides, options.fleet)
     if options.vehicle == "mavlink":
@@ -211,15 +216,16 @@ def run_graph(setup: MissionSetup, terrain: Terrain, effective: Path, options: G
     reason)`` each vehicle's change of mission state in a fleet."""
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")  # the monitor's too
     fleet = options.robots > 1
-    starts = start_order(fleet_nodes(effective, options.robots, options.fleet.central)
+    starts = start_order(fleet_nodes(effective, options.robots, options.fleet.central,
+                                     record=options.record is not None,
+                                     view=options.view is not None)
                          if fleet else
                          sim_nodes(effective, record=options.record is not None,
                                    view=options.view is not None, vehicle=options.vehicle))
     recording = _recording(effective) if options.record is not None else None
     if recording is not None:
-        sensors = SENSOR_TOPICS + (("/sonar/swath",) if load_config(
-            effective, CLOCK_SOURCE, MultibeamStreamConfig, "multibeam").enabled else ())
-        unrecorded = [topic for topic in sensors if not recording(topic)]
+        unrecorded = [topic for topic in _sensor_topics(effective, options.robots)
+                      if not recording(topic)]
         if unrecorded:  # sim.launch.xml's record:=true holds the clock for the recorder
             raise GraphError(f"the recorder does not record {', '.join(unrecorded)}: with "
                              f"--record the clock waits until it subscribes to every sensor; "
@@ -283,6 +289,18 @@ def _monitor_nodes(monitor: MissionMonitor) -> list[MissionMonitor]:
     """The monitor's nodes: itself, and a distributed fleet's monitor of each further
     vehicle's map."""
     return [monitor, *getattr(monitor, "vehicle_monitors", {}).values()]
+
+
+def _sensor_topics(effective: Path, robots: int) -> list[str]:
+    """The simulated sensors' topics (a fleet's: in every vehicle's namespace), the swaths
+    with the multibeam enabled."""
+    clock = FLEET_SIM if robots > 1 else CLOCK_SOURCE
+    sensors = SENSOR_TOPICS + (("/sonar/swath",) if load_config(
+        effective, clock, MultibeamStreamConfig, "multibeam").enabled else ())
+    if robots == 1:
+        return list(sensors)
+    return [f"{namespace}{topic}" for namespace in vehicle_namespaces(robots)
+            for topic in sensors]
 
 
 def _recording(params_file: Path) -> Callable[[str], bool]:
