@@ -14,7 +14,9 @@ sim.launch.xml params_file:=<out>/logs/parameters.yaml`` starts the same graph. 
 source, starts once the monitor hears the other nodes, so that it misses no batch and no map.
 With ``GraphOptions.robots`` > 1 the graph is a fleet's (:func:`~poam_ros.setup.fleet_launch.
 fleet_nodes`: fleet.launch.xml's for N vehicles, ``fleet_sim`` the clock source) and a
-:class:`~poam_ros.ros.fleet_monitor.FleetMonitor` scores the central map.
+:class:`~poam_ros.ros.fleet_monitor.FleetMonitor` scores the central map; its recorder records
+every vehicle's topics and the fleet's (:func:`~poam_ros.setup.fleet_launch.recorded_topics`)
+and its clock, too, waits for the recorder to subscribe to every vehicle's sensors.
 
 The run ends when the planner's mission is done (or aborted) and the map holding its last
 count is scored (:class:`MissionMonitor`), on Ctrl-C or SIGTERM, or with a

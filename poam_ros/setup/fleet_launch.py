@@ -24,6 +24,10 @@ setup's values for every node, and what makes a fleet of them:
   (``fleet.vehicle_index``, ``fleet.vehicles``), its teammates' plan announcements
   (``fleet.teammates``) and ``coordination.enabled`` (:class:`FleetOptions`).
 
+* ``/**/viewer``: the fleet's ``vehicles`` (their namespaces), for ``view:=true``; the
+  ``/**/recorder`` section is the file's (``poam-ros sim --record`` lists
+  :func:`recorded_topics` there).
+
 Without a central map (``FleetOptions.central`` false) each vehicle has its own mapper and
 its end of the links, ``fleet_link``, and the ``fleet_channel`` node simulates the medium:
 :func:`link_sections` writes their sections, and the planners hear their teammates' plans as
@@ -135,7 +139,7 @@ def recorded_topics(topics: list[str], robots: int, central: bool = True) -> lis
         names.append(f"{namespace}/{PLAN_TOPIC}")
         if not central:
             names += [f"{namespace}/{topic}" for topic in LINK_TOPICS]
-            names += [topic for topic in teammate_topics(robots, k, central=False)]
+            names += teammate_topics(robots, k, central=False)
     return list(dict.fromkeys(names))
 
 
