@@ -237,9 +237,14 @@ def _remap_parser() -> ArgumentParser:
     parser.add_argument("--updates", choices=("auto", "map", "batch"), default="auto")
     parser.add_argument("--tail", choices=("auto", "map", "drop"), default="auto")
     parser.add_argument("--truth", choices=("auto", "sim", "none"), default="auto")
+    parser.add_argument("--namespace", default="", metavar="NS",
+                        help="a fleet's bag: the topics below in this namespace (--namespace "
+                             "auv1: /auv1/odom, ..., /auv1/map; --namespace fleet --source "
+                             "samples: the central map from every vehicle's batches), "
+                             "/diagnostics aside")
     for name in REMAP_TOPICS:
         default = getattr(RemapConfig(), f"{name}_topic")
-        parser.add_argument(f"--{name}-topic", default=default, help=f"default {default}")
+        parser.add_argument(f"--{name}-topic", help=f"default {default}, in --namespace")
     parser.add_argument("--torch-threads", type=int, help="torch threads (default: the "
                         "file's mapper torch_threads, 0 meaning torch's own; a live map is "
                         "reproduced to the bit only with the live mapper's thread count)")
@@ -266,9 +271,22 @@ def _remap_setup(args):
     if args.torch_threads is not None:
         setup.mapper_node.replace(torch_threads=args.torch_threads)
     config = RemapConfig(source=args.source, updates=args.updates, tail=args.tail,
-                         truth=args.truth, **{f"{name}_topic": getattr(args, f"{name}_topic")
-                                              for name in REMAP_TOPICS})
+                         truth=args.truth, **remap_topics(args))
     return setup, config
+
+
+def remap_topics(args) -> dict[str, str]:
+    """The remap's topics: each one the command line gives, else its default in
+    ``--namespace`` (``/diagnostics``, the whole graph's, as it is)."""
+    from poam_ros.bags.remap_config import RemapConfig
+
+    namespace = "/" + args.namespace.strip("/") if args.namespace.strip("/") else ""
+    topics = {}
+    for name in REMAP_TOPICS:
+        given, default = getattr(args, f"{name}_topic"), getattr(RemapConfig(), f"{name}_topic")
+        topics[f"{name}_topic"] = given or (default if name == "diagnostics"
+                                            else f"{namespace}{default}")
+    return topics
 
 
 def print_remap_notes(result) -> None:

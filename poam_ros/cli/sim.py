@@ -299,8 +299,8 @@ def _check_graph_options(args, setup, params: Path) -> None:
 
 def _check_fleet_options(args, setup) -> None:
     """What a fleet (``--robots`` > 1) flies with: coordination with the max_entropy planner
-    only, links as the link model takes them; one vehicle's bag, view and ROS-free
-    comparison are the single vehicle's. Raises ConfigError."""
+    only, links as the link model takes them; the ROS-free comparison and the MAVLink
+    vehicle are the single vehicle's. Raises ConfigError."""
     from poam_ros.params import ConfigError
 
     if args.robots < 1:
@@ -314,12 +314,13 @@ def _check_fleet_options(args, setup) -> None:
 
     LinkConfig(bandwidth=args.link_bandwidth, latency=args.link_latency,
                loss_probability=args.link_loss, slot_length=args.link_slot_length)
-    given = [option for option, value in (("--record", args.record), ("--view", args.view),
-                                          ("--compare", args.compare)) if value]
+    if args.compare:
+        raise ConfigError("--compare: with --robots there is no ROS-free fleet mission to "
+                          "compare with (poam-ros mission flies one vehicle)")
     if args.vehicle != "simulated":
-        given.append(f"--vehicle {args.vehicle}")
-    if given:
-        raise ConfigError(f"{', '.join(given)}: the single vehicle's, not yet with --robots")
+        raise ConfigError(f"--vehicle {args.vehicle}: with --robots the fleet_sim node flies "
+                          f"every vehicle on one clock; the MAVLink endpoint and bridge are "
+                          f"the single simulated AUV's")
 
 
 def print_launch(params: Path, effective: Path, record: bool, view: bool = False,
@@ -331,7 +332,8 @@ def print_launch(params: Path, effective: Path, record: bool, view: bool = False
     if robots > 1:
         print(f"the graph: {robots} vehicles, as fleet.launch.xml starts "
               f"two: ros2 launch poam_ros fleet.launch.xml sim:=true params_file:={effective}"
-              + ("" if central else " central_map:=false"))
+              + ("" if central else " central_map:=false") + (" record:=true" if record else "")
+              + (" view:=true" if view else ""))
         return
     print(f"the graph: ros2 launch poam_ros sim.launch.xml params_file:={effective}"
           + (" record:=true" if record else "") + (" view:=true" if view else "")

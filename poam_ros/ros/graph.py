@@ -14,7 +14,9 @@ sim.launch.xml params_file:=<out>/logs/parameters.yaml`` starts the same graph. 
 source, starts once the monitor hears the other nodes, so that it misses no batch and no map.
 With ``GraphOptions.robots`` > 1 the graph is a fleet's (:func:`~poam_ros.setup.fleet_launch.
 fleet_nodes`: fleet.launch.xml's for N vehicles, ``fleet_sim`` the clock source) and a
-:class:`~poam_ros.ros.fleet_monitor.FleetMonitor` scores the central map.
+:class:`~poam_ros.ros.fleet_monitor.FleetMonitor` scores the central map; its recorder records
+every vehicle's topics and the fleet's (:func:`~poam_ros.setup.fleet_launch.recorded_topics`)
+and its clock, too, waits for the recorder to subscribe to every vehicle's sensors.
 
 The run ends when the planner's mission is done (or aborted) and the map holding its last
 count is scored (:class:`MissionMonitor`), on Ctrl-C or SIGTERM, or with a
@@ -56,6 +58,7 @@ from poam_ros.setup.fleet_launch import (
     FLEET_SIM,
     FleetOptions,
     fleet_nodes,
+    recorded_topics,
     vehicle_namespaces,
     write_fleet_file,
 )
@@ -190,6 +193,10 @@ def write_graph_file(setup: MissionSetup, params_file: Path, options: GraphOptio
     :func:`~poam_ros.setup.sim_launch.mavlink_parameters`)."""
     overrides = graph_overrides(options, log_dir)
     if options.robots > 1:
+        if options.record is not None:  # the file's topics, in every vehicle's namespace
+            overrides[RECORDER]["topics"] = recorded_topics(
+                load_config(params_file, RECORDER, RecorderConfig).topics, options.robots,
+                options.fleet.central)
         return write_fleet_file(setup, params_file, log_dir / EFFECTIVE_FILE, options.robots,
                                 terrain, overrides, options.fleet)
     if options.vehicle == "mavlink":
@@ -211,15 +218,16 @@ def run_graph(setup: MissionSetup, terrain: Terrain, effective: Path, options: G
     reason)`` each vehicle's change of mission state in a fleet."""
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")  # the monitor's too
     fleet = options.robots > 1
-    starts = start_order(fleet_nodes(effective, options.robots, options.fleet.central)
+    starts = start_order(fleet_nodes(effective, options.robots, options.fleet.central,
+                                     record=options.record is not None,
+                                     view=options.view is not None)
                          if fleet else
                          sim_nodes(effective, record=options.record is not None,
                                    view=options.view is not None, vehicle=options.vehicle))
     recording = _recording(effective) if options.record is not None else None
     if recording is not None:
-        sensors = SENSOR_TOPICS + (("/sonar/swath",) if load_config(
-            effective, CLOCK_SOURCE, MultibeamStreamConfig, "multibeam").enabled else ())
-        unrecorded = [topic for topic in sensors if not recording(topic)]
+        unrecorded = [topic for topic in _sensor_topics(effective, options.robots)
+                      if not recording(topic)]
         if unrecorded:  # sim.launch.xml's record:=true holds the clock for the recorder
             raise GraphError(f"the recorder does not record {', '.join(unrecorded)}: with "
                              f"--record the clock waits until it subscribes to every sensor; "
@@ -283,6 +291,18 @@ def _monitor_nodes(monitor: MissionMonitor) -> list[MissionMonitor]:
     """The monitor's nodes: itself, and a distributed fleet's monitor of each further
     vehicle's map."""
     return [monitor, *getattr(monitor, "vehicle_monitors", {}).values()]
+
+
+def _sensor_topics(effective: Path, robots: int) -> list[str]:
+    """The simulated sensors' topics (a fleet's: in every vehicle's namespace), the swaths
+    with the multibeam enabled."""
+    clock = FLEET_SIM if robots > 1 else CLOCK_SOURCE
+    sensors = SENSOR_TOPICS + (("/sonar/swath",) if load_config(
+        effective, clock, MultibeamStreamConfig, "multibeam").enabled else ())
+    if robots == 1:
+        return list(sensors)
+    return [f"{namespace}{topic}" for namespace in vehicle_namespaces(robots)
+            for topic in sensors]
 
 
 def _recording(params_file: Path) -> Callable[[str], bool]:

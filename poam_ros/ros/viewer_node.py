@@ -11,12 +11,20 @@ every ``trail_spacing`` metres. ``poam-ros sim --view`` starts it beside the oth
 robot, ``ros2 run poam_ros viewer`` (the parameters of :class:`ViewerSettings`; ``view.*``:
 where it listens, :class:`~poam_ros.view.config.ViewConfig`; ``geo.*`` and ``workspace.*``, the
 mapper's, for the fix and the workspace on the world map).
+
+A fleet's viewer (``vehicles``: the namespaces, as ``poam-ros sim --robots N --view`` and
+fleet.launch.xml's ``view:=true`` start it in the root namespace) subscribes to each vehicle's
+``<ns>/odom``, ``<ns>/plan`` and ``<ns>/mission/state`` and shows each on its own pose channel
+and scene entities; its ``map``, ``samples``, ... are remapped to the fleet's map
+(``/fleet/map``, or the first vehicle's own), and the status holds each vehicle's state and
+the fleet's (:func:`~poam_ros.planners.fleet_state.fleet_state`).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
@@ -28,6 +36,7 @@ from poam_ros.dependencies import MissingDependency
 from poam_ros.diagnostics import DiagnosticsError, IngestStatus, MapperStatus, ScoreStatus
 from poam_ros.geo import GeoConfig, GeoReference, resolve_workspace
 from poam_ros.params import Params, param
+from poam_ros.planners.fleet_state import fleet_state
 from poam_ros.ros import qos
 from poam_ros.ros.parameters import declare_config
 from poam_ros.ros.run import StartingNode, run_node
@@ -46,6 +55,17 @@ class ViewerSettings(Params):
     pose_rate: float = param(5.0, "pose frames per second at most (sim time)", unit="Hz",
                              low=1e-3)
     trail_spacing: float = param(5.0, "a trail point every this far", unit="m", low=0.0)
+    vehicles: list[str] = param([], "a fleet's vehicles' namespaces (/auv0, ...): each one's "
+                                    "odom, plan and mission/state; empty: the single "
+                                    "vehicle's, relative names")
+
+
+@dataclass
+class _Track:
+    """One vehicle's trail [m] and the time of its last pose frame [s]."""
+
+    trail: list[tuple[float, float]] = field(default_factory=list)
+    last_pose_time: float = -math.inf
 
 
 class ViewerNode(StartingNode):
@@ -55,7 +75,7 @@ class ViewerNode(StartingNode):
         super().__init__(node_name, **node_kwargs)
 
     def _start(self, node_name: str) -> None:
-        self.settings = declare_config(self, ViewerSettings, read_only=("channels",))
+        self.settings = declare_config(self, ViewerSettings, read_only=("channels", "vehicles"))
         config = declare_config(self, ViewConfig, "view",
                                 read_only=[spec.name for spec in ViewConfig.specs()])
         channels = tuple(self.settings.channels)
@@ -70,20 +90,25 @@ class ViewerNode(StartingNode):
             read_only=[spec.name for spec in WorkspaceConfig.specs()]), georeference)
         from poam_ros.view.server import LiveView  # MissingDependency without the SDK
 
+        vehicles = tuple(self.settings.vehicles)
         self.view = LiveView(config, np.reshape(workspace.vertices, (-1, 2)), georeference,
-                             std_scale_max=self.settings.std_scale_max, layers=layers)
+                             std_scale_max=self.settings.std_scale_max, layers=layers,
+                             vehicles=vehicles)
         self._channels = channels
-        self._trail: list[tuple[float, float]] = []
-        self._last_pose_time = -math.inf
+        self._tracks = {vehicle: _Track() for vehicle in vehicles or ("",)}
+        self._states: dict[str, dict] = {}  # a fleet's: per vehicle, its state and mission
         self._status: dict = {}
         subscribe = self.create_subscription
-        subscribe(Odometry, "odom", self._on_odom, qos.ODOMETRY)
-        subscribe(Path, "plan", self._on_plan, qos.LATCHED)
+        for vehicle in self._tracks:
+            prefix = f"{vehicle.rstrip('/')}/" if vehicle else ""
+            subscribe(Odometry, f"{prefix}odom", partial(self._on_odom, vehicle), qos.ODOMETRY)
+            subscribe(Path, f"{prefix}plan", partial(self._on_plan, vehicle), qos.LATCHED)
+            subscribe(DiagnosticStatus, f"{prefix}mission/state",
+                      partial(self._on_state, vehicle), qos.LATCHED)
         subscribe(PointCloud2, "samples", self._on_samples, qos.SAMPLES)
         subscribe(PointCloud2, "map", self._on_map, qos.LATCHED)
         subscribe(PointCloud2, "map/inducing", self._on_inducing, qos.LATCHED)
         subscribe(PointCloud2, "map/memory", self._on_memory, qos.LATCHED)
-        subscribe(DiagnosticStatus, "mission/state", self._on_state, qos.LATCHED)
         subscribe(DiagnosticArray, "/diagnostics", self._on_diagnostics, qos.DIAGNOSTICS)
         self.get_logger().info(f"live view on {self.view.address}")
 
@@ -92,16 +117,17 @@ class ViewerNode(StartingNode):
         super().destroy_node()
 
     # ---------------------------------------------------------------- callbacks
-    def _on_odom(self, message: Odometry) -> None:
+    def _on_odom(self, vehicle: str, message: Odometry) -> None:
         t, x, y, z, yaw = msg.odometry_to_pose(message)
-        if not self._trail or math.dist(self._trail[-1], (x, y)) >= self.settings.trail_spacing:
-            self._trail.append((x, y))
-        if t - self._last_pose_time >= 1.0 / self.settings.pose_rate:
-            self._last_pose_time = t
-            self._show(t, pose=(x, y, z, yaw), trail=np.array(self._trail))
+        track = self._tracks[vehicle]
+        if not track.trail or math.dist(track.trail[-1], (x, y)) >= self.settings.trail_spacing:
+            track.trail.append((x, y))
+        if t - track.last_pose_time >= 1.0 / self.settings.pose_rate:
+            track.last_pose_time = t
+            self._show(t, vehicle=vehicle, pose=(x, y, z, yaw), trail=np.array(track.trail))
 
-    def _on_plan(self, message: Path) -> None:
-        self._show(msg.time_to_seconds(message.header.stamp),
+    def _on_plan(self, vehicle: str, message: Path) -> None:
+        self._show(msg.time_to_seconds(message.header.stamp), vehicle=vehicle,
                    plan=msg.path_to_waypoints(message))
 
     def _on_samples(self, message: PointCloud2) -> None:
@@ -123,9 +149,16 @@ class ViewerNode(StartingNode):
         self._show(msg.time_to_seconds(message.header.stamp),
                    map=map_from_cloud(message, self._channels))
 
-    def _on_state(self, status: DiagnosticStatus) -> None:
-        self._status.update({"state": status.message,
-                             "mission": {kv.key: kv.value for kv in status.values}})
+    def _on_state(self, vehicle: str, status: DiagnosticStatus) -> None:
+        mission = {kv.key: kv.value for kv in status.values}
+        if not vehicle:
+            self._status.update({"state": status.message, "mission": mission})
+        else:  # a fleet's: every vehicle's, and the fleet's state from them
+            self._states[vehicle] = {"state": status.message, "mission": mission}
+            self._status.update(
+                state=fleet_state({ns: self._states.get(ns, {}).get("state", "")
+                                   for ns in self._tracks}),
+                vehicles=dict(self._states))
         self._show(self.get_clock().now().nanoseconds * 1e-9)
 
     def _on_diagnostics(self, message: DiagnosticArray) -> None:

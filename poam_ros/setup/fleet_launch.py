@@ -24,6 +24,10 @@ setup's values for every node, and what makes a fleet of them:
   (``fleet.vehicle_index``, ``fleet.vehicles``), its teammates' plan announcements
   (``fleet.teammates``) and ``coordination.enabled`` (:class:`FleetOptions`).
 
+* ``/**/viewer``: the fleet's ``vehicles`` (their namespaces), for ``view:=true``; the
+  ``/**/recorder`` section is the file's (``poam-ros sim --record`` lists
+  :func:`recorded_topics` there).
+
 Without a central map (``FleetOptions.central`` false) each vehicle has its own mapper and
 its end of the links, ``fleet_link``, and the ``fleet_channel`` node simulates the medium:
 :func:`link_sections` writes their sections, and the planners hear their teammates' plans as
@@ -71,9 +75,11 @@ LINK_LAUNCH = "fleet_link.launch.xml"
 FLEET_NAMESPACE = "/fleet"  # the central mapper's, and its topics'
 CENTRAL_MAPPER = f"{FLEET_NAMESPACE}/mapper"
 FLEET_SIM = "fleet_sim"
+RECORDER, VIEWER = "recorder", "viewer"  # with record:=true, view:=true: in the root namespace
 #: the sections of a fleet's effective file keyed /**/<node>
-SECTIONS = (FLEET_SIM, "sensor_ingest", "mapper", "planner", "mission")
+SECTIONS = (FLEET_SIM, "sensor_ingest", "mapper", "planner", "mission", RECORDER, VIEWER)
 PLAN_TOPIC = "fleet/plan"  # a planner's announcement, in its vehicle's namespace
+LINK_TOPICS = ("fleet/out", "fleet/in")  # a vehicle's packets to and from the medium
 
 
 @dataclass(frozen=True)
@@ -92,15 +98,18 @@ def vehicle_namespaces(robots: int) -> list[str]:
     return FleetConfig(vehicles=robots).namespaces()
 
 
-def fleet_nodes(params_file: str | Path, robots: int, central: bool = True) -> list[LaunchNode]:
+def fleet_nodes(params_file: str | Path, robots: int, central: bool = True,
+                record: bool = False, view: bool = False) -> list[LaunchNode]:
     """The nodes of the simulated fleet of ``robots`` vehicles, each configured by
-    ``params_file``: fleet.launch.xml's with ``sim:=true`` (``central_map:=`` ``central``)
-    for two. Without a central map each vehicle has its own mapper, as robot.launch.xml
-    starts it, and its end of the links (fleet_link.launch.xml), and the ``fleet_channel``
-    node simulates the medium between them."""
+    ``params_file``: fleet.launch.xml's with ``sim:=true`` (``central_map:=`` ``central``,
+    ``record:=`` ``record``, ``view:=`` ``view``) for two. Without a central map each vehicle
+    has its own mapper, as robot.launch.xml starts it, and its end of the links
+    (fleet_link.launch.xml), and the ``fleet_channel`` node simulates the medium between
+    them."""
     file = str(params_file)
     fleet = [node for node in expand(launch_file(FLEET_LAUNCH), {
-        "params_file": file, "sim": "true", "central_map": "true" if central else "false"})
+        "params_file": file, "sim": "true", "central_map": _flag(central),
+        "record": _flag(record), "view": _flag(view)})
              if node.namespace in ("", FLEET_NAMESPACE)]
     shared = {"mapper": "false", "map_prefix": f"{FLEET_NAMESPACE}/"} if central else {}
     for namespace in vehicle_namespaces(robots):
@@ -109,6 +118,29 @@ def fleet_nodes(params_file: str | Path, robots: int, central: bool = True) -> l
         if not central:
             fleet += expand(launch_file(LINK_LAUNCH), given)
     return fleet
+
+
+def _flag(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def recorded_topics(topics: list[str], robots: int, central: bool = True) -> list[str]:
+    """What the fleet's recorder (in the root namespace) records of ``topics`` (the
+    recorder's, relative names as a single vehicle's stack has them): a relative name in
+    every vehicle's namespace and, with a central map, in ``/fleet`` (``/fleet/map``,
+    ``/fleet/samples``); an absolute one as it is; and each vehicle's plan announcement and,
+    without a central map, its link's packets and the teammates' plans its link heard."""
+    namespaces = vehicle_namespaces(robots)
+    spaces = [*namespaces, *([FLEET_NAMESPACE] if central else [])]
+    names = [topic for topic in topics if topic.startswith("/")]
+    names += [f"{space}/{topic}" for topic in topics if not topic.startswith("/")
+              for space in spaces]
+    for k, namespace in enumerate(namespaces):
+        names.append(f"{namespace}/{PLAN_TOPIC}")
+        if not central:
+            names += [f"{namespace}/{topic}" for topic in LINK_TOPICS]
+            names += teammate_topics(robots, k, central=False)
+    return list(dict.fromkeys(names))
 
 
 def teammate_topics(robots: int, index: int, central: bool = True) -> list[str]:
@@ -202,6 +234,7 @@ def write_fleet_file(setup: MissionSetup, params_file: str | Path, path: str | P
     planner["mission.max_samples"] = robots * setup.mission_control.max_samples
     if fleet.central:
         planner["mapper_name"] = CENTRAL_MAPPER
+    values[VIEWER]["vehicles"] = vehicle_namespaces(robots)
     for node in SECTIONS:
         values[node].update(overrides.get(node, {}))
     tree: dict[str, Any] = {f"/**/{node}": {PARAMETERS_KEY: nest_parameters(values[node])}

@@ -65,9 +65,12 @@ class MapView:
 
 @dataclass
 class ViewFrame:
-    """What the view shows at ``stamp`` [s]; ``None`` leaves a channel as it was."""
+    """What the view shows at ``stamp`` [s]; ``None`` leaves a channel as it was. ``vehicle``:
+    whose pose, trail and plan these are (a fleet's namespace, ``/auv1``; "" the single
+    vehicle's)."""
 
     stamp: float
+    vehicle: str = ""
     pose: tuple[float, float, float, float] | None = None  # x, y, z [m], yaw [rad]
     trail: np.ndarray | None = None  # (P, 2) the path flown [m]
     plan: np.ndarray | None = None  # (W, 2) or (W, 3) the plan's waypoints, the goal last
@@ -80,12 +83,13 @@ class ViewFrame:
     def merged(self, newer: ViewFrame) -> ViewFrame:
         """This frame brought up to date by ``newer``: its parts where it has them, this
         frame's elsewhere, the status keys of both (so that a frame the view had no time for
-        loses nothing that a newer one does not replace)."""
+        loses nothing that a newer one does not replace); both of one vehicle."""
         parts = {name: getattr(newer, name) if getattr(newer, name) is not None
                  else getattr(self, name)
                  for name in ("pose", "trail", "plan", "soundings", "inducing", "memory",
                               "map")}
-        return ViewFrame(stamp=newer.stamp, status={**self.status, **newer.status}, **parts)
+        return ViewFrame(stamp=newer.stamp, vehicle=newer.vehicle,
+                         status={**self.status, **newer.status}, **parts)
 
 
 def timestamp(seconds: float) -> Timestamp:
@@ -117,41 +121,74 @@ def cloud_message(stamp: float, points: np.ndarray) -> PointCloud:
                       point_stride=12, fields=fields, data=xyz.tobytes())
 
 
+def vehicle_topic(vehicle: str, topic: str) -> str:
+    """A vehicle's view topic: ``topic`` (``/vehicle/pose``) under a fleet's vehicle's
+    namespace (``/auv1/vehicle/pose``), as it is for the single vehicle ("")."""
+    return f"{vehicle.rstrip('/')}{topic}"
+
+
+def vehicle_frame(vehicle: str, frame: str) -> str:
+    """A vehicle's frame: ``auv1/base_link`` in a fleet (tf's prefix), ``base_link`` alone."""
+    return f"{vehicle.strip('/')}/{frame}" if vehicle.strip("/") else frame
+
+
 def vehicle_messages(stamp: float, pose: tuple[float, float, float, float],
-                     georeference) -> dict[str, object]:
+                     georeference, vehicle: str = "") -> dict[str, object]:
     """The vehicle's pose, its frames (map -> base_link -> sonar_link: the simulated sonar
-    sits at the vehicle's origin) and, with a ``georeference``, its ``LocationFix``."""
+    sits at the vehicle's origin) and, with a ``georeference``, its ``LocationFix``; a fleet's
+    ``vehicle`` (``/auv1``) on its own topics and frames (:func:`vehicle_topic`,
+    :func:`vehicle_frame`)."""
     x, y, z, yaw = pose
     time = timestamp(stamp)
+    base, sonar = vehicle_frame(vehicle, BASE_FRAME), vehicle_frame(vehicle, SONAR_FRAME)
     messages: dict[str, object] = {
-        POSE: PoseInFrame(timestamp=time, frame_id=MAP_FRAME, pose=_pose(x, y, z, yaw)),
+        vehicle_topic(vehicle, POSE): PoseInFrame(timestamp=time, frame_id=MAP_FRAME,
+                                                  pose=_pose(x, y, z, yaw)),
         TRANSFORMS: FrameTransforms(transforms=[
-            FrameTransform(timestamp=time, parent_frame_id=MAP_FRAME, child_frame_id=BASE_FRAME,
+            FrameTransform(timestamp=time, parent_frame_id=MAP_FRAME, child_frame_id=base,
                            translation=Vector3(x=float(x), y=float(y), z=float(z)),
                            rotation=_yaw(yaw)),
-            FrameTransform(timestamp=time, parent_frame_id=BASE_FRAME,
-                           child_frame_id=SONAR_FRAME, translation=Vector3(),
-                           rotation=Quaternion(w=1.0))])}
+            FrameTransform(timestamp=time, parent_frame_id=base, child_frame_id=sonar,
+                           translation=Vector3(), rotation=Quaternion(w=1.0))])}
     if georeference is not None:
         lon, lat = (float(v) for v in georeference.to_lonlat(x, y))
-        messages[FIX] = LocationFix(timestamp=time, frame_id=BASE_FRAME, latitude=lat,
-                                    longitude=lon, altitude=float(z))
+        messages[vehicle_topic(vehicle, FIX)] = LocationFix(
+            timestamp=time, frame_id=base, latitude=lat, longitude=lon, altitude=float(z))
     return messages
 
 
-def scene_message(stamp: float, trail: np.ndarray | None, plan: np.ndarray | None) -> SceneUpdate:
-    """The trail (white) and the plan (orange, its goal a sphere) as scene entities."""
+#: a fleet's vehicles' colours (r, g, b), vehicle k the k-th (then again from the first)
+FLEET_COLOURS = ((0.12, 0.47, 0.71), (1.0, 0.5, 0.05), (0.17, 0.63, 0.17), (0.84, 0.15, 0.16),
+                 (0.58, 0.4, 0.74), (0.09, 0.75, 0.81))
+SINGLE_COLOURS = ((1.0, 1.0, 1.0), (1.0, 0.55, 0.0))  # the single vehicle's trail and plan
+
+
+def scene_message(stamp: float, trail: np.ndarray | None, plan: np.ndarray | None,
+                  vehicle: str = "", index: int | None = None) -> SceneUpdate:
+    """The trail and the plan (its goal a sphere) as scene entities: the single vehicle's
+    ``trail`` (white) and ``plan`` (orange); a fleet's vehicle ``index`` (namespace
+    ``vehicle``) its ``auv<k>/trail`` and ``auv<k>/plan`` in its colour
+    (:data:`FLEET_COLOURS`), the trail lighter."""
+    if index is None:
+        (trail_rgb, plan_rgb), prefix = SINGLE_COLOURS, ""
+    else:
+        plan_rgb = FLEET_COLOURS[index % len(FLEET_COLOURS)]
+        trail_rgb, prefix = tuple(0.5 + 0.5 * c for c in plan_rgb), f"{vehicle.strip('/')}/"
     entities = []
     if trail is not None and len(trail) > 1:
-        entities.append(_line(stamp, "trail", trail, Color(r=1.0, g=1.0, b=1.0, a=1.0)))
+        entities.append(_line(stamp, f"{prefix}trail", trail, _colour(trail_rgb)))
     if plan is not None and len(plan):
         goal = plan[-1]
         marker = SpherePrimitive(pose=_pose(goal[0], goal[1], goal[2] if len(goal) > 2 else 0.0),
                                  size=Vector3(x=1.0, y=1.0, z=1.0),
-                                 color=Color(r=1.0, g=0.2, b=0.0, a=1.0))
-        entities.append(_line(stamp, "plan", plan, Color(r=1.0, g=0.55, b=0.0, a=1.0),
-                              [marker]))
+                                 color=Color(r=1.0, g=0.2, b=0.0, a=1.0) if index is None
+                                 else _colour(plan_rgb))
+        entities.append(_line(stamp, f"{prefix}plan", plan, _colour(plan_rgb), [marker]))
     return SceneUpdate(entities=entities)
+
+
+def _colour(rgb: tuple[float, float, float]) -> Color:
+    return Color(r=rgb[0], g=rgb[1], b=rgb[2], a=1.0)
 
 
 def workspace_geojson(vertices: np.ndarray, georeference) -> GeoJson:

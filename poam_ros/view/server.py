@@ -46,7 +46,7 @@ STATUS_SCHEMA = {"type": "object", "properties": {
     "smse": {"type": "number"}, "msll": {"type": "number"}, "mean_std": {"type": "number"},
     "last_update_s": {"type": "number"}, "budgets": {"type": "object"},
     "drops": {"type": "object"}, "frames_dropped": {"type": "number"},
-    "colour_ranges": {"type": "object"}}}
+    "colour_ranges": {"type": "object"}, "vehicles": {"type": "object"}}}
 
 
 class LiveView:
@@ -55,11 +55,15 @@ class LiveView:
     (``mean``, ``std``, ``<channel>/mean``, ...), the std layers coloured over
     0 .. ``std_scale_max`` [m] (the map grid's), a channel with a fixed grid scale
     (:data:`~poam_ros.mapping.map_grid.CHANNEL_SCALES`: a seabed class's probability over
-    0 .. 1 and its entropy over 0 .. ln 2) on that scale."""
+    0 .. 1 and its entropy over 0 .. ln 2) on that scale. A fleet's ``vehicles``
+    (namespaces, ``/auv0``, ...) each on its own pose and fix channels
+    (``/auv0/vehicle/pose``), frames (``auv0/base_link``) and scene entities
+    (``auv0/trail``, ``auv0/plan``, in its colour); none: the single vehicle's."""
 
     def __init__(self, config: ViewConfig, workspace_vertices: np.ndarray | None = None,
                  georeference=None, std_scale_max: float = 50.0,
-                 layers: tuple[str, ...] = ("mean", "std")) -> None:
+                 layers: tuple[str, ...] = ("mean", "std"),
+                 vehicles: tuple[str, ...] = ()) -> None:
         self.config = config
         self._std_scale_max = std_scale_max
         self._georeference = georeference
@@ -69,8 +73,10 @@ class LiveView:
                                              message_backlog_size=config.backlog)
         self.port = self._server.port
         context = {"context": self._context}
+        self._vehicles = {vehicle: k for k, vehicle in enumerate(vehicles)}
+        poses = [frames.vehicle_topic(vehicle, topics.POSE) for vehicle in vehicles or ("",)]
         self._channels: dict[str, object] = {
-            topics.POSE: PoseInFrameChannel(topics.POSE, **context),
+            **{topic: PoseInFrameChannel(topic, **context) for topic in poses},
             topics.TRANSFORMS: FrameTransformsChannel(topics.TRANSFORMS, **context),
             topics.SCENE: SceneUpdateChannel(topics.SCENE, **context),
             topics.SOUNDINGS: PointCloudChannel(topics.SOUNDINGS, **context),
@@ -84,7 +90,9 @@ class LiveView:
             topic = f"/map/{name}"
             self._channels[topic] = GridChannel(topic, **context)
         if georeference is not None:
-            self._channels[topics.FIX] = LocationFixChannel(topics.FIX, **context)
+            for vehicle in vehicles or ("",):
+                topic = frames.vehicle_topic(vehicle, topics.FIX)
+                self._channels[topic] = LocationFixChannel(topic, **context)
             self._channels[topics.WORKSPACE] = GeoJsonChannel(topics.WORKSPACE, **context)
         # The outline does not change: converted to lon/lat once, re-sent with every pose so
         # that a client who joins late sees it too.
@@ -93,7 +101,7 @@ class LiveView:
                          else None)
         self.ranges: dict[str, tuple[float, float]] = {}  # grid topic -> colour range
         self.frames_shown = self.frames_dropped = 0
-        self._slot: ViewFrame | None = None
+        self._slots: dict[str, ViewFrame] = {}  # per vehicle, the frame waiting
         self._wake = threading.Condition()
         self._closing = False
         self._thread = threading.Thread(target=self._publish, name="live_view", daemon=True)
@@ -105,13 +113,14 @@ class LiveView:
         return f"ws://{self.config.host}:{self.port}"
 
     def show(self, frame: ViewFrame) -> None:
-        """Hand ``frame`` to the view's thread; a frame still waiting is merged into it
-        (:meth:`ViewFrame.merged`) and counted as dropped."""
+        """Hand ``frame`` to the view's thread; a frame of the same vehicle still waiting is
+        merged into it (:meth:`ViewFrame.merged`) and counted as dropped."""
         with self._wake:
-            if self._slot is not None:
+            waiting = self._slots.get(frame.vehicle)
+            if waiting is not None:
                 self.frames_dropped += 1
-                frame = self._slot.merged(frame)
-            self._slot = frame
+                frame = waiting.merged(frame)
+            self._slots[frame.vehicle] = frame
             self._wake.notify()
 
     def close(self) -> None:
@@ -131,28 +140,28 @@ class LiveView:
     def _publish(self) -> None:
         while True:
             with self._wake:
-                self._wake.wait_for(lambda: self._slot is not None or self._closing)
-                frame, self._slot = self._slot, None
-            if frame is not None:
+                self._wake.wait_for(lambda: self._slots or self._closing)
+                waiting, self._slots = list(self._slots.values()), {}
+            for frame in waiting:
                 try:
                     self._log(frame)
                 except Exception:  # the view must never end the mission
                     log.exception("the live view could not show a frame")
                 self.frames_shown += 1
-            elif self._closing:
+            if not waiting and self._closing:
                 return
 
     def _log(self, frame: ViewFrame) -> None:
         stamp = frame.stamp
         if frame.pose is not None:
-            for topic, message in frames.vehicle_messages(stamp, frame.pose,
-                                                          self._georeference).items():
+            for topic, message in frames.vehicle_messages(stamp, frame.pose, self._georeference,
+                                                          frame.vehicle).items():
                 self._channels[topic].log(message)
             if self._outline is not None:
                 self._channels[topics.WORKSPACE].log(self._outline)
         if frame.trail is not None or frame.plan is not None:
-            self._channels[topics.SCENE].log(frames.scene_message(stamp, frame.trail,
-                                                                  frame.plan))
+            self._channels[topics.SCENE].log(frames.scene_message(
+                stamp, frame.trail, frame.plan, frame.vehicle, self._vehicles.get(frame.vehicle)))
         if frame.soundings is not None:
             self._channels[topics.SOUNDINGS].log(frames.cloud_message(stamp, frame.soundings))
         if frame.inducing is not None:

@@ -15,6 +15,7 @@ from poam_ros.setup.fleet_launch import (
     CENTRAL_MAPPER,
     FleetOptions,
     fleet_nodes,
+    recorded_topics,
     vehicle_namespaces,
     write_fleet_file,
 )
@@ -121,3 +122,35 @@ def test_a_distributed_fleet_talks_over_its_links(tmp_path):
         assert planner["mission.max_samples"] == 3 * setup.mission_control.max_samples
         journals.add(nodes[f"{namespace}/mapper"].parameter_values()["journal.path"])
     assert len(journals) == 3  # no two mappers write one journal
+
+
+def test_a_recorded_and_viewed_fleet_is_the_launch_file_s_graph(tmp_path):
+    """``record:=true``: the recorder, and the fleet's clock held until it subscribes to every
+    vehicle's sensors; ``view:=true``: the viewer in the root namespace on the fleet's map
+    (central) or the first vehicle's own (distributed), its vehicles from the fleet's file."""
+    params = default_parameter_file()
+    for central, map_topic in ((True, "/fleet/map"), (False, "/auv0/map")):
+        nodes = fleet_nodes(params, 3, central, record=True, view=True)
+        assert nodes[:2] == expand(launch_file("fleet.launch.xml"), {
+            "params_file": str(params), "sim": "true", "central_map": str(central).lower(),
+            "record": "true", "view": "true"})[:2]
+        by_name = {node.fqn: node for node in nodes}
+        assert by_name["/fleet_sim"].parameter_values()["hold_for"] == ["sensor_ingest",
+                                                                       "recorder_intake"]
+        assert "/recorder" in by_name
+        remaps = dict(by_name["/viewer"].remaps)
+        assert remaps["map"] == map_topic and remaps["samples"] == map_topic[:-3] + "samples"
+    assert "/viewer" not in {node.fqn for node in fleet_nodes(params, 2)}
+    setup = MissionSetup.from_file(params)
+    path = write_fleet_file(setup, params, tmp_path / "fleet.yaml", 3, mission_terrain(setup))
+    assert load_node_parameters(path, "/viewer")["vehicles"] == vehicle_namespaces(3)
+
+
+def test_the_fleet_s_recorder_records_every_vehicle_s_topics_and_the_fleet_s():
+    assert recorded_topics(["odom", "map", "/clock"], 2) == [
+        "/clock", "/auv0/odom", "/auv1/odom", "/fleet/odom", "/auv0/map", "/auv1/map",
+        "/fleet/map", "/auv0/fleet/plan", "/auv1/fleet/plan"]
+    assert recorded_topics(["samples"], 2, central=False) == [
+        "/auv0/samples", "/auv1/samples", "/auv0/fleet/plan", "/auv0/fleet/out",
+        "/auv0/fleet/in", "/auv0/fleet/teammate_1/plan", "/auv1/fleet/plan", "/auv1/fleet/out",
+        "/auv1/fleet/in", "/auv1/fleet/teammate_0/plan"]

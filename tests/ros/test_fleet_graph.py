@@ -10,6 +10,7 @@ from where its share starts, and the shares are the pilot, split, without overla
 from __future__ import annotations
 
 import json
+import socket
 import time
 
 import numpy as np
@@ -19,32 +20,35 @@ rclpy = pytest.importorskip("rclpy", exc_type=ModuleNotFoundError)
 
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from graph_helpers import RUN_LIMIT, finish, poam_ros_sim  # noqa: E402
-from nav_msgs.msg import Odometry, Path  # noqa: E402
+from nav_msgs.msg import Path  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from sensor_msgs.msg import PointCloud2  # noqa: E402
 
 from poam_ros import messages as msg  # noqa: E402
+from poam_ros.bags import BagReader, MessageTypes  # noqa: E402
+from poam_ros.cli.bags import remap  # noqa: E402
 from poam_ros.diagnostics import IngestStatus, MapperStatus  # noqa: E402
 from poam_ros.planners.coordination import path_length, pilot_share  # noqa: E402
 from poam_ros.planners.pilot import pilot_survey  # noqa: E402
 from poam_ros.ros import qos  # noqa: E402
 from poam_ros.setup.mission_setup import MissionSetup  # noqa: E402
+from poam_ros.view import topics  # noqa: E402
 from poam_ros.workspace import Workspace  # noqa: E402
+from tests.core.view.foxglove_client import watch_in_thread  # noqa: E402
 
 BUDGET = 700  # samples per vehicle: the fleet's 1400 is both pilot surveys and a few goals
 VEHICLES = ("/auv0", "/auv1")
-# m: a sample lies on its vehicle's odometry track (between two poses the probe heard; it
+# m: a sample lies on its vehicle's odometry track (between two recorded poses; it
 # may miss a few on a busy machine)
 TRACK_TOLERANCE = 3.0
 
 
 class FleetProbe:
-    """Each vehicle's odometry positions, the samples on /fleet/samples by the namespace of
-    the node that published them, and the newest status per name."""
+    """Each vehicle's plans, the samples on /fleet/samples by the namespace of the node that
+    published them, and the newest status per name."""
 
     def __init__(self, node) -> None:
         self.node = node
-        self.tracks: dict[str, list[tuple[float, float]]] = {ns: [] for ns in VEHICLES}
         self.batches: dict[str, list[np.ndarray]] = {}
         self.statuses: dict[str, object] = {}
         self.plans: dict[str, list[np.ndarray]] = {ns: [] for ns in VEHICLES}
@@ -53,10 +57,6 @@ class FleetProbe:
                                      lambda m, ns=namespace: self.plans[ns].append(np.array(
                                          [(p.pose.position.x, p.pose.position.y)
                                           for p in m.poses])), qos.LATCHED)
-            node.create_subscription(Odometry, f"{namespace}/odom",
-                                     lambda m, ns=namespace: self.tracks[ns].append(
-                                         (m.pose.pose.position.x, m.pose.pose.position.y)),
-                                     qos.ODOMETRY)
         node.create_subscription(PointCloud2, "/fleet/samples", self._on_samples, qos.SAMPLES)
         node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics,
                                  qos.DIAGNOSTICS)
@@ -80,10 +80,24 @@ class FleetProbe:
 
 
 @pytest.fixture(scope="module")
-def fleet(ros_context, tmp_path_factory, small_parameter_file):
+def live_view():
+    """A Foxglove client of the fleet's live view, watching from before the run starts:
+    (client, port); it stops once the run is over."""
+    with socket.socket() as probe_socket:  # a free port on loopback
+        probe_socket.bind(("127.0.0.1", 0))
+        port = probe_socket.getsockname()[1]
+    client, done, thread = watch_in_thread(port)
+    yield client, port
+    done.set()
+    thread.join(RUN_LIMIT)
+
+
+@pytest.fixture(scope="module")
+def fleet(ros_context, tmp_path_factory, small_parameter_file, live_view):
     from rclpy.node import Node
 
-    out = tmp_path_factory.mktemp("fleet") / "out"
+    folder = tmp_path_factory.mktemp("fleet")
+    out = folder / "out"
     node = Node("fleet_probe", context=ros_context)
     probe = FleetProbe(node)
     executor = SingleThreadedExecutor(context=ros_context)
@@ -91,7 +105,9 @@ def fleet(ros_context, tmp_path_factory, small_parameter_file):
     params = small_parameter_file()
     try:
         process = poam_ros_sim(["--params", str(params), "--robots", "2",
-                                "--max-samples", str(BUDGET), "--seed", "3"], out)
+                                "--max-samples", str(BUDGET), "--seed", "3",
+                                "--record", str(folder / "bag"), "--view", "--view-port",
+                                str(live_view[1])], out)
         code, printed, err = finish(process, executor, time.monotonic() + RUN_LIMIT)
         settle = time.monotonic() + 1.5  # the last diagnostics in flight
         while time.monotonic() < settle:
@@ -103,10 +119,22 @@ def fleet(ros_context, tmp_path_factory, small_parameter_file):
     return probe, json.loads((out / "sim.json").read_text()), printed, params
 
 
+def recorded_tracks(bag) -> dict[str, np.ndarray]:
+    """Each vehicle's odometry positions (P, 2) as the bag holds them: every pose from the
+    first (the clock waited for the recorder), which a probe joining late could miss."""
+    reader, types = BagReader(bag), MessageTypes()
+    tracks = {}
+    for namespace in VEHICLES:
+        positions = [types.deserialize(m.data, m.msgtype).pose.pose.position
+                     for m in reader.messages({f"{namespace}/odom"})]
+        tracks[namespace] = np.array([(p.x, p.y) for p in positions])
+    return tracks
+
+
 def test_each_ingest_maps_its_own_vehicle_only(fleet):
-    probe, _, _, _ = fleet
+    probe, summary, _, _ = fleet
     assert set(probe.batches) == set(VEHICLES)
-    tracks = {ns: np.array(track) for ns, track in probe.tracks.items()}
+    tracks = recorded_tracks(summary["bag"]["path"])
     assert all(len(track) > 100 for track in tracks.values())
 
     def distance(samples, track):
@@ -151,14 +179,15 @@ def test_the_central_map_holds_both_vehicles_samples_once(fleet):
 
 
 def test_coordinated_vehicles_fly_their_own_shares_of_the_pilot(fleet):
-    probe, _, _, params = fleet
+    probe, summary, _, params = fleet
+    tracks = recorded_tracks(summary["bag"]["path"])
     setup = MissionSetup.from_file(params)
     pilot = pilot_survey(Workspace.from_config(setup.workspace), np.random.default_rng(0),
                          setup.pilot)  # the bezier pilot: the same from every seed
     shares = [probe.plans[namespace][0] for namespace in VEHICLES]  # the first plan each
     for k, (namespace, share) in enumerate(zip(VEHICLES, shares)):
         np.testing.assert_allclose(share, pilot_share(pilot, k, 2), atol=1e-3)
-        track = np.array(probe.tracks[namespace])
+        track = tracks[namespace]
         # it starts where its share starts and flies through every waypoint of it
         assert np.linalg.norm(track[0] - share[0]) < TRACK_TOLERANCE
         passed = np.linalg.norm(track[:, None, :] - share[None, :, :], axis=2).min(axis=0)
@@ -167,3 +196,60 @@ def test_coordinated_vehicles_fly_their_own_shares_of_the_pilot(fleet):
     np.testing.assert_allclose(shares[0][-1], shares[1][0], atol=1e-3)
     for share in shares:
         assert abs(path_length(share) - path_length(pilot) / 2) < 0.01 * path_length(pilot)
+
+
+def test_the_bag_holds_every_vehicle_and_the_fleet(fleet):
+    """``--record``: one bag of every vehicle's sensors, plans and announcements and the
+    fleet's map and samples: every batch the central mapper mapped is in it."""
+    _, summary, _, _ = fleet
+    reader = BagReader(summary["bag"]["path"])
+    expected = {f"{ns}/{topic}" for ns in VEHICLES
+                for topic in ("odom", "sonar/range", "plan", "fleet/plan")}
+    assert expected | {"/fleet/samples", "/fleet/map", "/clock", "/diagnostics"} <= \
+        set(reader.topics)
+    assert not {"/odom", "/samples", "/map"} & set(reader.topics)  # nothing un-namespaced
+    types = MessageTypes()
+    recorded = sum(types.deserialize(message.data, message.msgtype).width
+                   for message in reader.messages({"/fleet/samples"}))
+    assert recorded >= summary["final"]["num_samples"]
+    for namespace in VEHICLES:  # each vehicle's odometry (from its first pose: see below)
+        assert reader.topics[f"{namespace}/odom"].count > 100
+
+
+def test_remap_maps_one_vehicle_or_the_central_map_from_the_fleet_s_bag(fleet, tmp_path):
+    """``remap --namespace auv1``: that vehicle's odometry and sonar through the ingest, its
+    soundings only; ``--namespace fleet --source samples``: the central map again from every
+    vehicle's batches, an update at each live map's data time (not bit-equal to the live
+    maps: the live mapper took two ingests' batches as they arrived, not in data time)."""
+    probe, summary, _, params = fleet
+    bag = summary["bag"]["path"]
+    common = ["--params", str(params), "--seed", "3", "--torch-threads", "1"]
+    assert remap([bag, *common, "--namespace", "auv1", "--tail", "map",
+                  "--out", str(tmp_path / "auv1")]) == 0
+    vehicle = json.loads((tmp_path / "auv1" / "remap.json").read_text())
+    own = summary["final"]["extra"]["samples_auv1"]
+    assert own <= vehicle["samples"] <= summary["vehicles"]["/auv1"]["samples"] + 50
+    assert vehicle["samples"] < summary["final"]["num_samples"] - own / 2  # not auv0's
+    assert remap([bag, *common, "--namespace", "fleet", "--source", "samples",
+                  "--out", str(tmp_path / "fleet")]) == 0
+    central = json.loads((tmp_path / "fleet" / "remap.json").read_text())
+    assert central["samples"] >= summary["final"]["num_samples"]
+    comparison = central["comparison_with_live"]
+    assert comparison["compared"] == comparison["live_maps"] == central["updates"] > 1
+
+
+def test_the_live_view_shows_both_vehicles_and_the_fleet_s_mission(fleet, live_view):
+    """``--view``: a Foxglove client saw the central map, each vehicle's pose on its own
+    channel and its trail and plan as its own entities, and the fleet's mission to its end."""
+    client, _ = live_view
+    received = client.received
+    assert received.get(topics.MEAN) and received.get(topics.STD)
+    for namespace in VEHICLES:
+        assert received.get(f"{namespace}{topics.POSE}")
+    entities = {entity.id for update in received[topics.SCENE] for entity in update.entities}
+    assert {"auv0/trail", "auv0/plan", "auv1/trail", "auv1/plan"} <= entities
+    states = [status.get("state") for status in received[topics.STATUS]]
+    assert states[-1] == "done"
+    assert {ns: s["state"] for ns, s in received[topics.STATUS][-1]["vehicles"].items()} == \
+        {ns: "done" for ns in VEHICLES}
+    assert not client.errors

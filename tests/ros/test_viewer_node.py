@@ -11,6 +11,7 @@ rclpy = pytest.importorskip("rclpy", exc_type=ModuleNotFoundError)
 pytest.importorskip("websockets")
 pytest.importorskip("google.protobuf")
 
+from diagnostic_msgs.msg import DiagnosticStatus, KeyValue  # noqa: E402
 from nav_msgs.msg import Odometry, Path  # noqa: E402
 from sensor_msgs.msg import PointCloud2  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
@@ -79,4 +80,65 @@ def test_the_viewer_shows_what_the_stack_publishes(start_node, make_node, spin_u
     assert (fix.latitude, fix.longitude) == pytest.approx((43.5, -70.2), abs=1e-3)
     outline = json.loads(watcher.received[topics.WORKSPACE][-1].geojson)
     assert len(outline["features"][0]["geometry"]["coordinates"][0]) == 4  # closed triangle
+    assert not watcher.errors
+
+
+def mission_state(state: str) -> DiagnosticStatus:
+    return DiagnosticStatus(name="planner: mission", message=state,
+                            values=[KeyValue(key="reason", value=f"{state} for a test")])
+
+
+def test_a_fleet_viewer_shows_every_vehicle_apart(start_node, make_node, spin_until):
+    """With ``vehicles``, each vehicle's odometry, plan and mission state come from its
+    namespace and go out on its own pose channel, frames and scene entities; the status holds
+    each vehicle's state and the fleet's."""
+    vehicles = ["/auv0", "/auv1"]
+    viewer = start_node(ViewerNode, **{"view.port": 0, "vehicles": vehicles,
+                                       "trail_spacing": 0.0})
+    stack = make_node("viewer_test_fleet")
+    odoms = [stack.create_publisher(Odometry, f"{ns}/odom", qos.ODOMETRY) for ns in vehicles]
+    plans = [stack.create_publisher(Path, f"{ns}/plan", qos.LATCHED) for ns in vehicles]
+    states = [stack.create_publisher(DiagnosticStatus, f"{ns}/mission/state", qos.LATCHED)
+              for ns in vehicles]
+    watcher, done, client = watch_in_thread(viewer.view.port)
+    poses = [f"{ns}{topics.POSE}" for ns in vehicles]
+    try:
+        assert spin_until(lambda: set(poses) <= {c["topic"] for c in watcher.channels.values()},
+                          viewer, stack, timeout=TIMEOUT)
+        for k, (odom, plan, state) in enumerate(zip(odoms, plans, states)):
+            plan.publish(cv.path_from_waypoints(stamped(2.0), np.array([[0.0, 0.0],
+                                                                        [5.0 + k, 5.0]])))
+            state.publish(mission_state("done" if k == 0 else "pilot"))
+            for t in range(3):
+                odom.publish(cv.odometry_from_state(stamped(3.0 + t), "base_link",
+                                                    (10.0 * k + t, 1.0), 0.0))
+
+        def entities() -> set[str]:
+            return {entity.id for update in watcher.received.get(topics.SCENE, [])
+                    for entity in update.entities}
+
+        def shown() -> bool:
+            status = (watcher.received.get(topics.STATUS) or [{}])[-1]
+            return (all(watcher.received.get(topic) and
+                        watcher.received[topic][-1].pose.position.x == 10.0 * k + 2
+                        for k, topic in enumerate(poses))
+                    and {"auv0/trail", "auv0/plan", "auv1/trail", "auv1/plan"} <= entities()
+                    and len(status.get("vehicles", {})) == 2)
+        assert spin_until(shown, viewer, stack, timeout=TIMEOUT)
+    finally:
+        done.set()
+        client.join(TIMEOUT)
+    assert topics.POSE not in watcher.received  # no single vehicle's pose
+    plans_shown = {entity.id: entity for update in watcher.received[topics.SCENE]
+                   for entity in update.entities}
+    assert plans_shown["auv1/plan"].lines[0].points[-1].x == 6.0
+    colours = {plans_shown[f"{ns.strip('/')}/plan"].lines[0].color.r for ns in vehicles}
+    assert len(colours) == 2  # each vehicle its own colour
+    frames_seen = {transform.child_frame_id for message in watcher.received[topics.TRANSFORMS]
+                   for transform in message.transforms}
+    assert {"auv0/base_link", "auv1/base_link"} <= frames_seen
+    status = watcher.received[topics.STATUS][-1]
+    assert status["state"] == "pilot"  # the fleet flies while one vehicle does
+    assert {ns: s["state"] for ns, s in status["vehicles"].items()} == {"/auv0": "done",
+                                                                       "/auv1": "pilot"}
     assert not watcher.errors

@@ -116,7 +116,10 @@ def graph(monkeypatch):
      "LinkConfig.bandwidth must be 0 (unlimited) or at least 1 B/s, got 0.5"),
     (["--robots", "2", "--fleet-map", "distributed", "--link-loss", "2"],
      "LinkConfig.loss_probability must be <= 1"),
-    (["--robots", "2", "--compare"], "--compare: the single vehicle's, not yet with --robots"),
+    (["--robots", "2", "--compare"], "--compare: with --robots there is no ROS-free fleet "
+                                     "mission to compare with"),
+    (["--robots", "2", "--vehicle", "mavlink"], "--vehicle mavlink: with --robots the "
+                                                "fleet_sim node flies every vehicle"),
 ])
 def test_sim_checks_everything_before_a_node_starts(tmp_path, small_parameter_file, graph,
                                                     capsys, monkeypatch, args, message):
@@ -171,6 +174,16 @@ def test_sim_coordinates_only_the_max_entropy_planner(tmp_path, small_parameter_
         capsys.readouterr().err
     assert sim(["--params", str(params), "--robots", "2", "--out", str(tmp_path / "o")]) == 1
     assert not graph.started[0][3]["fleet"].coordination  # off by default for lawnmower
+
+
+def test_sim_records_and_views_a_fleet(tmp_path, small_parameter_file, graph, capsys):
+    assert sim(["--params", str(small_parameter_file()), "--robots", "2", "--record",
+                str(tmp_path / "bag"), "--view", "--out", str(tmp_path / "out")]) == 1
+    [(_setup, _terrain, _params, options, *_)] = graph.started
+    assert options["record"] == tmp_path / "bag" and options["view"]["view.port"] == 8765
+    launch = next(line for line in capsys.readouterr().out.splitlines()
+                  if "ros2 launch poam_ros fleet.launch.xml sim:=true" in line)
+    assert launch.endswith(" record:=true view:=true")
 
 
 def test_sim_flies_a_distributed_fleet_over_the_given_links(tmp_path, small_parameter_file,

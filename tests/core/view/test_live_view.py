@@ -131,7 +131,7 @@ def test_a_busy_view_drops_frames_and_never_blocks(monkeypatch):
             assert stuck.is_set()  # handed over while the view was still busy
         view.show(frames.ViewFrame(stamp=6.0, pose=(1.0, 2.0, 0.0, 0.5)))
         view.show(frames.ViewFrame(stamp=7.0, status={"state": "pilot"}))
-        waiting = view._slot
+        waiting = view._slots[""]
         assert view.frames_dropped == 6 and waiting.stamp == 7.0
         assert waiting.pose == (1.0, 2.0, 0.0, 0.5)  # kept: the newer frame had no pose
         release.set()
