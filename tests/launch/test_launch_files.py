@@ -21,8 +21,8 @@ from poam_ros.sim.simulated_auv import SimulatedAuvConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 # The configs of the executables that launch files give single parameters to.
-CONFIGS = {"simulated_auv": SimulatedAuvConfig, "recorder": RecorderConfig,
-           "sensor_ingest": IngestConfig}
+CONFIGS = {"simulated_auv": SimulatedAuvConfig, "fleet_sim": SimulatedAuvConfig,
+           "recorder": RecorderConfig, "sensor_ingest": IngestConfig}
 LAUNCH_FILES = sorted((ROOT / "launch").glob("*.launch.xml"))
 # other packages' executables the launch files may start, each behind a switch
 FOREIGN = {"rviz2": "RViz", "foxglove_bridge": "foxglove_bridge (ros-<distro>-foxglove-bridge)"}
