@@ -47,8 +47,10 @@ RELAYED = "link"  # the label of the samples a vehicle's fleet_link relayed
 
 
 def scored(records: list, mission: MissionStatus | None) -> bool:
-    """Whether the map holding the samples ``mission`` counted is among ``records``."""
-    counted = 0 if mission is None else mission.samples_used
+    """Whether the map ``mission`` counted (the samples it holds; with a budget of the
+    vehicle's own soundings, more than those counted) is among ``records``."""
+    counted = 0 if mission is None else mission.samples_used \
+        if mission.samples_mapped is None else mission.samples_mapped
     return counted == 0 or bool(records) and records[-1].num_samples >= counted
 
 
