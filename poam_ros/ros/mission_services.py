@@ -14,7 +14,10 @@ interface:
 | ~/return_home     | std_srvs/Trigger                      | -> returning: a plan to home      |
 | mission/state     | diagnostic_msgs/DiagnosticStatus, out | latched (TL, 1): message = state, |
 |                   |                                       | values = MissionStatus            |
-| /diagnostics      | diagnostic_msgs/DiagnosticArray, in   | the mapper's sample count         |
+| /diagnostics      | diagnostic_msgs/DiagnosticArray, in   | the mapper's sample count (1,000  |
+|                   |                                       | deep: every node of a fleet       |
+|                   |                                       | publishes there, and a lost count |
+|                   |                                       | would keep its map waiting)       |
 | samples           | sensor_msgs/PointCloud2, in           | ``samples_counted: own`` only:    |
 |                   |                                       | the mapper's input, for the own   |
 |                   |                                       | soundings of each map             |
@@ -90,7 +93,7 @@ class MissionServices:
         self._own = OwnSoundings() if config.samples_counted == OWN else None
         if config.max_samples:
             node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics,
-                                     qos.DIAGNOSTICS)
+                                     qos.DIAGNOSTICS_ALL)
         if config.max_samples and self._own is not None:
             node.create_subscription(PointCloud2, "samples", self._on_samples, qos.SAMPLES)
         node.create_subscription(DiagnosticStatus, "vehicle/state", self._on_vehicle_state,
