@@ -213,9 +213,12 @@ class MissionController:
     def observe_map(self, samples: int, std: float = math.nan, own: int | None = None) -> bool:
         """A map holding ``samples`` samples, ``own`` of them this vehicle's own soundings
         (needed with ``samples_counted: own``), its std statistic ``std`` [m] (NaN: not
-        computed; the map-quality stop then waits)."""
+        computed; the map-quality stop then waits). Once the mission has ended, maps change
+        nothing: a distributed vehicle's map goes on taking its teammates' soundings."""
         if self.config.samples_counted == OWN and own is None:
             raise ValueError("samples_counted: own needs the map's own soundings")
+        if self.ended:  # the counts stay those of the map that ended it, which is scored
+            return False
         self.samples_mapped = int(samples)
         self.samples = self.samples_mapped if self.config.samples_counted == MAP else int(own)
         if math.isfinite(std):

@@ -70,6 +70,8 @@ def test_counting_its_own_soundings_a_vehicle_spends_its_share_whatever_its_map_
     assert control.state == PILOT and control.status().samples_used == 1999
     assert control.observe_map(3600, own=2000) and control.state == DONE
     assert control.reason == "samples budget spent: 2000 of 2000; holding"
+    # its map goes on taking the teammate's soundings: the counts stay the ending map's
+    assert not control.observe_map(3900, own=2000)
     status = control.status()
     assert (status.samples_used, status.samples_mapped) == (2000, 3600)
     with pytest.raises(ValueError):
