@@ -190,6 +190,9 @@ class MissionStatus:
     reason: str = key("reason")
     samples_used: int = key("samples_used")
     samples_limit: int = key("samples_limit")
+    # the samples of the map that was counted (samples_used is its own ones with
+    # samples_counted: own): the map a monitor must score before the mission is over
+    samples_mapped: int | None = key("samples_mapped", default=None)
     time_s_used: float = key("time_s_used")  # s
     time_s_limit: float = key("time_s_limit")
     distance_m_used: float = key("distance_m_used")  # m

@@ -23,7 +23,12 @@ resumes, and not while the link is still lost: the vehicle would not follow.
 Budgets, any combination (a limit of 0 is no budget), checked while the mission runs (pilot,
 adaptive):
 
-* ``samples``: the samples the mapper holds (its count, as the map that holds them reports);
+* ``samples``: the samples the mapper holds (its count, as the map that holds them reports),
+  or with ``samples_counted: own`` this vehicle's own soundings in that map, not those a fleet
+  link relayed from its teammates (:class:`OwnSoundings`): in a distributed fleet each
+  vehicle's map holds its own soundings and what its links carried, so a thin link would
+  make every vehicle fly far more than its share; counting its own, each flies its share
+  (the fleet's budget over N) whatever the link carries;
 * ``time_s``: seconds of the vehicle's clock since the first pose after the start;
 * ``distance_m``: metres flown, the sum of the straight steps between successive poses
   (x, y, z) after the start;
@@ -33,6 +38,7 @@ adaptive):
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 
@@ -48,6 +54,7 @@ RUNNING = (PILOT, ADAPTIVE)  # budgets are checked in these
 MOVING = (PILOT, ADAPTIVE, RETURNING)  # the vehicle follows a plan
 HOME, HOLD = "home", "hold"
 MEAN, P95 = "mean", "p95"
+MAP, OWN = "map", "own"  # what the sample budget counts
 
 LINK_LOST_REASON = "vehicle link lost"
 
@@ -68,6 +75,10 @@ class MissionControlConfig(Params):
     max_distance: float = param(0.0, "end the mission once the vehicle has flown this far "
                                      "(summed from its odometry); 0: no distance budget",
                                 unit="m", low=0.0)
+    samples_counted: str = param(MAP, "what max_samples counts: map (every sample the mapper "
+                                      "holds) or own (this vehicle's own soundings in its "
+                                      "map, not those a fleet link relayed: a distributed "
+                                      "fleet's share)", choices=(MAP, OWN))
     std_threshold: float = param(0.0, "end the mission once the map's predictive std over the "
                                       "workspace (std_statistic) falls below this; 0: no "
                                       "map-quality stop", unit="m", low=0.0)
@@ -121,7 +132,8 @@ class MissionController:
         self.reason = "waiting for start"
         self.changes: list[tuple[str, str]] = [(IDLE, self.reason)]
         self.ended_by: str | None = None  # the budget that ended the mission
-        self.samples = 0
+        self.samples = 0  # what the sample budget counts (samples_counted)
+        self.samples_mapped = 0  # the samples the last counted map holds
         self.time_s = 0.0
         self.distance_m = 0.0
         self.std_m = math.nan  # no map yet
@@ -198,10 +210,17 @@ class MissionController:
         self.time_s = max(self.time_s, t - self._start_time)
         return self._check()
 
-    def observe_map(self, samples: int, std: float = math.nan) -> bool:
-        """A map holding ``samples`` samples, its std statistic ``std`` [m] (NaN: not
-        computed; the map-quality stop then waits)."""
-        self.samples = int(samples)
+    def observe_map(self, samples: int, std: float = math.nan, own: int | None = None) -> bool:
+        """A map holding ``samples`` samples, ``own`` of them this vehicle's own soundings
+        (needed with ``samples_counted: own``), its std statistic ``std`` [m] (NaN: not
+        computed; the map-quality stop then waits). Once the mission has ended, maps change
+        nothing: a distributed vehicle's map goes on taking its teammates' soundings."""
+        if self.config.samples_counted == OWN and own is None:
+            raise ValueError("samples_counted: own needs the map's own soundings")
+        if self.ended:  # the counts stay those of the map that ended it, which is scored
+            return False
+        self.samples_mapped = int(samples)
+        self.samples = self.samples_mapped if self.config.samples_counted == MAP else int(own)
         if math.isfinite(std):
             self.std_m = float(std)
         return self._check()
@@ -236,6 +255,7 @@ class MissionController:
         limits = self.config.limits
         return MissionStatus(
             reason=self.reason, samples_used=self.samples, samples_limit=limits["samples"],
+            samples_mapped=self.samples_mapped,
             time_s_used=self.time_s, time_s_limit=limits["time_s"],
             distance_m_used=self.distance_m, distance_m_limit=limits["distance_m"],
             std_m_used=None if math.isnan(self.std_m) else self.std_m,
@@ -264,6 +284,31 @@ class MissionController:
     def _change(self, state: str, reason: str) -> None:
         self.state, self.reason = state, reason
         self.changes.append((state, reason))
+
+
+class OwnSoundings:
+    """This vehicle's own soundings in each map (``samples_counted: own``), from the batches
+    on its mapper's input: its ingest's are stamped with their data time, those a fleet link
+    relayed are unstamped (0), and a map is stamped with the newest own batch it holds, so the
+    own soundings of the map stamped t are those of the stamped batches up to t. Batches
+    reach this count long before the update that maps them ends (a local delivery against a
+    model update); one not yet heard is counted at the next map, so the count never runs
+    ahead of the map."""
+
+    def __init__(self) -> None:
+        self._stamps: list[int] = []  # ns, sorted
+        self._counts: list[int] = []  # the samples of the batch of each stamp
+
+    def add(self, stamp: int, count: int) -> None:
+        """A batch stamped ``stamp`` [ns] of ``count`` samples; unstamped (relayed): none."""
+        if stamp:
+            index = bisect.bisect_right(self._stamps, stamp)
+            self._stamps.insert(index, stamp)
+            self._counts.insert(index, int(count))
+
+    def until(self, stamp: int) -> int:
+        """The own soundings of the map stamped ``stamp`` [ns]."""
+        return sum(self._counts[:bisect.bisect_right(self._stamps, stamp)])
 
 
 def _figure(value: float) -> str:

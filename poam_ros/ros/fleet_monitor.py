@@ -41,17 +41,11 @@ from poam_ros.diagnostics import (
 )
 from poam_ros.planners.fleet_state import ENDED, LEFT, fleet_mission, fleet_state
 from poam_ros.ros import qos
-from poam_ros.ros.mission_monitor import MissionMonitor
+from poam_ros.ros.mission_monitor import MissionMonitor, scored
 
 FLEET_NAMESPACE = "/fleet"
 INGEST, LINK = "sensor_ingest", "fleet_link"  # the nodes that publish a vehicle's samples
 RELAYED = "link"  # the label of the samples a vehicle's fleet_link relayed
-
-
-def scored(records: list, mission: MissionStatus | None) -> bool:
-    """Whether the map holding the samples ``mission`` counted is among ``records``."""
-    counted = 0 if mission is None else mission.samples_used
-    return counted == 0 or bool(records) and records[-1].num_samples >= counted
 
 
 class VehicleMapMonitor(MissionMonitor):

@@ -60,6 +60,14 @@ SOURCES = {"samples": "sensor_ingest", "map/evaluation": "mapper", "goal": "plan
 KEPT_MAPS = 5  # maps (and inducing clouds) kept for the final figure
 
 
+def scored(records: list, mission: MissionStatus | None) -> bool:
+    """Whether the map ``mission`` counted is among ``records``: one holding its samples
+    (``samples_mapped``: with a budget of a vehicle's own soundings, more than it counted)."""
+    counted = 0 if mission is None else mission.samples_used \
+        if mission.samples_mapped is None else mission.samples_mapped
+    return counted == 0 or bool(records) and records[-1].num_samples >= counted
+
+
 class MissionMonitor(StartingNode):
     """Scores the graph's maps against ``terrain`` (and the truths of further channels in
     ``fields``, name -> (G, 2) m -> (G,), depth first; those flagged in ``binary`` scored
@@ -114,10 +122,7 @@ class MissionMonitor(StartingNode):
     def finished(self) -> bool:
         """The planner's mission is done or aborted and the map holding the samples it
         counted is scored: the mission is over, as :meth:`Mission.run`'s."""
-        if self.mission_state not in (DONE, ABORTED):
-            return False
-        counted = self.mission.samples_used
-        return counted == 0 or bool(self.records) and self.records[-1].num_samples >= counted
+        return self.mission_state in (DONE, ABORTED) and scored(self.records, self.mission)
 
     def missing_sources(self) -> list[str]:
         """The nodes not heard yet, by the topics in :data:`SOURCES`."""

@@ -14,14 +14,26 @@ interface:
 | ~/return_home     | std_srvs/Trigger                      | -> returning: a plan to home      |
 | mission/state     | diagnostic_msgs/DiagnosticStatus, out | latched (TL, 1): message = state, |
 |                   |                                       | values = MissionStatus            |
-| /diagnostics      | diagnostic_msgs/DiagnosticArray, in   | the mapper's sample count         |
+| /diagnostics      | diagnostic_msgs/DiagnosticArray, in   | the mapper's sample count (1,000  |
+|                   |                                       | deep: every node of a fleet       |
+|                   |                                       | publishes there, and a lost count |
+|                   |                                       | would keep its map waiting)       |
+| samples           | sensor_msgs/PointCloud2, in           | ``samples_counted: own`` only:    |
+|                   |                                       | the mapper's input, for the own   |
+|                   |                                       | soundings of each map             |
 | vehicle/state     | diagnostic_msgs/DiagnosticStatus, in  | latched (TL, 1): the vehicle      |
 |                   |                                       | bridge's BridgeStatus             |
 
 A refused request answers ``success: false`` and why (``the mission is done, not idle``).
 The sample budget reads the mapper's count of each map from its status (``<mapper_name>:
 mapping``, :class:`~poam_ros.diagnostics.MapperStatus`, matched by ``map_stamp``): a map counts
-for the mission once both have come, whatever order DDS delivers them in.
+for the mission once both have come, whatever order DDS delivers them in. With
+``mission.samples_counted: own`` (a vehicle of a distributed fleet) the budget counts the
+map's own soundings instead (:class:`~poam_ros.planners.mission_control.OwnSoundings`): the
+batches on ``samples``, the mapper's input, that are stamped (its own ingest's; a fleet link's
+are unstamped) up to the map's stamp. The planner reads them from the batches rather than from
+the ingest's or the link's status: those come once a second of wall time and tell no map,
+while a batch's stamp says which maps hold it.
 
 ``vehicle/state`` is the vehicle bridge's report (:mod:`poam_ros.ros.vehicle_bridge_node`): a
 bridge that had the autopilot's heartbeat and lost it (``link_up`` false with a
@@ -41,14 +53,17 @@ from typing import Callable
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.node import Node
+from sensor_msgs.msg import PointCloud2
 from std_srvs.srv import SetBool, Trigger
 
 from poam_ros import messages as msg
 from poam_ros.diagnostics import BridgeStatus, DiagnosticsError, MapperStatus, status_name
 from poam_ros.planners.mission_control import (
     ABORTED,
+    OWN,
     MissionControlConfig,
     MissionController,
+    OwnSoundings,
 )
 from poam_ros.ros import conversions as cv
 from poam_ros.ros import qos
@@ -75,9 +90,12 @@ class MissionServices:
         node.create_service(SetBool, "~/pause", self._on_pause)
         node.create_service(Trigger, "~/abort", self._trigger(self.control.abort))
         node.create_service(Trigger, "~/return_home", self._trigger(self.control.return_home))
+        self._own = OwnSoundings() if config.samples_counted == OWN else None
         if config.max_samples:
             node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics,
-                                     qos.DIAGNOSTICS)
+                                     qos.DIAGNOSTICS_ALL)
+        if config.max_samples and self._own is not None:
+            node.create_subscription(PointCloud2, "samples", self._on_samples, qos.SAMPLES)
         node.create_subscription(DiagnosticStatus, "vehicle/state", self._on_vehicle_state,
                                  qos.LATCHED)
         self.publish()
@@ -151,6 +169,11 @@ class MissionServices:
                     self._counts[stamp] = record.samples
                     _keep_newest(self._counts)
 
+    def _on_samples(self, message: PointCloud2) -> None:
+        with self._lock:
+            self._own.add(msg.time_to_nanoseconds(message.header.stamp),
+                          message.width * message.height)
+
     def _on_vehicle_state(self, status: DiagnosticStatus) -> None:
         try:
             record = msg.status_record(status)
@@ -166,7 +189,8 @@ class MissionServices:
             self.advance(lambda: self.control.observe_vehicle_link(lost))
 
     def _counted(self, stamp: int, samples: int, std: float) -> None:
-        self.advance(lambda: self.control.observe_map(samples, std))
+        own = None if self._own is None else self._own.until(stamp)
+        self.advance(lambda: self.control.observe_map(samples, std, own))
         self._on_map(stamp)
 
     # ------------------------------------------------------------------- output

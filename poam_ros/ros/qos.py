@@ -14,7 +14,8 @@
 | SAMPLES         | samples                                 | reliable, volatile, depth 100   |
 | QUERY           | uncertainty/query, uncertainty/response | reliable, volatile, depth 10    |
 | DIAGNOSTICS     | /diagnostics                            | reliable, volatile, depth 10    |
-| DIAGNOSTICS_ALL | /diagnostics (the mission monitor's)    | reliable, volatile, depth 1000  |
+| DIAGNOSTICS_ALL | /diagnostics (the mission monitor's and | reliable, volatile, depth 1000  |
+|                 | the planner's mapper count)             |                                 |
 | CLOCK           | /clock (simulated AUV, bag player)      | reliable, volatile, depth 10    |
 
 Latched streams hand their last message to subscribers that join later (RViz, a restarted
@@ -22,7 +23,9 @@ planner); a subscriber must itself ask for transient-local durability to receive
 A subscriber's depth bounds what waits for its executor: a reader that falls behind loses
 the oldest. ``LATCHED_HISTORY`` and ``DIAGNOSTICS_ALL`` are deep because the mission
 monitor pairs every map with its mapper's status (a fleet's mappers publish dozens a second
-between them, and the monitor's one executor also scores); ``SAMPLES`` is, because no batch
+between them, and the monitor's one executor also scores), and a lockstep planner waits for
+its map's count in the mapper's status (one lost, the fleet's clock holds for ever);
+``SAMPLES`` is, because no batch
 may be lost on its way to a map. ``SENSOR_BACKLOG`` is deep enough to absorb a backlog:
 rclpy's executor takes one message per subscription per wait, so a fast simulation can run
 the odometry queue far behind the sonar's (the publisher keeps its depth of 100; DDS hands

@@ -15,10 +15,12 @@ setup's values for every node, and what makes a fleet of them:
 * ``/**/fleet_sim``: the simulated AUV's parameters (one terrain, vehicle and sonar for all),
   the number of vehicles and their start poses, spread over the workspace and drawn from the
   simulator's seed (:func:`~poam_ros.sim.fleet.fleet_start_poses`);
-* ``/**/planner``: ``mapper_name: /fleet/mapper`` (central), and the fleet's sample budget:
-  every planner counts the samples of the one shared map (or of its own, which its
-  teammates' links feed), so each gets ``mission.max_samples`` summed over the vehicles,
-  and all of them end at the map that holds the fleet's budget;
+* ``/**/planner``: ``mapper_name: /fleet/mapper`` (central), and the fleet's sample budget
+  (``mission.max_samples`` summed over the vehicles): with a central map every planner
+  counts the samples of the one shared map, so each gets the fleet's budget and all of them
+  end at the map that holds it; with distributed maps each vehicle's map also holds what its
+  teammates' links carried, so each planner counts its own soundings
+  (``mission.samples_counted: own``) and spends its share, ``mission.max_samples``;
 * ``/<ns>/planner``: each vehicle's own planner seed (spawned from the mission's planner
   seed: no two vehicles draw the same candidates), its place in the fleet
   (``fleet.vehicle_index``, ``fleet.vehicles``), its teammates' plan announcements
@@ -62,6 +64,7 @@ from poam_ros.params.files import (
 )
 from poam_ros.planners.coordination import pilot_share
 from poam_ros.planners.factory import make_planner
+from poam_ros.planners.mission_control import OWN
 from poam_ros.planners.pilot import pilot_survey
 from poam_ros.setup.mission_setup import MissionSetup
 from poam_ros.setup.sim_launch import write_effective_file
@@ -229,11 +232,11 @@ def write_fleet_file(setup: MissionSetup, params_file: str | Path, path: str | P
     values[FLEET_SIM].update({"fleet.vehicles": robots,
                               "fleet.start_poses": [float(v) for v in np.ravel(poses)]})
     values["sensor_ingest"]["float64_samples"] = True  # as sim.launch.xml gives it
-    # every planner counts the samples of a map that holds the fleet's (its own, or the
-    # central one): the fleet's budget
-    planner["mission.max_samples"] = robots * setup.mission_control.max_samples
-    if fleet.central:
+    if fleet.central:  # every planner counts the one map's samples: the fleet's budget
+        planner["mission.max_samples"] = robots * setup.mission_control.max_samples
         planner["mapper_name"] = CENTRAL_MAPPER
+    else:  # each counts its own soundings in its map: its share of the fleet's budget
+        planner["mission.samples_counted"] = OWN
     values[VIEWER]["vehicles"] = vehicle_namespaces(robots)
     for node in SECTIONS:
         values[node].update(overrides.get(node, {}))

@@ -71,6 +71,7 @@ def test_the_fleet_file_gives_each_vehicle_its_own_start_and_seed(tmp_path):
     for planner in planners:
         assert planner["mapper_name"] == CENTRAL_MAPPER
         assert planner["mission.max_samples"] == 3 * setup.mission_control.max_samples
+        assert planner.get("mission.samples_counted", "map") == "map"
     assert load_node_parameters(path, "/auv1/sensor_ingest")["float64_samples"] is True
     assert load_node_parameters(path, CENTRAL_MAPPER)["mapping.seed"] == \
         setup.node_parameters("mapper")["mapping.seed"]
@@ -119,7 +120,9 @@ def test_a_distributed_fleet_talks_over_its_links(tmp_path):
         assert planner["mapper_name"] == "mapper"  # its own: /auv<k>/mapper
         assert planner["fleet.teammates"] == [f"{namespace}/fleet/teammate_{j}/plan"
                                               for j in range(3) if j != k]
-        assert planner["mission.max_samples"] == 3 * setup.mission_control.max_samples
+        # its own soundings, its share of the fleet's budget: a thin link does not stretch it
+        assert planner["mission.samples_counted"] == "own"
+        assert planner["mission.max_samples"] == setup.mission_control.max_samples
         journals.add(nodes[f"{namespace}/mapper"].parameter_values()["journal.path"])
     assert len(journals) == 3  # no two mappers write one journal
 

@@ -20,6 +20,7 @@ from poam_ros.planners.mission_control import (
     STATES,
     MissionControlConfig,
     MissionController,
+    OwnSoundings,
     std_statistic,
 )
 
@@ -59,6 +60,30 @@ def test_a_mission_runs_idle_pilot_adaptive_and_ends_with_reasons():
     assert control.state == DONE and control.ended_by == "samples"
     assert control.reason == "samples budget spent: 100 of 100; holding"
     assert [state for state, _ in control.changes] == [IDLE, PILOT, ADAPTIVE, DONE]
+
+
+def test_counting_its_own_soundings_a_vehicle_spends_its_share_whatever_its_map_holds():
+    # a distributed fleet of two at 2,000 per vehicle: the map holds what the link relayed too
+    control = controller(max_samples=2000, samples_counted="own")
+    control.start()
+    assert not control.observe_map(3500, own=1999)  # the map's count would have ended it
+    assert control.state == PILOT and control.status().samples_used == 1999
+    assert control.observe_map(3600, own=2000) and control.state == DONE
+    assert control.reason == "samples budget spent: 2000 of 2000; holding"
+    # its map goes on taking the teammate's soundings: the counts stay the ending map's
+    assert not control.observe_map(3900, own=2000)
+    status = control.status()
+    assert (status.samples_used, status.samples_mapped) == (2000, 3600)
+    with pytest.raises(ValueError):
+        controller(max_samples=10, samples_counted="own").observe_map(5)
+
+
+def test_a_maps_own_soundings_are_its_stamped_batches_up_to_its_stamp():
+    own = OwnSoundings()
+    for stamp, count in ((2_000, 30), (0, 13), (1_000, 20), (0, 13), (3_000, 40)):
+        own.add(stamp, count)  # unstamped: relayed by the fleet link; out of order is sorted
+    assert [own.until(stamp) for stamp in (500, 1_000, 2_500, 3_000, 9_000)] == \
+        [0, 20, 50, 90, 90]
 
 
 @pytest.mark.parametrize("state", STATES)
