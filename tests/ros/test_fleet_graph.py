@@ -219,8 +219,10 @@ def test_the_bag_holds_every_vehicle_and_the_fleet(fleet):
 def test_remap_maps_one_vehicle_or_the_central_map_from_the_fleet_s_bag(fleet, tmp_path):
     """``remap --namespace auv1``: that vehicle's odometry and sonar through the ingest, its
     soundings only; ``--namespace fleet --source samples``: the central map again from every
-    vehicle's batches, an update at each live map's data time (not bit-equal to the live
-    maps: the live mapper took two ingests' batches as they arrived, not in data time)."""
+    vehicle's batches, an update at each live map's stamp that a batch's data time falls to
+    (not bit-equal to the live maps: the live mapper took two ingests' batches as they
+    arrived, not in data time, and a live map that took only batches older than the map
+    before it, stamped 1 ns after that map, gets none)."""
     probe, summary, _, params = fleet
     bag = summary["bag"]["path"]
     common = ["--params", str(params), "--seed", "3", "--torch-threads", "1"]
@@ -235,7 +237,8 @@ def test_remap_maps_one_vehicle_or_the_central_map_from_the_fleet_s_bag(fleet, t
     central = json.loads((tmp_path / "fleet" / "remap.json").read_text())
     assert central["samples"] >= summary["final"]["num_samples"]
     comparison = central["comparison_with_live"]
-    assert comparison["compared"] == comparison["live_maps"] == central["updates"] > 1
+    assert comparison["compared"] == central["updates"] > 1
+    assert comparison["live_maps"] >= central["updates"]
 
 
 def test_the_live_view_shows_both_vehicles_and_the_fleet_s_mission(fleet, live_view):
