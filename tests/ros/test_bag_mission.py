@@ -23,7 +23,7 @@ mcap_ros2_decoder = pytest.importorskip("mcap_ros2.decoder")
 
 from nav_msgs.msg import Odometry, Path  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
-from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import PointCloud2, Range  # noqa: E402
 
 from poam_ros.bags import BagReader, MessageTypes, RecorderConfig  # noqa: E402
@@ -62,7 +62,10 @@ class Probe:
     def __init__(self, node):
         self.counts: Counter = Counter()
         self.map_stamps: list[int] = []
-        reliable = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+        # every message kept until read: a probe that falls behind on a loaded machine must
+        # not lose what it counts against the bag
+        reliable = QoSProfile(history=HistoryPolicy.KEEP_ALL,
+                              reliability=ReliabilityPolicy.RELIABLE)
         for kind, topic, profile in ((Odometry, "/odom", reliable),
                                      (Range, "/sonar/range", reliable),
                                      (PointCloud2, "/samples", reliable),
