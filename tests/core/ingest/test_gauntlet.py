@@ -1,6 +1,7 @@
 """Every input stream of the ingest runs the same gauntlet, through its feeder, with message
 objects: a non-finite value, one out of the declared limits, a wrong frame, a single wild
-stamp, out of order, a duplicate (each dropped under its named reason, nothing else lost),
+stamp, out of order, a duplicate (another reading at the newest's stamp; each dropped under
+its named reason, nothing else lost),
 and a clock reset of every stream with the stream under test leading (nothing lost).
 
 The world: a vehicle at 1 m/s along +x at 40 m depth, level; every stream sends once per
@@ -161,7 +162,9 @@ WRONG_FRAME = {ODOM: (dict(frame="odom"), ig.POSE_WRONG_FRAME, 1),
                **{name: (dict(frame="camera"), ig.WRONG_FRAME, 1)
                   for name in (IMU, DEPTH, TEMPERATURE, PRESSURE, METHANE)}}
 FAULTS = {"nonfinite": NONFINITE, "out_of_limits": LIMITS, "wrong_frame": WRONG_FRAME}
-# The stamp faults: the same message stamped elsewhere, its reason per stream.
+# The stamp faults: the message of the 2 s tick stamped elsewhere (the duplicate: the reading
+# half a tick on, at the 2 s stamp; the 2 s pose again unchanged is a re-send, no fault), its
+# reason per stream.
 STAMP_FAULTS = {
     "wild_stamp": (1000.0, {ODOM: ig.POSE_STAMP_OUTLIER}, ig.STAMP_OUTLIER),
     "out_of_order": (-0.5, {ODOM: ig.POSE_OUT_OF_ORDER, FIX: ig.FIX_OUT_OF_ORDER},
@@ -212,7 +215,8 @@ def with_fault(fault, stream):
     else:
         shift, reasons, reason = STAMP_FAULTS[fault]
         reason, count = reasons.get(stream, reason), SAMPLES.get(stream, 1)
-        message = MESSAGES[stream](100.0 + 2.0 + shift, 2.0)
+        message = MESSAGES[stream](100.0 + 2.0 + shift,
+                                   2.0 + (TICK / 2 if fault == "duplicate" else 0.0))
     return events[:at] + [(2.0, stream, message)] + events[at:], reason, count
 
 

@@ -220,7 +220,9 @@ def test_out_of_order_and_duplicated_readings(placed):
 
 
 def test_bad_poses_are_dropped(placed):
-    assert not placed.add_pose(10.0, 5.0, 0.0, PLANE_Z, 0.0, 0.0)         # duplicate
+    assert not placed.add_pose(10.0, 5.0, 0.0, PLANE_Z, 0.0, 0.0)         # heard again: no fault
+    assert not placed.drops.counts
+    assert not placed.add_pose(10.0, 5.02, 0.0, PLANE_Z, 0.0, 0.0)        # duplicate
     assert not placed.add_pose(9.0, 4.0, 0.0, PLANE_Z, 0.0, 0.0)          # out of order
     assert not placed.add_pose(10.1, 50.0, 0.0, PLANE_Z, 0.0, 0.0)        # 45 m in 0.1 s
     assert not placed.add_pose(10.1, float("nan"), 0.0, PLANE_Z, 0.0, 0.0)
