@@ -108,3 +108,22 @@ def spin_until(ros_context):
             executor.shutdown()
 
     return spin
+
+
+@pytest.fixture(scope="module")
+def live_view():
+    """A Foxglove client of a run's live view (``--view``) on a free loopback port, watching
+    from before the run starts: (client, port); it stops at the module's end."""
+    import socket
+
+    from graph_helpers import RUN_LIMIT
+
+    from tests.core.view.foxglove_client import watch_in_thread
+
+    with socket.socket() as probe_socket:  # a free port on loopback
+        probe_socket.bind(("127.0.0.1", 0))
+        port = probe_socket.getsockname()[1]
+    client, done, thread = watch_in_thread(port)
+    yield client, port
+    done.set()
+    thread.join(RUN_LIMIT)

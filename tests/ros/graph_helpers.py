@@ -40,13 +40,14 @@ class Probe:
         self.responses, self.plans, self.goals, self.queries = [], [], [], []
         self.diagnostics: dict[str, list] = {}
         sub = node.create_subscription
-        sub(PointCloud2, "map", self.maps.append, qos.LATCHED)
-        sub(OccupancyGrid, "map/std", self.std_grids.append, qos.LATCHED)
-        sub(PointCloud2, "map/inducing", self.inducing.append, qos.LATCHED)
+        # history on the reader's side: every map and plan kept, however slowly it is read
+        sub(PointCloud2, "map", self.maps.append, qos.LATCHED_HISTORY)
+        sub(OccupancyGrid, "map/std", self.std_grids.append, qos.LATCHED_HISTORY)
+        sub(PointCloud2, "map/inducing", self.inducing.append, qos.LATCHED_HISTORY)
         sub(PointCloud2, "uncertainty/response", self.responses.append, qos.QUERY)
         sub(PointCloud2, "uncertainty/query", self.queries.append, qos.QUERY)
-        sub(Path, "plan", self.plans.append, qos.LATCHED)
-        sub(PoseStamped, "goal", self.goals.append, qos.LATCHED)
+        sub(Path, "plan", self.plans.append, qos.LATCHED_HISTORY)
+        sub(PoseStamped, "goal", self.goals.append, qos.LATCHED_HISTORY)
         sub(DiagnosticArray, "/diagnostics", self._on_diagnostics, qos.DIAGNOSTICS)
         self.samples_pub = node.create_publisher(PointCloud2, "samples", qos.SAMPLES)
         self.query_pub = node.create_publisher(PointCloud2, "uncertainty/query", qos.QUERY)

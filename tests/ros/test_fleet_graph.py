@@ -10,7 +10,6 @@ from where its share starts, and the shares are the pilot, split, without overla
 from __future__ import annotations
 
 import json
-import socket
 import time
 
 import numpy as np
@@ -34,7 +33,6 @@ from poam_ros.ros import qos  # noqa: E402
 from poam_ros.setup.mission_setup import MissionSetup  # noqa: E402
 from poam_ros.view import topics  # noqa: E402
 from poam_ros.workspace import Workspace  # noqa: E402
-from tests.core.view.foxglove_client import watch_in_thread  # noqa: E402
 
 BUDGET = 700  # samples per vehicle: the fleet's 1400 is both pilot surveys and a few goals
 VEHICLES = ("/auv0", "/auv1")
@@ -77,19 +75,6 @@ class FleetProbe:
 
     def samples(self, namespace: str) -> np.ndarray:
         return np.vstack(self.batches.get(namespace, [np.empty((0, 3))]))
-
-
-@pytest.fixture(scope="module")
-def live_view():
-    """A Foxglove client of the fleet's live view, watching from before the run starts:
-    (client, port); it stops once the run is over."""
-    with socket.socket() as probe_socket:  # a free port on loopback
-        probe_socket.bind(("127.0.0.1", 0))
-        port = probe_socket.getsockname()[1]
-    client, done, thread = watch_in_thread(port)
-    yield client, port
-    done.set()
-    thread.join(RUN_LIMIT)
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,6 @@ import pathlib
 import queue
 import shlex
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -39,24 +38,11 @@ from poam_ros.setup.sim_launch import sim_nodes  # noqa: E402
 from poam_ros.setup.terrain import terrain_from_config  # noqa: E402
 from poam_ros.view import topics  # noqa: E402
 from poam_ros.workspace import Workspace  # noqa: E402
-from tests.core.view.foxglove_client import grid_values, watch_in_thread  # noqa: E402
+from tests.core.view.foxglove_client import grid_values  # noqa: E402
 
 BUDGET = 650  # samples: the pilot survey (484) and a few goals
 SEED = 5
 NODES = ("sensor_ingest", "mapper", "planner", "simulated_auv")
-
-
-@pytest.fixture(scope="module")
-def live_view():
-    """A Foxglove client of the run's live view (``--view``), watching from before it starts:
-    (client, the view's port); it stops once the run is over."""
-    with socket.socket() as probe_socket:  # a free port on loopback
-        probe_socket.bind(("127.0.0.1", 0))
-        port = probe_socket.getsockname()[1]
-    client, done, thread = watch_in_thread(port)
-    yield client, port
-    done.set()
-    thread.join(RUN_LIMIT)
 
 
 @pytest.fixture(scope="module")
