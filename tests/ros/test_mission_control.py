@@ -195,7 +195,8 @@ def test_abort_empties_the_plan_from_pilot_and_adaptive(mission, spin_until, ada
         operator.send_map(SECOND)
         for k, point in enumerate(pilot()):
             probe.send_odom(point, (k + 2) * SECOND)
-        assert spin_until(lambda: operator.state == "adaptive" and len(probe.plans) == 2,
+        # the pilot and at least one informative plan (a replan may follow)
+        assert spin_until(lambda: operator.state == "adaptive" and len(probe.plans) >= 2,
                           planner, probe.node, timeout=30.0)
     answer = operator.request("abort", spin_until, planner)
     assert answer.success and answer.message == "aborted: aborted by request"
