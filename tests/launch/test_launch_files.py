@@ -17,12 +17,14 @@ from poam_ros.ingest import IngestConfig
 from poam_ros.launch_xml import InlineParameter, ParameterFile, expand
 from poam_ros.params.files import read_yaml_value
 from poam_ros.params.kinds import check_value_kind, parameter_kind
+from poam_ros.params.node_settings import PlannerSettings
 from poam_ros.sim.simulated_auv import SimulatedAuvConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 # The configs of the executables that launch files give single parameters to.
 CONFIGS = {"simulated_auv": SimulatedAuvConfig, "fleet_sim": SimulatedAuvConfig,
-           "recorder": RecorderConfig, "sensor_ingest": IngestConfig}
+           "recorder": RecorderConfig, "sensor_ingest": IngestConfig,
+           "planner": PlannerSettings}
 LAUNCH_FILES = sorted((ROOT / "launch").glob("*.launch.xml"))
 # other packages' executables the launch files may start, each behind a switch
 FOREIGN = {"rviz2": "RViz", "foxglove_bridge": "foxglove_bridge (ros-<distro>-foxglove-bridge)"}

@@ -61,6 +61,14 @@ def test_robot_launch_remaps_the_vehicles_topics():
     assert ("odom", "/vehicle/odometry") in nodes["sensor_ingest"].remaps
     assert ("odom", "/vehicle/odometry") in nodes["planner"].remaps
     assert nodes["mapper"].parameter_values()["use_sim_time"] is False
+    assert nodes["planner"].parameter_values()["skip_pilot"] is False
+
+
+def test_robot_launch_restarts_a_planner_without_its_pilot():
+    nodes = {n.name: n for n in expand(launch_file("robot.launch.xml"),
+                                       {"namespace": "auv1", "skip_pilot": "true"})}
+    assert nodes["planner"].parameter_values()["skip_pilot"] is True
+    assert "skip_pilot" not in nodes["sensor_ingest"].parameter_values()
 
 
 EVERYTHING = """
