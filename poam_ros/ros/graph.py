@@ -22,7 +22,8 @@ The run ends when the planner's mission is done (or aborted) and the map holding
 count is scored (:class:`MissionMonitor`), on Ctrl-C or SIGTERM, or with a
 :class:`GraphError` when a node exits on its own, the nodes do not come up, or no map comes
 for ``stall_timeout`` seconds. Whatever ends it, the children stop in stages (the clock
-source, the other nodes, the recorder), each given SIGINT, then time to exit, then SIGKILL.
+source, the other nodes, the recorder and the viewer), each given SIGINT, then time to exit,
+then SIGKILL.
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ from poam_ros.sim.multibeam import MultibeamStreamConfig
 CLOCK_SOURCE = "simulated_auv"  # the executable that publishes /clock: started last
 CLOCK_SOURCES = (CLOCK_SOURCE, FLEET_SIM)  # the single vehicle's, the fleet's
 RECORDER = "recorder"  # with GraphOptions.record: started first, stopped last
+OBSERVERS = (RECORDER, "viewer")  # stopped last: they take what the others publish
 RECORDER_INTAKE = f"{RECORDER}_intake"  # the recorder's node that holds its subscriptions
 SENSOR_TOPICS = ("/odom", "/sonar/range")  # the simulated AUV's, "/sonar/swath" with multibeam
 EFFECTIVE_FILE = "parameters.yaml"  # in the log folder: what every node runs with
@@ -353,13 +355,14 @@ def _spin_until(done: Callable[[], bool], executor: SingleThreadedExecutor,
 
 def stop_in_stages(children: list[Child], timeout: float) -> dict[str, int | str]:
     """Stop the graph in three stages, each SIGINT, up to ``timeout`` s, then SIGKILL: the
-    clock source (the rest see no new data), the other nodes, the recorder (it takes what
-    they publish until they are gone). A stage starts once the one before has exited, so
-    that no node tears down its DDS endpoints while its peers tear down theirs. The exit
-    status of each child, "killed" for one that had to be."""
+    clock source (the rest see no new data), the other nodes, the observers (the recorder and
+    the viewer take what the others publish until they are gone: the bag and the live view
+    end with the mission's end). A stage starts once the one before has exited, so that no
+    node tears down its DDS endpoints while its peers tear down theirs. The exit status of
+    each child, "killed" for one that had to be."""
     stages = ([c for c in children if c.executable in CLOCK_SOURCES],
-              [c for c in children if c.executable not in (*CLOCK_SOURCES, RECORDER)],
-              [c for c in children if c.executable == RECORDER])
+              [c for c in children if c.executable not in (*CLOCK_SOURCES, *OBSERVERS)],
+              [c for c in children if c.executable in OBSERVERS])
     codes: dict[str, int | str] = {}
     for stage in stages:
         for child in stage:

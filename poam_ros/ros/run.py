@@ -28,7 +28,7 @@ from typing import Callable
 
 import rclpy
 import rclpy.logging
-from rclpy.executors import Executor, SingleThreadedExecutor
+from rclpy.executors import Executor, SingleThreadedExecutor, TimeoutException
 from rclpy.impl.rcutils_logger import RcutilsLogger
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
@@ -38,6 +38,7 @@ from poam_ros.ros.parameter_sources import check_parameter_sources
 
 STOP_CHECK_PERIOD = 0.1  # s: how long a stop request may wait for the spin loop to see it
 CALLBACK_GRACE = 5.0  # s callbacks in flight get to finish once a stop is requested
+DRAIN_QUIET, DRAIN_LIMIT = 0.2, 2.0  # s: see drain()
 WARN_INTERVAL = 5.0  # s, wall: the same kind of warning at most this often
 
 
@@ -156,6 +157,29 @@ def spin_node(node: Node, stop: threading.Event,
         node.destroy_node()
         rclpy.try_shutdown()
         logger.info("stopped: node destroyed, middleware shut down")
+
+
+def drain(node: Node, quiet: float = DRAIN_QUIET, limit: float = DRAIN_LIMIT) -> None:
+    """Run ``node``'s callbacks for what its readers hold, and for what comes within ``quiet``
+    s of the last, for at most ``limit`` s: a node that shows what its peers publish (the live
+    view) takes their last messages, a mission's end, before it closes. Call after its spin
+    has ended."""
+    if not node.context.ok():
+        return
+    executor = SingleThreadedExecutor(context=node.context)
+    executor.add_node(node)
+    deadline = time.monotonic() + limit
+    try:
+        while time.monotonic() < deadline:
+            try:
+                handler, _, _ = executor.wait_for_ready_callbacks(timeout_sec=quiet)
+            except TimeoutException:
+                return
+            handler()
+            handler.result()
+    finally:
+        executor.remove_node(node)
+        executor.shutdown(timeout_sec=0.0)
 
 
 class RosLogBridge(logging.Handler):

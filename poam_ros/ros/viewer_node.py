@@ -39,7 +39,7 @@ from poam_ros.params import Params, param
 from poam_ros.planners.fleet_state import fleet_state
 from poam_ros.ros import qos
 from poam_ros.ros.parameters import declare_config
-from poam_ros.ros.run import StartingNode, run_node
+from poam_ros.ros.run import StartingNode, drain, run_node
 from poam_ros.view.config import ViewConfig
 from poam_ros.workspace import WorkspaceConfig
 
@@ -113,6 +113,7 @@ class ViewerNode(StartingNode):
         self.get_logger().info(f"live view on {self.view.address}")
 
     def destroy_node(self) -> None:
+        drain(self)  # the peers' last messages (a mission's end) before the view closes
         self.view.close()
         super().destroy_node()
 

@@ -61,9 +61,9 @@ def read(events) -> dict[tuple[str, str], float]:
     return times
 
 
-def test_the_clock_source_exits_before_the_nodes_hear_sigint_and_the_recorder_last(tmp_path):
+def test_the_clock_source_exits_before_the_nodes_hear_sigint_and_the_observers_last(tmp_path):
     events = tmp_path / "events.txt"
-    names = [RECORDER, "sensor_ingest", "mapper", CLOCK_SOURCE]
+    names = [RECORDER, "viewer", "sensor_ingest", "mapper", CLOCK_SOURCE]
     children = [start(tmp_path, name, events) for name in names]
     wait_ready(events, names)
     codes = stop_in_stages(children, timeout=20.0)
@@ -71,7 +71,8 @@ def test_the_clock_source_exits_before_the_nodes_hear_sigint_and_the_recorder_la
     t = read(events)
     nodes = ("sensor_ingest", "mapper")
     assert all(t[(CLOCK_SOURCE, "exit")] < t[(node, "sigint")] for node in nodes)
-    assert all(t[(node, "exit")] < t[(RECORDER, "sigint")] for node in nodes)
+    assert all(t[(node, "exit")] < t[(observer, "sigint")] for node in nodes
+               for observer in (RECORDER, "viewer"))
 
 
 def test_a_child_that_ignores_sigint_is_killed_and_the_next_stage_still_stops(tmp_path):

@@ -142,3 +142,29 @@ def test_a_fleet_viewer_shows_every_vehicle_apart(start_node, make_node, spin_un
     assert {ns: s["state"] for ns, s in status["vehicles"].items()} == {"/auv0": "done",
                                                                        "/auv1": "pilot"}
     assert not watcher.errors
+
+
+def test_a_viewer_that_stops_shows_the_last_state_its_readers_hold(ros_context, make_node,
+                                                                   spin_until):
+    """A mission's end published just before the viewer stops reaches the client: the
+    viewer takes what its readers hold before it closes (``poam-ros sim`` stops it last)."""
+    from rclpy.parameter import Parameter
+
+    viewer = ViewerNode(context=ros_context, parameter_overrides=[Parameter("view.port", value=0)])
+    stack = make_node("viewer_test_end")
+    state = stack.create_publisher(DiagnosticStatus, "mission/state", qos.LATCHED)
+    watcher, done, client = watch_in_thread(viewer.view.port)
+    try:
+        assert spin_until(lambda: topics.STATUS in {c["topic"] for c in watcher.channels.values()},
+                          viewer, stack, timeout=TIMEOUT)
+        state.publish(mission_state("adaptive"))
+
+        def last_state() -> str | None:
+            return (watcher.received.get(topics.STATUS) or [{}])[-1].get("state")
+        assert spin_until(lambda: last_state() == "adaptive", viewer, stack, timeout=TIMEOUT)
+        state.publish(mission_state("done"))  # the viewer spins no more
+        viewer.destroy_node()
+        assert spin_until(lambda: last_state() == "done", stack, timeout=TIMEOUT)
+    finally:
+        done.set()
+        client.join(TIMEOUT)
