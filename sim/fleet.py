@@ -205,11 +205,19 @@ class FleetSim:
     def advance(self, until: float, max_steps: int | None = None) -> list[list[Event]]:
         """Step every vehicle together while the next step ends by ``until`` s (at most
         ``max_steps`` steps); lockstep stops at the step after which a vehicle waits.
-        Returns each vehicle's events in time order (see :meth:`SimulatedAuv.advance`)."""
+        Returns each vehicle's events in time order (see :meth:`SimulatedAuv.advance`).
+
+        Before each step every vehicle takes in its plan at the fleet's time (a vehicle
+        advanced to now steps nothing: it starts, and a plan already reached where it was
+        given ends), so that a vehicle that waits holds the clock at its own time."""
         events: list[list[Event]] = [[] for _ in self.auvs]
         steps = 0
-        while not self.holding and (self.steps + 1) * self.dt <= until + CLOCK_TOLERANCE and (
+        while (self.steps + 1) * self.dt <= until + CLOCK_TOLERANCE and (
                 max_steps is None or steps < max_steps):
+            for vehicle, auv in zip(events, self.auvs):
+                vehicle.extend(auv.advance(self.time))
+            if self.holding:
+                break
             target = (self.steps + 1) * self.dt
             for vehicle, auv in zip(events, self.auvs):
                 vehicle.extend(auv.advance(target, 1))

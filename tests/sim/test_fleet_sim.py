@@ -63,7 +63,9 @@ def test_lockstep_holds_until_every_vehicle_has_a_plan_and_stops_when_one_finish
     assert sim.advance(100.0) == [[], []] and sim.time == 0.0
     x, y, _ = sim.auvs[0].pose
     sim.auvs[0].set_plan([[x + 5.0, y]])  # a short leg: done long before the other
-    assert sim.holding and sim.advance(100.0) == [[], []]
+    started, others = sim.advance(100.0)  # it starts: its pose and sounding at 0, no step
+    assert sim.holding and others == [] and {event.t for event in started} == {0.0}
+    assert {type(event) for event in started} == {Odom, Sounding}
     x, y, _ = sim.auvs[1].pose
     sim.auvs[1].set_plan([[x, y + 30.0]])
     events = sim.advance(1000.0)
@@ -142,3 +144,25 @@ def test_a_done_vehicle_that_leaves_stays_stopped():
     sim.set_plan(1, [[-x, -y]])
     sim.advance(3.0)
     assert sim.time == pytest.approx(3.0) and sim.auvs[0].time == 0.0
+
+
+def test_a_plan_reached_where_it_is_given_holds_the_clock_with_the_vehicle_on_it():
+    """A plan whose waypoint is within the goal radius of the vehicle when it comes is done
+    at once: the vehicle waits and the fleet's clock stands with it, not one step ahead (a
+    step ahead, the vehicle's next plan would be refused as if its mission had ended)."""
+    sim = fleet()
+    for auv in sim.auvs:
+        x, y, _ = auv.pose
+        auv.set_plan([[x + 5.0, y]])
+    sim.advance(1000.0)
+    assert sim.waiting() and sim.auvs[0].time == sim.auvs[1].time == sim.time
+    x, y, _ = sim.auvs[0].pose
+    sim.auvs[0].set_plan([[x, y]])  # already there
+    x, y, _ = sim.auvs[1].pose
+    sim.auvs[1].set_plan([[x, y + 30.0]])
+    sim.advance(sim.time + 100.0)
+    assert sim.waiting() == [0] and sim.auvs[0].time == sim.auvs[1].time == sim.time
+    x, y, _ = sim.auvs[0].pose
+    sim.auvs[0].set_plan([[x, y + 10.0]])  # its next plan is taken
+    sim.advance(sim.time + 100.0)
+    assert sim.auvs[0].time == sim.auvs[1].time == sim.time
