@@ -254,13 +254,13 @@ def viewer_parameters(args, setup) -> dict | None:
     """With ``--view``, the viewer node's parameters (sim.launch.xml's ``view:=true``): where
     it listens, and the mapper's std scale, channels, anchor and workspace, so that its
     colours, layers and world map are the map's; else None."""
+    from poam_ros.setup.mission_setup import prefixed_parameters
+
     if not args.view:
         return None
     parameters = {"view.host": args.view_host, "view.port": args.view_port,
                   "std_scale_max": setup.grid.std_scale_max,
-                  **{f"geo.{name}": value for name, value in setup.geo.to_parameters().items()},
-                  **{f"workspace.{name}": value for name, value
-                     in setup.workspace.to_parameters().items() if value != []}}
+                  **prefixed_parameters({"geo": setup.geo, "workspace": setup.workspace})}
     if setup.ingest.channels:  # an empty list is no ROS parameter value
         parameters["channels"] = list(setup.ingest.channels)
     return parameters

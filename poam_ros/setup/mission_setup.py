@@ -219,17 +219,7 @@ class MissionSetup:
                                                    evaluation_grid=self.mission.eval_grid)
         if node == "planner":
             configs[""] = self.planner_node.replace(seed=seeds["planner"])
-        parameters = {}
-        for prefix, config in configs.items():
-            values = config.to_parameters()
-            for spec in config.specs():
-                value = values[spec.name]
-                name = f"{prefix}.{spec.name}" if prefix else spec.name
-                if value == [] and spec.default != []:
-                    raise ConfigError(f"{name}: an empty list cannot be passed as a ROS "
-                                      f"parameter override")
-                if value != []:
-                    parameters[name] = value
+        parameters = prefixed_parameters(configs)
         if node == "simulated_auv":
             parameters["seed"] = seeds["simulator"]
             start = lower_right_start(Workspace.from_config(self.workspace).bounds)
@@ -276,3 +266,21 @@ def default_parameter_file(name: str = PACKAGE_FILE) -> Path:
             return candidate
     raise ConfigError(f"cannot find config/{name} next to the package or in its installed "
                       f"share directory")
+
+
+def prefixed_parameters(configs: dict[str, Params]) -> dict[str, Any]:
+    """``{prefix: config}`` as ROS parameter overrides ``{prefix.name: value}`` (prefix "":
+    the node's own). An empty list is left out (rcl cannot tell its element type); one that
+    is not its field's default cannot be passed: ConfigError."""
+    parameters = {}
+    for prefix, config in configs.items():
+        values = config.to_parameters()
+        for spec in config.specs():
+            value = values[spec.name]
+            name = f"{prefix}.{spec.name}" if prefix else spec.name
+            if value == [] and spec.default != []:
+                raise ConfigError(f"{name}: an empty list cannot be passed as a ROS "
+                                  f"parameter override")
+            if value != []:
+                parameters[name] = value
+    return parameters
