@@ -49,6 +49,17 @@ class WhitenedTerms:
     matrix: Tensor  # L⁻¹ C L⁻ᵀ
 
 
+def whitened_root(k_uu_chol: Tensor, c: Tensor) -> Tensor:
+    """W (M × M) with W Wᵀ = L⁻¹ C L⁻ᵀ for a stored PSD C = K_uf K_fu: a square root of C
+    (clipped eigendecomposition; C is a sum of Grams in float64, indefinite by ε|C| at most)
+    whitened by one triangular solve. Its Gram is positive semi-definite by construction, where
+    whitening C itself by two solves carries C's rounding amplified by cond(K_uu) (≈ 10⁸ on a
+    dense memory: eigenvalues of −1 and below, see :meth:`.batch_terms.CrossCovariance
+    .whitened_terms` for the batch's own blocks)."""
+    values, vectors = torch.linalg.eigh(0.5 * (c + c.transpose(-1, -2)))
+    return solve_lower(k_uu_chol, vectors * values.clamp_min(0.0).sqrt())
+
+
 def whiten_terms(k_uu_chol: Tensor, b: Tensor, c: Tensor) -> WhitenedTerms:
     lower = k_uu_chol
     return WhitenedTerms(solve_lower(lower, b.unsqueeze(-1)).squeeze(-1),
@@ -144,10 +155,19 @@ class StreamingPrior:
         scaled = scaled.transpose(-1, -2)
         return scaled @ root, scaled @ shift
 
+    def precision_root(self) -> tuple[Tensor, Tensor]:
+        """P = L'⁻ᵀ U diag(d) (Ma × Ma), D_a⁻¹ = P Pᵀ unwhitened, and S_a⁻¹ m_a (Ma,): the
+        site on the old inducing outputs themselves, for sums that are not whitened by L'
+        (constants; a product by P Pᵀ is evaluated as a Gram of rows times P, never by the
+        formed D_a⁻¹)."""
+        root, shift = self.site_spectrum()
+        upper = self.prior_chol.detach().transpose(-1, -2)
+        return (torch.linalg.solve_triangular(upper, root, upper=True),
+                torch.linalg.solve_triangular(upper, shift.unsqueeze(-1), upper=True).squeeze(-1))
+
     def site_trace(self, matrix: Tensor) -> Tensor:
-        """tr(D_a⁻¹ X) for symmetric X (Ma × Ma), as tr(Hᵀ X H) without the difference."""
-        root = torch.linalg.solve_triangular(self.prior_chol.detach().transpose(-1, -2),
-                                             self.site_spectrum()[0], upper=True)  # L'⁻ᵀU diag(d)
+        """tr(D_a⁻¹ X) for symmetric X (Ma × Ma), as tr(Pᵀ X P) without the difference."""
+        root = self.precision_root()[0]
         return (root * (matrix @ root)).sum()
 
 

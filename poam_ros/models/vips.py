@@ -56,7 +56,6 @@ from poam_ros.inducing import PivotBlock, PivotedCholesky, pivoted_cholesky
 from poam_ros.models.batch_terms import FactorCross, KernelCross
 from poam_ros.models.linalg import NumericalError, robust_cholesky
 from poam_ros.models.poam import POAM
-from poam_ros.models.posterior import whiten_terms
 from poam_ros.models.report import UpdateReport
 from poam_ros.models.selection import InducingUpdate
 from poam_ros.models.ssgp import SSGPPlusPlus
@@ -66,7 +65,6 @@ from poam_ros.models.vips_bound import (
     IncrementalBound,
     RunningMoments,
     collapsed_bound,
-    whitened_bound,
 )
 
 log = logging.getLogger(__name__)
@@ -214,27 +212,14 @@ class Vips(VipsSelection, SSGPPlusPlus):
     method = "vips"
 
     def _bound_site(self) -> BoundSite | None:
-        """Λ = S_a⁻¹ − K'_aa⁻¹, s = S_a⁻¹ m_a and κ = −½ tr(Λ K_aa) − ½ m_aᵀ S_a⁻¹ m_a
-        − ½ log|S_a| + ½ log|K'_aa| (Bui et al.'s bound, :func:`~.elbo.online_elbo`), with
-        a = Z_o (``ssgp++`` never moves Z, so q_old lives on Z_o)."""
+        """q_old(a) / p(a | θ_old) with a = Z_o (``ssgp++`` never moves Z, so q_old lives on
+        Z_o) and K_aa under the current kernel (:meth:`BoundSite.streaming`)."""
         prior = self.prior
         if prior is None:
             return None
-        cov_chol, prior_chol = prior.cov_chol.to(DTYPE), prior.prior_chol.to(DTYPE)
-        # Λ = P Pᵀ and s from the square root of the site (StreamingPrior), never the
-        # difference of S_a⁻¹ and K'_aa⁻¹, whose round-off is ε |S_a⁻¹| and indefinite.
-        root, shift_w = (part.to(DTYPE) for part in prior.site_spectrum())
-        upper = prior_chol.transpose(0, 1)
-        half = torch.linalg.solve_triangular(upper, root, upper=True)  # P = L'⁻ᵀ U diag(d)
-        precision = half @ half.transpose(0, 1)
-        shift = torch.linalg.solve_triangular(upper, shift_w.unsqueeze(-1),
-                                              upper=True).squeeze(-1)
-        mean = prior.mean.to(DTYPE)
         k_aa = self.covariance(prior.inducing, prior.inducing).to(DTYPE)
         k_aa.diagonal().copy_(self.amplitude.detach())
-        constant = (-0.5 * ((half * (k_aa @ half)).sum() + mean @ shift)
-                    - cov_chol.diagonal().log().sum() + prior_chol.diagonal().log().sum())
-        return BoundSite(precision, shift, constant)
+        return BoundSite.streaming(prior, k_aa)
 
 
 class PoamVips(VipsSelection, POAM):
@@ -245,7 +230,8 @@ class PoamVips(VipsSelection, POAM):
     The old data are known only through the stored terms b = K_of y and C = K_of K_fo at Z_o,
     so their part of the bound at new inducing inputs u' is that of the projection
     K_u'f ≈ K_u'o K_oo⁻¹ K_of, the same one the E-step carries b and C by: a site on Z_o with
-    Λ = σ⁻² K_oo⁻¹ C K_oo⁻¹ and s = σ⁻² K_oo⁻¹ b (K_oo that of the kernel that stored them).
+    Λ = σ⁻² K_oo⁻¹ C K_oo⁻¹ and s = σ⁻² K_oo⁻¹ b (K_oo that of the kernel that stored them;
+    Λ from a square root of C, :meth:`~.vips_bound.BoundSite.stored_terms`).
     The exact bound would need the new points against every stored sample. L* and L̂ are the
     all-data bound minus the old data's own bound at Z_o under the current kernel (a constant:
     the gap is unchanged), so that |L* − L_noise| compares the batch with the noise model, as
@@ -260,22 +246,10 @@ class PoamVips(VipsSelection, POAM):
             return None
         if not torch.equal(self.data_inducing, self.inducing):
             raise NumericalError("poam-vips: the stored terms are not at the inducing inputs")
-        noise = self.noise.detach().to(DTYPE)
-        chol = self.data_chol
-        if self._whitened is None:
-            self._whitened = whiten_terms(chol, self.data_vector, self.data_matrix)
-        vector, matrix = self._whitened.vector, self._whitened.matrix  # L⁻¹b, L⁻¹CL⁻ᵀ
-        upper = chol.transpose(0, 1)
-        half = torch.linalg.solve_triangular(upper, matrix, upper=True)
-        precision = torch.linalg.solve_triangular(upper, half.transpose(0, 1), upper=True) / noise
-        shift = torch.linalg.solve_triangular(upper, vector.unsqueeze(-1),
-                                              upper=True).squeeze(-1) / noise
-        precision = 0.5 * (precision + precision.transpose(0, 1))
-        # The old data's own bound at Z_o under the current kernel: whitened rows Lᵀ.
         config = self.config
         k_oo = self.covariance(self.inducing, self.inducing).to(DTYPE)
-        rows = robust_cholesky(k_oo, config.jitter, config.max_jitter_tries,
-                               "K_oo of the poam-vips bound").transpose(0, 1)
-        constant = -whitened_bound(rows @ precision @ rows.transpose(0, 1), rows @ shift,
-                                   config.max_jitter_tries)
-        return BoundSite(precision, shift, constant)
+        current = robust_cholesky(k_oo, config.jitter, config.max_jitter_tries,
+                                  "K_oo of the poam-vips bound")
+        return BoundSite.stored_terms(self.data_chol, self.data_vector, self.data_matrix,
+                                      self.noise.detach().to(DTYPE), current,
+                                      config.max_jitter_tries)

@@ -8,12 +8,12 @@ b (r of them, L = chol K_bb = the factor's pivot rows), the whitened cross-covar
 without any solve: its transpose R (r × n) is L⁻¹ K_bc, so P_a = R[:, :M_a] = L⁻¹ K_ba and
 P_f = R[:, M_a:] = L⁻¹ K_bf.
 
-The old data enter through a *site* on a, a Gaussian factor with precision Λ (M_a × M_a) and
-precision-weighted targets s (M_a,): Bui et al.'s q_old(a) / p(a | θ_old) (Λ = S_a⁻¹ − K'_aa⁻¹,
-s = S_a⁻¹ m_a) for ``vips``, POAM's stored terms carried by the Nyström projection for
-``poam-vips`` (:class:`BoundSite`). With
+The old data enter through a *site* on a, a Gaussian factor with precision Λ = Λ^½ Λ^½ᵀ
+(M_a × M_a) and precision-weighted targets s (M_a,): Bui et al.'s q_old(a) / p(a | θ_old)
+(Λ = S_a⁻¹ − K'_aa⁻¹, s = S_a⁻¹ m_a) for ``vips``, POAM's stored terms carried by the Nyström
+projection for ``poam-vips`` (:class:`BoundSite`). With
 
-    A = σ⁻² P_f P_fᵀ + P_a Λ P_aᵀ   (r × r),    c = σ⁻² P_f y + P_a s   (r,)
+    A = σ⁻² P_f P_fᵀ + (P_a Λ^½)(P_a Λ^½)ᵀ   (r × r),    c = σ⁻² P_f y + P_a s   (r,)
 
 the collapsed bound of the batch y (N,) at inducing inputs b is
 
@@ -41,6 +41,7 @@ from torch import Tensor
 
 from poam_ros.inducing import failed_from
 from poam_ros.models.linalg import robust_cholesky
+from poam_ros.models.posterior import StreamingPrior, whitened_root
 
 DTYPE = torch.float64
 
@@ -49,12 +50,50 @@ DTYPE = torch.float64
 class BoundSite:
     """The old data as a Gaussian site on the old inducing outputs a (float64).
 
-    ``precision`` Λ (M_a × M_a) and ``shift`` s (M_a,) act on the whitened columns P_a of a;
-    ``constant`` κ is the part of the bound that no choice of b changes."""
+    The precision Λ = ``root`` ``root``ᵀ (root M_a × k) and ``shift`` s (M_a,) act on the
+    whitened columns P_a of a (:meth:`rows`); ``constant`` κ is the part of the bound that no
+    choice of b changes. Λ is never formed: on a dense memory |Λ| reaches cond(K_aa)/σ², and
+    P_a Λ P_aᵀ through it carries rounding of ε |P_a|² |Λ|, enough to make I + A indefinite,
+    where the Gram of P_a Λ^½ is positive semi-definite by construction (the square-root form
+    of :class:`~.posterior.StreamingPrior`)."""
 
-    precision: Tensor
+    root: Tensor
     shift: Tensor
     constant: Tensor
+
+    def rows(self, p_a: Tensor) -> tuple[Tensor, Tensor]:
+        """P_a Λ^½ (r × k), whose Gram is the site's part of A, and P_a s (r,), its part of c."""
+        return p_a @ self.root, p_a @ self.shift
+
+    @classmethod
+    def streaming(cls, prior: StreamingPrior, k_aa: Tensor) -> "BoundSite":
+        """``vips``: Bui et al.'s q_old(a) / p(a | θ_old), Λ^½ = L'⁻ᵀ U diag(d) and
+        s = S_a⁻¹ m_a (:meth:`~.posterior.StreamingPrior.precision_root`), and κ = −½ tr(Λ K_aa)
+        − ½ m_aᵀ S_a⁻¹ m_a − ½ log|S_a| + ½ log|K'_aa| (Bui et al.'s bound,
+        :func:`~.elbo.online_elbo`) with K_aa (M_a × M_a, float64) under the current kernel."""
+        root, shift = (part.to(DTYPE) for part in prior.precision_root())
+        constant = (-0.5 * ((root * (k_aa @ root)).sum() + prior.mean.to(DTYPE) @ shift)
+                    - prior.cov_chol.to(DTYPE).diagonal().log().sum()
+                    + prior.prior_chol.to(DTYPE).diagonal().log().sum())
+        return cls(root, shift, constant)
+
+    @classmethod
+    def stored_terms(cls, chol: Tensor, vector: Tensor, matrix: Tensor, noise: Tensor,
+                     current_chol: Tensor, max_tries: int = 0) -> "BoundSite":
+        """``poam-vips``: the stored terms b = K_of y (``vector``) and C = K_of K_fo
+        (``matrix``) at Z_o carried by the Nyström projection K_u'f ≈ K_u'o K_oo⁻¹ K_of, so
+        Λ = σ⁻² K_oo⁻¹ C K_oo⁻¹ and s = σ⁻² K_oo⁻¹ b with K_oo = L Lᵀ (``chol``) that of the
+        kernel that stored them: Λ^½ = σ⁻¹ L⁻ᵀ W with W Wᵀ = L⁻¹CL⁻ᵀ
+        (:func:`~.posterior.whitened_root`). κ is minus the old data's own bound at Z_o under
+        the current kernel (``current_chol``, whose rows P_a = L_cᵀ), so that the bound is
+        the batch's share of the all-data bound."""
+        upper = chol.transpose(0, 1)
+        root = torch.linalg.solve_triangular(upper, whitened_root(chol, matrix),
+                                             upper=True) / noise.sqrt()
+        shift = torch.cholesky_solve(vector.unsqueeze(-1), chol).squeeze(-1) / noise
+        rows = current_chol.transpose(0, 1) @ root
+        return cls(root, shift, -whitened_bound(rows @ rows.transpose(0, 1),
+                                                current_chol.transpose(0, 1) @ shift, max_tries))
 
 
 def batch_constant(y: Tensor, noise: Tensor, amplitude: Tensor) -> Tensor:
@@ -71,8 +110,9 @@ def collapsed_bound(rows: Tensor, num_old: int, y: Tensor, noise: Tensor, amplit
     c = p_f @ y / noise
     value = batch_constant(y, noise, amplitude)
     if site is not None:
-        a = a + p_a @ site.precision @ p_a.transpose(0, 1)
-        c = c + p_a @ site.shift
+        site_rows, site_shift = site.rows(p_a)
+        a = a + site_rows @ site_rows.transpose(0, 1)
+        c = c + site_shift
         value = value + site.constant
     return value + whitened_bound(a, c, max_tries)
 
@@ -108,7 +148,8 @@ class IncrementalBound:
         self.history[0] = (batch_constant(y, noise, amplitude)
                            + (0.0 if site is None else site.constant))
         self.rows_f = torch.empty(capacity, y.shape[0], **new)  # P_f
-        self.rows_a = torch.empty(capacity, num_old, **new)  # P_a
+        width = 0 if site is None else site.root.shape[1]
+        self.rows_a = torch.empty(capacity, width, **new)  # P_a Λ^½
         self.factor = torch.zeros(capacity, capacity, **new)  # chol(I + A)
         self.solved = torch.empty(capacity, **new)  # chol(I + A)⁻¹ c
 
@@ -129,11 +170,13 @@ class IncrementalBound:
         a_cross = p_f @ self.rows_f[:j].transpose(0, 1) / noise  # A[new, old]
         a_block = p_f @ p_f.transpose(0, 1) / noise  # A[new, new]
         c = p_f @ self.y / noise
+        new = slice(j, j + size)
         if self.site is not None:
-            weighted = p_a @ self.site.precision  # Λ is symmetric
-            a_cross = a_cross + weighted @ self.rows_a[:j].transpose(0, 1)
-            a_block = a_block + weighted @ p_a.transpose(0, 1)
-            c = c + p_a @ self.site.shift
+            site_rows, site_shift = self.site.rows(p_a)
+            a_cross = a_cross + site_rows @ self.rows_a[:j].transpose(0, 1)
+            a_block = a_block + site_rows @ site_rows.transpose(0, 1)
+            c = c + site_shift
+            self.rows_a[new] = site_rows
         border = torch.linalg.solve_triangular(self.factor[:j, :j], a_cross.transpose(0, 1),
                                                upper=False)  # j × b
         schur = a_block - border.transpose(0, 1) @ border
@@ -142,10 +185,9 @@ class IncrementalBound:
         w = torch.linalg.solve_triangular(
             chol, (c - border.transpose(0, 1) @ self.solved[:j]).unsqueeze(-1),
             upper=False).squeeze(-1)
-        new = slice(j, j + size)
         self.factor[new, :j], self.factor[new, new], self.solved[new] = (
             border.transpose(0, 1), chol, w)
-        self.rows_f[new], self.rows_a[new] = p_f, p_a
+        self.rows_f[new] = p_f
         # F grows by ½ A_jj + ½ w_j² − log d_j with each pivot, summed in order.
         steps = 0.5 * (a_block.diagonal() + w * w) - chol.diagonal().log()
         values = torch.cat([self.history[j:j + 1], steps]).cumsum(0)[1:]

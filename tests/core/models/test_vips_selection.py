@@ -33,7 +33,7 @@ def problem(seed, with_site, distinct=NUM_NEW, repeat_old=False):
     site = None
     if with_site:
         half = torch.as_tensor(rng.normal(size=(NUM_OLD, NUM_OLD)))
-        site = BoundSite(half @ half.T / NUM_OLD, torch.as_tensor(rng.normal(size=NUM_OLD)),
+        site = BoundSite(half / math.sqrt(NUM_OLD), torch.as_tensor(rng.normal(size=NUM_OLD)),
                          torch.tensor(-3.0, dtype=torch.float64))
     return k, y, site
 
