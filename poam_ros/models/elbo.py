@@ -12,15 +12,23 @@ in the unwhitened parameterisation, prior variance a and noise variance σ²:
     KL = ½ [tr(K⁻¹ S) + mᵀ K⁻¹ m − M + log|K| − log|S|]
 
 Autograd through a Cholesky factor and triangular solves costs several M³ products in the
-backward pass on top of those of the forward pass. Differentiating by hand, with K⁻¹, α = K⁻¹m,
-V = K⁻¹K_uf, W = K⁻¹SK⁻¹ and Γ = W K_uf, r_b = (y_b − μ_b)/(σ² B):
+backward pass on top of those of the forward pass. Differentiating by hand, with K = L Lᵀ,
+α = K⁻¹m, V = K⁻¹K_uf, W = K⁻¹SK⁻¹ and Γ = W K_uf, r_b = (y_b − μ_b)/(σ² B):
 
     ∂ℓ/∂K_uf = α rᵀ + (V − Γ) / (σ² B)
     ∂ℓ/∂K    = −(V r) αᵀ − (V Vᵀ − V Γᵀ − Γ Vᵀ) / (2σ² B) − (K⁻¹ − W − α αᵀ) / (2N)
     ∂ℓ/∂a    = −1 / (2σ²),    ∂ℓ/∂σ² = 1/B Σ_b [−1/(2σ²) + ((y_b − μ_b)² + v_b) / (2σ⁴)]
 
-so that one step costs three M³ products (Cholesky, inverse, W) and three M²B products. The
-jitter added before the Cholesky is treated as a constant.
+Everything is computed whitened, by triangular solves with L and never with K⁻¹: with
+A = L⁻¹K_uf, m̃ = L⁻¹m and S̃ = L⁻¹SL⁻ᵀ, μ = Aᵀm̃, v_b = a − A_bᵀ(A_b − S̃A_b), the KL's
+tr(K⁻¹S) = tr S̃ and mᵀK⁻¹m = |m̃|², and both gradients are L⁻ᵀ(·) or L⁻ᵀ(·)L⁻¹ of whitened
+matrices. On a smooth field K_uu is ill-conditioned (cond ≈ 10⁶–10⁷ at M = 500) while v_b
+and σ² are a thousandth of a: an explicit K⁻¹ in float32 carries an error of order
+eps · cond(K) · a into v_b (measured in docs/benchmarks.md: seven times v_b itself, the
+kernel gradients wrong by 2–12×, and the noise variance learned upwards), where a triangular
+solve's is of order eps · a. One step costs about four M³ products (Cholesky, the two solves
+of S̃, the backward's two) and six M²B ones, as many as with K⁻¹. The jitter added before the
+Cholesky is treated as a constant.
 
 :func:`whitened_negative_elbo` is the same bound with q(u) itself trained (SVGP, POAM-VAR-OPT);
 :func:`online_elbo` is Bui et al.'s streaming bound (SSGP, SSGP++, POAM-ONLINE-ELBO). Both are
@@ -34,7 +42,7 @@ import math
 import torch
 from torch import Tensor
 
-from poam_ros.models.linalg import robust_cholesky
+from poam_ros.models.linalg import robust_cholesky, solve_lower
 
 
 class NegativeElbo(torch.autograd.Function):
@@ -45,19 +53,18 @@ class NegativeElbo(torch.autograd.Function):
                 mean_u: Tensor, cov_u: Tensor, logdet_cov: Tensor, num_data: int | Tensor,
                 jitter: float, max_tries: int) -> Tensor:
         chol = robust_cholesky(k_uu, jitter, max_tries, "K_uu during training")
-        k_inv = torch.cholesky_inverse(chol)
-        alpha = k_inv @ mean_u
-        k_inv_s = k_inv @ cov_u
-        w = k_inv_s @ k_inv
-        v = k_inv @ k_uf
-        gamma = w @ k_uf
-        mu = k_uf.transpose(0, 1) @ alpha
-        var = prior_var + (k_uf * (gamma - v)).sum(0)
+        a = solve_lower(chol, k_uf)  # A = L⁻¹K_uf, M × B
+        mean_w = solve_lower(chol, mean_u.unsqueeze(-1)).squeeze(-1)  # m̃ = L⁻¹m
+        cov_w = solve_lower(chol, solve_lower(chol, cov_u).transpose(0, 1))  # S̃ = L⁻¹SL⁻ᵀ
+        cov_w = 0.5 * (cov_w + cov_w.transpose(0, 1))
+        cov_a = cov_w @ a
+        mu = a.transpose(0, 1) @ mean_w
+        var = prior_var - (a * (a - cov_a)).sum(0)
         sq_err = (y - mu).square() + var
         expected_loglik = -0.5 * (math.log(2 * math.pi) + noise.log() + sq_err / noise)
-        kl = 0.5 * (k_inv_s.diagonal().sum() + mean_u @ alpha - len(mean_u)
+        kl = 0.5 * (cov_w.diagonal().sum() + mean_w @ mean_w - len(mean_u)
                     + 2.0 * chol.diagonal().log().sum() - logdet_cov)
-        ctx.save_for_backward(k_inv, alpha, w, v, gamma, y - mu, sq_err, noise)
+        ctx.save_for_backward(chol, a, mean_w, cov_w, cov_a, y - mu, sq_err, noise)
         ctx.num_data = num_data
         return -(expected_loglik.mean() - kl / num_data)
 
@@ -65,22 +72,29 @@ class NegativeElbo(torch.autograd.Function):
     def backward(ctx, grad_out: Tensor):
         """The gradients above, scaled by −grad_out (the function is the negative ELBO).
 
-        ∂ℓ/∂K is returned up to its antisymmetric part, which changes nothing downstream (K is a
-        symmetric function of the parameters): the data terms −(V r)αᵀ − (T + Tᵀ)/(2σ²B) with
-        T = V (½V − Γ)ᵀ become one product −V [(½V − Γ)/(σ²B) + r αᵀ]ᵀ, and the KL term
-        is added in place, so the M × M gradient costs one product and two passes.
+        Whitened, ∂ℓ/∂K_uf = L⁻ᵀ[m̃ rᵀ + (A − S̃A)/(σ²B)] and ∂ℓ/∂K = L⁻ᵀ G L⁻¹ with
+        G = (S̃ − I + m̃m̃ᵀ)/(2N) − A Pᵀ, P = (½A − S̃A)/(σ²B) + m̃ rᵀ. ∂ℓ/∂K is returned up to
+        its antisymmetric part, which changes nothing downstream (K is a symmetric function of
+        the parameters): the data terms −(T + Tᵀ)/(2σ²B) of the formula above, T = V(½V − Γ)ᵀ,
+        and −(Vr)αᵀ are the one product −A Pᵀ.
         """
-        k_inv, alpha, w, v, gamma, residual, sq_err, noise = ctx.saved_tensors
+        chol, a, mean_w, cov_w, cov_a, residual, sq_err, noise = ctx.saved_tensors
         batch, n = residual.shape[0], ctx.num_data
         r = residual / (noise * batch)
         scale = -grad_out
-        right = (0.5 * v - gamma) / (noise * batch) + torch.outer(alpha, r)  # M × B
-        kl_part = w.sub_(k_inv).addr_(alpha, alpha)  # W − K⁻¹ + ααᵀ, in w's storage
+        data = a - cov_a  # A − S̃A
+        right = (0.5 * a - cov_a) / (noise * batch) + torch.outer(mean_w, r)  # P, M × B
+        kl_part = torch.addr(cov_w, mean_w, mean_w)  # S̃ + m̃m̃ᵀ, then − I
+        kl_part.diagonal().sub_(1.0)
         # The scale (and N, a tensor in a captured step) as addmm's alpha or beta would be read
         # back to the host.
-        d_kuu = torch.addmm(kl_part.mul_(0.5 / n), v, right.transpose(0, 1),
-                            alpha=-1.0).mul_(scale)
-        d_kuf = scale * (torch.outer(alpha, r) + (v - gamma) / (noise * batch))
+        inner = torch.addmm(kl_part.mul_(0.5 / n), a, right.transpose(0, 1), alpha=-1.0)
+        upper = chol.transpose(0, 1)
+        d_kuu = torch.linalg.solve_triangular(
+            chol, torch.linalg.solve_triangular(upper, inner, upper=True), upper=False,
+            left=False).mul_(scale)
+        d_kuf = torch.linalg.solve_triangular(
+            upper, torch.outer(mean_w, r) + data / (noise * batch), upper=True).mul_(scale)
         d_prior = -0.5 * scale / noise
         d_noise = scale * (-0.5 / noise + sq_err / (2 * noise.square())).mean()
         return (d_kuu, d_kuf, d_prior, d_noise, None, None, None, None, None, None, None)
