@@ -73,6 +73,7 @@ class FleetLink:
         self.rejected: Counter[str] = Counter()
         self.soundings_sent = 0
         self.soundings_received = 0
+        self._plan_last = False  # whether the last packet sent was a plan
         # sender -> the sequence numbers taken: an integer a packet, a few MB for a long mission
         self._taken: dict[int, set[int]] = {}
 
@@ -94,20 +95,26 @@ class FleetLink:
         packet = self.codec.encode(soundings)
         self.schedule.record(now, len(packet))
         self.soundings_sent += len(soundings)
+        self._plan_last = False
         return packet
 
     def plan_packet(self, time: float, waypoints, stamp: float | None = None) -> bytes | None:
         """This vehicle's remaining ``waypoints`` (N, 2) [m] as a plan packet (as many of the
         first as one packet holds) stamped ``stamp`` [s] (default ``time``), if the link lets
-        it leave at ``time`` [s]; else None (announce it again later). A waypoint outside the
+        it leave at ``time`` [s]; else None (announce it again later). A plan does not follow
+        a plan while soundings wait: announcements take at most every other packet, so that
+        soundings move however often plans come and however seldom the link may send (a
+        simulation's clock fast against the sender's period). A waypoint outside the
         encoding's range raises ``ValueError``."""
         fits = min(MAX_ENTRIES, (self.config.link.packet_limit - OVERHEAD_BYTES) // WAYPOINT_BYTES)
         waypoints = np.asarray(waypoints, dtype=float).reshape(-1, 2)[:fits]
         size = OVERHEAD_BYTES + WAYPOINT_BYTES * len(waypoints)
-        if not len(waypoints) or self.schedule.capacity(nanoseconds(time)) < size:
+        if not len(waypoints) or (self._plan_last and len(self.pool)) or \
+                self.schedule.capacity(nanoseconds(time)) < size:
             return None
         packet = self.codec.encode_plan(waypoints, time if stamp is None else stamp)
         self.schedule.record(nanoseconds(time), len(packet))
+        self._plan_last = True
         return packet
 
     def receive(self, data: bytes) -> Soundings | Plan | None:

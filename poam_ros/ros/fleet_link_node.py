@@ -9,9 +9,9 @@ Topics (names relative, remappable; one node per vehicle, in its namespace):
   never offered again, so a sounding travels from its vehicle only.
 * publishes ``fleet/out`` (std_msgs/UInt8MultiArray, reliable, depth 100): a packet whenever
   the link lets one leave (looked for every ``period`` s of the node's clock, sim time under
-  ``use_sim_time``): this vehicle's latest plan announcement first, then as many soundings as
-  fit, the most novel first. A modem driver, or the ``fleet_channel`` node in simulation,
-  carries the bytes.
+  ``use_sim_time``): this vehicle's latest plan announcement or as many soundings as fit, the
+  most novel first, a plan never after a plan while soundings wait. A modem driver, or the
+  ``fleet_channel`` node in simulation, carries the bytes.
 * subscribes ``fleet/in`` (UInt8MultiArray, reliable, depth 100): the teammates' packets.
   Soundings go out on ``samples`` (float64 x, y, z and a field per ``channels``, NaN where a
   sounding did not measure it, in ``map_frame``, unstamped: stamp 0, so that the mapper's

@@ -72,6 +72,20 @@ def test_a_plan_travels_as_far_as_a_packet_holds():
     assert a.plan_packet(5.5, waypoints) is None  # the second's budget is spent
 
 
+def test_plans_take_at_most_every_other_packet_while_soundings_wait():
+    """A plan waiting at every chance to send (announcements faster than the link's chances)
+    leaves every other packet; the soundings leave in between."""
+    link, teammate = fleet_link(0, bandwidth=100.0), fleet_link(1, bandwidth=100.0)
+    link.offer(np.column_stack([np.arange(500.0), np.zeros(500)]), np.ones(500), 1.0)
+    waypoints = np.column_stack([np.arange(20.0), np.ones(20)])
+    kinds = [type(teammate.receive(link.plan_packet(2.0 + tick, waypoints)
+                                   or link.outgoing(2.0 + tick))).__name__
+             for tick in range(6)]  # a second apart: the budget lets one packet leave each
+    assert kinds == ["Plan", "Soundings"] * 3
+    link.pool.take(len(link.pool))  # none wait: plans follow plans
+    assert link.plan_packet(9.0, waypoints) is not None and link.plan_packet(10.0, waypoints)
+
+
 def test_a_packet_limit_that_holds_no_sounding_is_refused():
     with pytest.raises(ConfigError, match="cannot hold a sounding"):
         fleet_link(0, max_packet_bytes=24)
