@@ -13,17 +13,20 @@ The subset, with launch_ros's meaning:
   given; an argument not declared is refused); ``<let name value>``;
 - ``<group>`` (its ``<let>`` and pushed namespace stay inside it) and
   ``<push-ros-namespace namespace>``;
-- ``<include file>`` with ``<arg name value>``: the file's nodes with those arguments, under
-  the namespace pushed where it stands (launch_ros also lets the included file see the
-  includer's arguments of the same name: an include that passes every argument the two
-  files share, as fleet.launch.xml's do, means the same to both);
+- ``<include file if unless>`` with ``<arg name value>``: the file's nodes with those
+  arguments, under the namespace pushed where it stands (launch_ros also lets the included
+  file see the includer's arguments of the same name: an include that passes every argument
+  the two files share, as fleet.launch.xml's do, means the same to both);
 - ``<node pkg exec name namespace output args>``, with ``<param from>`` (a parameter file),
   ``<param name value>`` and ``<remap from to>``;
-- ``if`` and ``unless`` on ``<node>`` and ``<group>`` (``true``/``false``/``1``/``0``);
+- ``if`` and ``unless`` on ``<node>``, ``<group>`` and ``<include>``
+  (``true``/``false``/``1``/``0``, any case);
 - substitutions ``$(var name)``, ``$(find-pkg-share poam_ros)`` (the installed share
-  directory, or the source tree), ``$(env NAME [default])`` and ``$(equals A B)`` (``true``
-  or ``false``), the inner ones of nested substitutions first
-  (``$(equals $(var vehicle) mavlink)``).
+  directory, or the source tree), ``$(env NAME [default])``, ``$(equals A B)`` (``true``
+  or ``false``) and ``$(eval 'EXPRESSION')`` for the arithmetic, comparisons and ``and``,
+  ``or``, ``not`` of number, string and truth literals (launch's Python expression, its
+  result as ``str`` gives it: ``True``), the inner ones of nested substitutions first
+  (``$(equals $(var vehicle) mavlink)``, ``$(eval '$(var robots) >= 2')``).
 
 A ``<param name value>`` reaches the node as launch_ros passes it: under the key ``/**`` when
 the node's namespace is unspecified (the same as ``-p name:=value``), else under the node's
@@ -32,6 +35,7 @@ fully qualified name, after the parameter files before it; its value is read as 
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import shlex
@@ -71,7 +75,7 @@ _ATTRIBUTES = {
     "arg": {"name", "default", "description", "value"},
     "let": {"name", "value"},
     "group": {"if", "unless"},
-    "include": {"file"},
+    "include": {"file", "if", "unless"},
     "push-ros-namespace": {"namespace"},
     "node": {"pkg", "exec", "name", "namespace", "output", "args", "if", "unless"},
     "param": {"from", "name", "value"},
@@ -82,7 +86,13 @@ _CHILDREN = {"launch": {"arg", "let", "group", "push-ros-namespace", "node", "in
              "node": {"param", "remap"},
              "include": {"arg"}}
 _SUBSTITUTION = re.compile(r"\$\(([^()]*)\)")
-_SUBSTITUTIONS = {"var": (1, 1), "find-pkg-share": (1, 1), "env": (1, 2), "equals": (2, 2)}
+_SUBSTITUTIONS = {"var": (1, 1), "find-pkg-share": (1, 1), "env": (1, 2), "equals": (2, 2),
+                  "eval": (1, 1)}
+#: what an ``$(eval)`` expression may hold: literals and the operators on them, no names
+_EXPRESSION_NODES = (ast.Expression, ast.Constant, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp,
+                     ast.Not, ast.USub, ast.UAdd, ast.BinOp, ast.Add, ast.Sub, ast.Mult,
+                     ast.Div, ast.FloorDiv, ast.Mod, ast.Compare, ast.Eq, ast.NotEq, ast.Lt,
+                     ast.LtE, ast.Gt, ast.GtE)
 _TRUTH = {"true": True, "1": True, "false": False, "0": False}
 
 
@@ -270,6 +280,8 @@ class _Expansion:
                 return os.environ.get(words[0], words[-1])
             if kind == "equals":
                 return "true" if words[0] == words[1] else "false"
+            if kind == "eval":
+                return _evaluate(words[0], where)
             if words[0] != PACKAGE:
                 raise LaunchError(f"{where}: $(find-pkg-share {words[0]}): only {PACKAGE} "
                                   f"is known here")
@@ -316,7 +328,7 @@ class _Expansion:
                 self._children(element, _Scope(dict(scope.variables), scope.namespace))
             elif element.tag == "node" and self._taken(element, scope):
                 self.nodes.append(self._node(element, scope))
-            elif element.tag == "include":
+            elif element.tag == "include" and self._taken(element, scope):
                 self._include(element, scope)
 
     def _include(self, element: ET.Element, scope: _Scope) -> None:
@@ -365,6 +377,23 @@ class _Expansion:
         arguments = shlex.split(attribute("args", required=False) or "")
         return LaunchNode(attribute("pkg"), attribute("exec"), name, namespace or "",
                           tuple(parameters), tuple(remaps), tuple(arguments))
+
+
+def _evaluate(expression: str, where: str) -> str:
+    """``$(eval)``: the expression's value as ``str`` writes it, when it holds literals and
+    operators only (:data:`_EXPRESSION_NODES`); anything else is refused by name."""
+    try:
+        tree = ast.parse(expression.strip(), mode="eval")
+    except SyntaxError as error:
+        raise LaunchError(f"{where}: $(eval {expression!r}): {error.msg}") from None
+    for node in ast.walk(tree):
+        if not isinstance(node, _EXPRESSION_NODES):
+            raise LaunchError(f"{where}: $(eval {expression!r}): {type(node).__name__} not "
+                              f"understood (literals and operators only)")
+    try:
+        return str(eval(compile(tree, where, "eval"), {"__builtins__": {}}))
+    except (ArithmeticError, TypeError) as error:
+        raise LaunchError(f"{where}: $(eval {expression!r}): {error}") from None
 
 
 def _join_namespace(base: str | None, namespace: str | None) -> str:

@@ -330,10 +330,13 @@ def print_launch(params: Path, effective: Path, record: bool, view: bool = False
     from poam_ros.setup.sim_launch import differences
 
     if robots > 1:
-        print(f"the graph: {robots} vehicles, as fleet.launch.xml starts "
-              f"two: ros2 launch poam_ros fleet.launch.xml sim:=true params_file:={effective}"
-              + ("" if central else " central_map:=false") + (" record:=true" if record else "")
-              + (" view:=true" if view else ""))
+        from poam_ros.setup.fleet_launch import LAUNCH_FILE_ROBOTS
+
+        more = (f" (the file starts {LAUNCH_FILE_ROBOTS}: copy a vehicle's include for more)"
+                if robots > LAUNCH_FILE_ROBOTS else "")
+        print(f"the graph: ros2 launch poam_ros fleet.launch.xml sim:=true robots:={robots} "
+              f"params_file:={effective}" + ("" if central else " central_map:=false")
+              + (" record:=true" if record else "") + (" view:=true" if view else "") + more)
         return
     print(f"the graph: ros2 launch poam_ros sim.launch.xml params_file:={effective}"
           + (" record:=true" if record else "") + (" view:=true" if view else "")

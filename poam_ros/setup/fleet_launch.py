@@ -73,8 +73,8 @@ from poam_ros.sim.terrain import Terrain
 from poam_ros.workspace import Workspace
 
 FLEET_LAUNCH = "fleet.launch.xml"
-ROBOT_LAUNCH = "robot.launch.xml"
-LINK_LAUNCH = "fleet_link.launch.xml"
+VEHICLE_LAUNCH = "fleet_vehicle.launch.xml"  # one vehicle's stack, fleet.launch.xml's include
+LAUNCH_FILE_ROBOTS = 4  # the vehicles fleet.launch.xml starts at most (robots:=1 ... 4)
 FLEET_NAMESPACE = "/fleet"  # the central mapper's, and its topics'
 CENTRAL_MAPPER = f"{FLEET_NAMESPACE}/mapper"
 FLEET_SIM = "fleet_sim"
@@ -105,21 +105,18 @@ def fleet_nodes(params_file: str | Path, robots: int, central: bool = True,
                 record: bool = False, view: bool = False) -> list[LaunchNode]:
     """The nodes of the simulated fleet of ``robots`` vehicles, each configured by
     ``params_file``: fleet.launch.xml's with ``sim:=true`` (``central_map:=`` ``central``,
-    ``record:=`` ``record``, ``view:=`` ``view``) for two. Without a central map each vehicle
-    has its own mapper, as robot.launch.xml starts it, and its end of the links
-    (fleet_link.launch.xml), and the ``fleet_channel`` node simulates the medium between
-    them."""
+    ``record:=`` ``record``, ``view:=`` ``view``, ``robots:=`` ``robots``) for one to four,
+    each vehicle as fleet_vehicle.launch.xml starts it: without a central map with its own
+    mapper and its end of the links, the ``fleet_channel`` node simulating the medium."""
     file = str(params_file)
     fleet = [node for node in expand(launch_file(FLEET_LAUNCH), {
         "params_file": file, "sim": "true", "central_map": _flag(central),
         "record": _flag(record), "view": _flag(view)})
              if node.namespace in ("", FLEET_NAMESPACE)]
-    shared = {"mapper": "false", "map_prefix": f"{FLEET_NAMESPACE}/"} if central else {}
     for namespace in vehicle_namespaces(robots):
-        given = {"namespace": namespace.strip("/"), "params_file": file, "use_sim_time": "true"}
-        fleet += expand(launch_file(ROBOT_LAUNCH), {**given, **shared})
-        if not central:
-            fleet += expand(launch_file(LINK_LAUNCH), given)
+        fleet += expand(launch_file(VEHICLE_LAUNCH), {
+            "namespace": namespace.strip("/"), "params_file": file,
+            "central_map": _flag(central), "use_sim_time": "true"})
     return fleet
 
 

@@ -1,9 +1,11 @@
-"""fleet.launch.xml and the simulated fleet's graph: ``poam-ros sim --robots N`` starts for
-two vehicles exactly the nodes the file starts with ``sim:=true``, every vehicle's stack in
-its namespace talking to the central mapper; the fleet's effective file gives each vehicle
-its own start and planner seed and every planner the fleet's budget; with coordination,
-each vehicle's place in the fleet and its teammates, and a start where its pilot share
-starts."""
+"""fleet.launch.xml and the simulated fleet's graph: ``poam-ros sim --robots N`` starts for one
+to four vehicles exactly the nodes the file starts with ``sim:=true robots:=N``, every
+vehicle's stack in its namespace talking to the central mapper; the fleet's effective file
+gives each vehicle its own start and planner seed and every planner the fleet's budget; with
+coordination, each vehicle's place in the fleet and its teammates, and a start where its
+pilot share starts."""
+
+from pathlib import Path
 
 import numpy as np
 
@@ -13,6 +15,7 @@ from poam_ros.planners.coordination import pilot_share
 from poam_ros.planners.pilot import pilot_survey
 from poam_ros.setup.fleet_launch import (
     CENTRAL_MAPPER,
+    LAUNCH_FILE_ROBOTS,
     FleetOptions,
     fleet_nodes,
     recorded_topics,
@@ -24,15 +27,37 @@ from poam_ros.setup.truth import mission_terrain
 from poam_ros.workspace import Workspace
 
 
-def test_two_robots_are_the_launch_file_s_graph():
+def test_one_to_four_robots_are_the_launch_file_s_graph():
     params = str(default_parameter_file())
     for central in (True, False):
         assert fleet_nodes(params, 2, central) == expand(launch_file("fleet.launch.xml"), {
             "params_file": params, "sim": "true", "central_map": str(central).lower()})
+        for robots in range(1, LAUNCH_FILE_ROBOTS + 1):
+            assert fleet_nodes(params, robots, central) == expand(
+                launch_file("fleet.launch.xml"), {
+                    "params_file": params, "sim": "true", "central_map": str(central).lower(),
+                    "robots": str(robots)})
     assert [node.fqn for node in fleet_nodes(params, 2, central=False)] == [
         "/fleet_sim", "/fleet_channel", "/auv0/sensor_ingest", "/auv0/mapper", "/auv0/planner",
         "/auv0/fleet_link", "/auv1/sensor_ingest", "/auv1/mapper", "/auv1/planner",
         "/auv1/fleet_link"]
+
+
+def test_the_launch_file_starts_at_most_its_own_number_of_vehicles():
+    nodes = expand(launch_file("fleet.launch.xml"), {"robots": str(LAUNCH_FILE_ROBOTS + 1)})
+    assert {node.namespace for node in nodes if node.name == "planner"} == set(
+        vehicle_namespaces(LAUNCH_FILE_ROBOTS))
+
+
+def test_each_vehicle_runs_on_its_own_parameter_file(tmp_path):
+    files = {k: tmp_path / f"auv{k}.yaml" for k in range(4)}
+    nodes = expand(launch_file("fleet.launch.xml"), {
+        "params_file": "fleet.yaml", "robots": "4", "central_map": "false",
+        **{f"auv{k}_params_file": str(path) for k, path in files.items()}})
+    for node in nodes:
+        vehicle = node.namespace.removeprefix("/auv")
+        wanted = files[int(vehicle)] if vehicle.isdigit() else Path("fleet.yaml")
+        assert node.parameters[0].path == wanted, node.fqn
 
 
 def test_every_vehicle_talks_to_the_central_mapper_only():

@@ -157,6 +157,25 @@ def test_an_include_starts_the_file_s_nodes_with_its_arguments_under_the_namespa
                                f'</include></launch>', "bad.launch.xml"))
 
 
+def test_an_include_is_taken_as_its_evaluated_condition_says(tmp_path):
+    """fleet.launch.xml's vehicles: ``$(eval)`` of the argument's comparison, launch's
+    Python expression (``True``/``False``), decides each include."""
+    inner = write(tmp_path, """\
+        <launch><arg name="k"/><node pkg="poam_ros" exec="planner" name="p$(var k)"/>
+        </launch>""", "inner.launch.xml")
+    outer = write(tmp_path, f"""\
+        <launch>
+          <arg name="n" default="2"/>
+          <include file="{inner}"><arg name="k" value="0"/></include>
+          <include if="$(eval '$(var n) >= 2')" file="{inner}"><arg name="k" value="1"/></include>
+          <include unless="$(eval '$(var n) * 2 != 6 or not 2 >= 1')" file="{inner}">
+            <arg name="k" value="2"/></include>
+        </launch>""", "outer.launch.xml")
+    assert [n.name for n in expand(outer, {"n": "1"})] == ["p0"]
+    assert [n.name for n in expand(outer)] == ["p0", "p1"]
+    assert [n.name for n in expand(outer, {"n": "3"})] == ["p0", "p1", "p2"]
+
+
 def test_an_unspecified_namespace_keys_inline_values_for_every_node(tmp_path):
     nodes = expand(write(tmp_path, """
         <launch><node pkg="poam_ros" exec="mapper" name="mapper">
@@ -190,6 +209,11 @@ def test_an_unspecified_namespace_keys_inline_values_for_every_node(tmp_path):
     ('<node pkg="poam_ros" exec="mapper" name="m" args="$(env POAM_NOT_SET_ANYWHERE)"/>',
      "not set"),
     ('<arg name="needed"/>', "has no default and was not given"),
+    ('''<node pkg="poam_ros" exec="mapper" name="$(eval 'open.x')"/>''',
+     "Attribute not understood (literals and operators only)"),
+    ('''<node pkg="poam_ros" exec="mapper" name="$(eval 'flag')"/>''', "Name not understood"),
+    ('''<node pkg="poam_ros" exec="mapper" name="$(eval '1 / 0')"/>''', "division by zero"),
+    ('''<node pkg="poam_ros" exec="mapper" name="$(eval '1 >')"/>''', "invalid syntax"),
 ])
 def test_anything_outside_the_subset_is_refused_by_name(tmp_path, body, message, monkeypatch):
     monkeypatch.delenv("POAM_NOT_SET_ANYWHERE", raising=False)
