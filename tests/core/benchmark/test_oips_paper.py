@@ -39,9 +39,13 @@ def test_the_toys_run_and_report_m_and_nll_per_batch(capsys):
     oips_paper.main(["toys", "--datasets", "A", "--steps", "2"])
     result = last_json(capsys.readouterr().out)
     rows = result["results"]["A"]
-    assert set(rows) == {"k-means/opt", "OIPS/opt", "OIPS", "Grid", "OIPS final M by rho"}
-    for method in ("k-means/opt", "OIPS/opt", "OIPS", "Grid"):
+    selections = ("k-means/opt", "OIPS/opt", "OIPS", "Grid")
+    assert set(rows) == {*selections, "exact GP", "OIPS final M by rho"}
+    for method in (*selections, "exact GP"):
         assert len(rows[method]) == 4
         assert all(np.isfinite(row["nll"]) and row["M"] >= 1 for row in rows[method])
     assert rows["k-means/opt"][-1]["M"] == rows["Grid"][-1]["M"] == 25
+    # the exact GP holds every sample at the same fixed kernel: no selection maps better
+    assert [row["M"] for row in rows["exact GP"]] == [50, 100, 150, 200]
+    assert rows["exact GP"][-1]["nll"] <= min(rows[m][-1]["nll"] for m in selections) + 1e-3
     assert len(result["checks"]) == 2
