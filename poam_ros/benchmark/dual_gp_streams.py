@@ -56,6 +56,7 @@ TABLE7 = {"bank": {"random": (0.29, 0.03), "leverage": (0.27, 0.03)},
           "mammographic": {"random": (0.45, 0.03), "leverage": (0.43, 0.02)}}
 #: the Bayesian learning rule's (rate, steps) of App. B.5 (Table 1) and B.6 (Table 7)
 BLR_TABLE1, BLR_TABLE7 = (0.5, 4), (0.2, 10)
+PAPER_INDUCING = 100  # M of the UCI streams (App. B.5)
 
 
 def load_uci(name: str, data_dir: Path = DATA_DIR) -> tuple[np.ndarray, np.ndarray]:
@@ -127,13 +128,14 @@ def folds(n: int, count: int, seed: int) -> list[np.ndarray]:
 
 
 def cross_validate(x, y, num_folds: int, runs: int, seed: int, batches: int, steps: int,
-                   blr: tuple[float, int], memory_pick: str) -> list[dict]:
+                   blr: tuple[float, int], memory_pick: str,
+                   num_inducing: int = PAPER_INDUCING) -> list[dict]:
     """Per fold (the first ``runs`` of ``num_folds``): the streamed model's accuracy, NLPD and
     total update time on the held-out fold."""
     rows = []
     for k, test in enumerate(folds(len(y), num_folds, seed)[:runs]):
         train = np.setdiff1d(np.arange(len(y)), test)
-        model = classifier(x.shape[1], 100, steps, blr, seed + k, memory_pick)
+        model = classifier(x.shape[1], num_inducing, steps, blr, seed + k, memory_pick)
         seconds = fit_stream(model, sorted_batches(x[train], y[train], batches))
         rows.append({"fold": k, **classification_scores(model, x[test], y[test]),
                      "memory": len(model.memory_rows), "seconds": round(seconds, 1)})
@@ -163,7 +165,7 @@ def uci(args) -> dict:
     batches = 1 if args.offline else args.batches or paper["batches"]
     steps = args.offline_steps if args.offline else args.train_steps
     rows = cross_validate(x, y, args.folds, args.runs or args.folds, args.seed, batches,
-                          steps, BLR_TABLE1, "leverage")
+                          steps, BLR_TABLE1, "leverage", args.inducing)
     ours = {key: summary(rows, key) for key in ("nlpd", "accuracy")}
     column = "offline_" if args.offline else ""
     checks = {}
@@ -241,6 +243,8 @@ def add_parsers(sub) -> None:
             parser.add_argument("--offline", action="store_true",
                                 help="the Offline column: each fold's training data in one "
                                      "batch")
+            parser.add_argument("--inducing", type=int, default=PAPER_INDUCING,
+                                help=f"inducing inputs (the paper's {PAPER_INDUCING})")
         if name == "banana":
             continue
         parser.add_argument("--data", choices=sorted(TABLE1), default="mammographic")
