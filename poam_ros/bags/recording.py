@@ -22,7 +22,6 @@ from poam_ros.bags.bag_reader import BagReader
 from poam_ros.bags.message_types import MessageTypes
 from poam_ros.bags.remap_config import RemapConfig, sensor_inputs
 from poam_ros.diagnostics import (
-    LOST_IN_TRANSPORT,
     DiagnosticsError,
     IngestStatus,
     SimulatorStatus,
@@ -30,14 +29,8 @@ from poam_ros.diagnostics import (
 )
 from poam_ros.ingest import Ingest, SampleBatch
 from poam_ros.ingest.clock_jumps import ClockJumps, Verdict
-from poam_ros.ingest.reasons import LATE, NO_POSE, QUEUE_OVERFLOW
 
 log = logging.getLogger(__name__)
-
-# The ingest node's drops (/diagnostics) that depend on its wall clock and DDS: where any
-# (or a flush on the grace period) is non-zero, the live batches cannot be reproduced from
-# the sensor topics.
-_TIMING_DEPENDENT_DROPS = (LATE, NO_POSE, QUEUE_OVERFLOW, LOST_IN_TRANSPORT)
 
 
 @dataclass
@@ -144,7 +137,7 @@ class Recording:
                 continue
             self.sim_bag = self.sim_bag or isinstance(record, SimulatorStatus)
             if isinstance(record, IngestStatus):
-                for reason, count in _timing_dependent(record).items():
+                for reason, count in record.timing_dependent().items():
                     self.live_issues[reason] = max(self.live_issues[reason], count)
 
     def _samples(self, ingest: Ingest, config: RemapConfig, sent: int, decoded,
@@ -179,11 +172,3 @@ class Recording:
             index = bisect.bisect_right(sent_times, sent)
             floor = newest_acted[index - 1] if index else -1
             self.sensors.append((floor, 2, sequence, plan_topic, decoded, received))
-
-
-def _timing_dependent(ingest: IngestStatus) -> dict[str, int]:
-    """The live ingest's decisions that depended on its timing: flushes on the grace
-    period, and readings dropped late, without a pose, on a full queue or in transport."""
-    return {"flushes on grace": ingest.flushes_on_grace,
-            **{f"dropped {reason}": ingest.dropped.get(reason, 0)
-               for reason in _TIMING_DEPENDENT_DROPS}}

@@ -8,7 +8,9 @@ the default survey (or ``--map``), the same seed and per-vehicle sample budget
 distributed map, the first vehicle's own map), the **mission time** (the simulated time of the
 map that ended the fleet's mission), the time the map first reached the single vehicle's final
 SMSE and its ratio to the single vehicle's mission time (the goal: about 1/N), the bytes each
-vehicle's link sent, the wall time and the command. ``--quick``: N = 1 and 2, central,
+vehicle's link sent, the wall time and the command; a run whose ingests' timing decided part
+of it (readings lost or late: the graph fell behind the simulated clock) is marked ``*``, as
+it depends on the machine's load. ``--quick``: N = 1 and 2, central,
 coordination on and off, 1,000 samples per vehicle. Run::
 
     poam-ros bench fleet [--robots 1 2 4] [--coordination on off]
@@ -91,6 +93,8 @@ class Outcome:
     time_to_single: float | None = None  # s of sim time
     bytes_sent: dict | None = None  # vehicle -> bytes its link sent
     wall_time: float = 0.0
+    #: per ingest, its decisions that depended on its timing (``poam-ros sim``'s summary)
+    timing_dependent: dict | None = None
 
 
 def fly(setting: Setting, common: list[str], out: Path, domain: int) -> tuple[Outcome, list]:
@@ -116,6 +120,7 @@ def fly(setting: Setting, common: list[str], out: Path, domain: int) -> tuple[Ou
     outcome.mission_time = final["sim_time"]
     outcome.bytes_sent = {namespace: vehicle["link"]["bytes_sent"] for namespace, vehicle
                           in summary.get("vehicles", {}).items() if vehicle.get("link")}
+    outcome.timing_dependent = summary.get("timing_dependent")
     records = [json.loads(line) for line in epochs_path.read_text().splitlines() if line]
     return outcome, records
 
@@ -136,8 +141,12 @@ def print_table(outcomes: list[Outcome], single: Outcome | None) -> None:
         ratio = "-" if o.time_to_single is None or single is None or not single.mission_time \
             else f"{o.time_to_single / single.mission_time:.2f}"
         sent = ", ".join(f"{ns} {b}" for ns, b in (o.bytes_sent or {}).items()) or "-"
-        print(f"{o.setting.label:52} {o.samples:7d} {o.smse:7.4f} {o.msll:7.3f} {o.rmse:7.1f} "
+        label = o.setting.label + (" *" if o.timing_dependent else "")
+        print(f"{label:52} {o.samples:7d} {o.smse:7.4f} {o.msll:7.3f} {o.rmse:7.1f} "
               f"{o.mission_time:9.0f} {reach:>11} {ratio:>6} {o.wall_time:7.0f}  {sent}")
+    if any(o.timing_dependent for o in outcomes):
+        print("* the ingests' timing decided part of the run (readings lost or late: "
+              "the graph fell behind the simulated clock); it depends on the machine's load")
 
 
 def main(argv=None) -> int:

@@ -191,17 +191,26 @@ def print_state(namespace: str, state: str, reason: str) -> None:
 
 
 def mission_outcome(run, robots: int) -> dict:
-    """Print how the mission ended (the fleet's, with ``robots`` > 1); the summary's
-    outcome, mission, goals, diagnostics, the maps not scored (their mapper's status was
-    lost) and, for a fleet, each vehicle's."""
+    """Print how the mission ended (the fleet's, with ``robots`` > 1) and what the ingests'
+    timing decided; the summary's outcome, mission, goals, diagnostics, the maps not scored
+    (their mapper's status was lost), the ingests' timing-dependent decisions and, for a
+    fleet, each vehicle's."""
     monitor = run.monitor
     if monitor.mission is not None:
         print(f"{'fleet ' if robots > 1 else ''}mission {monitor.mission_state}: "
               f"{monitor.mission.reason}")
+    timing = monitor.timing_dependent()
+    if timing:
+        print("the ingest's timing, not its data, decided part of this run ("
+              + "; ".join(f"{name}: " + ", ".join(f"{reason} {n}" for reason, n in counts.items())
+                          for name, counts in timing.items())
+              + "): it is not reproducible from its sensor data; in lockstep the ingest fell "
+                "behind the simulated clock (a lower --time-scale, or a less loaded machine, "
+                "keeps up)", file=sys.stderr)
     extra = {"outcome": run.outcome, "exit_codes": run.exit_codes,
              "mission": monitor.mission and monitor.mission.reason,
              "goals": monitor.goals, "diagnostics": monitor.statuses,
-             "unscored_maps": monitor.unscored_maps}
+             "unscored_maps": monitor.unscored_maps, "timing_dependent": timing}
     if robots > 1:
         extra["vehicles"] = vehicle_summaries(monitor)
     return extra

@@ -135,6 +135,17 @@ class MissionMonitor(StartingNode):
         return ingest is not None and \
             ingest.samples_published >= sum(len(z) for _, _, z in self._batches)
 
+    def timing_dependent(self) -> dict[str, dict[str, int]]:
+        """Per ingest heard (its status's name), the decisions that depended on its timing
+        rather than its data (:meth:`IngestStatus.timing_dependent`), where any did."""
+        found = {}
+        for name, record in self._status_records.items():
+            if isinstance(record, IngestStatus):
+                counts = {reason: n for reason, n in record.timing_dependent().items() if n}
+                if counts:
+                    found[name] = counts
+        return found
+
     def status(self, record_type: type):
         """The newest status of the kind ``record_type`` (a :mod:`poam_ros.diagnostics`
         record), None before one came."""
