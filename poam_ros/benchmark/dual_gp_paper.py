@@ -124,7 +124,10 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--kernel", default=None,
-                        help="kernel (default: matern52 for magnetometer, rbf for seabed)")
+                        help="kernel (default: matern52 for magnetometer and the paper's "
+                             "streams uci, memory, banana; rbf for seabed)")
+    parser.add_argument("--ard", action="store_true",
+                        help="with --kernel rbf in uci and memory: a lengthscale per input")
     sub = parser.add_subparsers(dest="experiment", required=True)
     mag = sub.add_parser("magnetometer", help="path 3 streamed, paths 1, 2, 4, 5 tested")
     mag.add_argument("--methods", nargs="+", default=list(MAGNETOMETER_METHODS))
@@ -146,12 +149,18 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     if args.experiment in dual_gp_streams.EXPERIMENTS:
+        try:
+            dual_gp_streams.check_kernel(args)
+        except ValueError as error:
+            parser.error(str(error))
         result = dual_gp_streams.EXPERIMENTS[args.experiment](args)
         result["checks"] = {name: bool(ok) for name, ok in result["checks"].items()}
         print(json.dumps(result))
         return 0 if all(result["checks"].values()) else 1
     if args.kernel is None:
         args.kernel = "matern52" if args.experiment == "magnetometer" else "rbf"
+    if args.ard:
+        parser.error("--ard is for the paper's streams (uci, memory, banana)")
     (magnetometer if args.experiment == "magnetometer" else seabed)(args)
     return 0
 

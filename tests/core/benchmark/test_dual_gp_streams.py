@@ -46,6 +46,24 @@ def test_uci_reports_nlpd_and_accuracy_beside_tables_1_and_6(data_dir, capsys, o
     assert result["paper"]["nlpd"] == [0.41, 0.05] and len(result["checks"]) == 2
 
 
+def test_uci_runs_another_kernel_and_size_when_asked(data_dir, capsys):
+    _, result = run(capsys, ["--kernel", "rbf", "--ard", "uci", "--data-dir", str(data_dir),
+                             "--folds", "3", "--runs", "1", "--offline", "--offline-steps", "2",
+                             "--inducing", "7"])
+    assert result["kernel"] == {"name": "rbf", "ard": True} and result["inducing"] == 7
+    assert result["folds"][0]["nlpd"] > 0.0
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--ard", "uci"], "--ard needs --kernel rbf"),
+    (["--kernel", "rbf", "banana"], "banana runs the paper's Matérn-5/2 only"),
+    (["--kernel", "rbf", "--ard", "magnetometer"], "--ard is for the paper's streams")])
+def test_a_kernel_the_experiment_cannot_run_is_refused(argv, message, capsys):
+    with pytest.raises(SystemExit):
+        dual_gp_paper.main(argv)
+    assert message in capsys.readouterr().err
+
+
 def test_memory_compares_leverage_with_random_on_the_same_folds(data_dir, capsys):
     code, result = run(capsys, ["memory", "--data-dir", str(data_dir), "--folds", "3",
                                 "--runs", "2", "--batches", "3", "--train-steps", "1"])
