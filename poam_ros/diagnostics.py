@@ -44,13 +44,9 @@ from dataclasses import MISSING, dataclass, field, fields
 from functools import cache, cached_property
 from typing import ClassVar, Iterable, Union
 
-from poam_ros.ingest.reasons import LATE, NO_POSE, QUEUE_OVERFLOW
-
 #: the drop reason the ingest node counts beside its core's (``IngestStatus.dropped``):
 #: readings DDS lost between the sensor and the node, told by a gap in their sequence
 LOST_IN_TRANSPORT = "lost_in_transport"
-#: the ingest node's drops that depend on its wall clock and DDS, not on the data
-TIMING_DEPENDENT_DROPS = (LATE, NO_POSE, QUEUE_OVERFLOW, LOST_IN_TRANSPORT)
 
 Figure = Union[int, float, str]  # a method's own figure: read back as a number where it is
 
@@ -155,14 +151,6 @@ class IngestStatus:
     channel_placed: dict[str, int] = keyed("channel.{}.placed")
     channel_dropped: dict[str, int] = keyed("channel.{}.dropped")
     lifecycle_state: str | None = key("lifecycle_state", default=None)  # managed nodes
-
-    def timing_dependent(self) -> dict[str, int]:
-        """The decisions that depended on the ingest's timing, not on its data: flushes on
-        the grace period, and readings dropped late, without a pose, on a full queue or in
-        transport. Where any is non-zero a run is not reproducible from its sensor data."""
-        return {"flushes on grace": self.flushes_on_grace,
-                **{f"dropped {reason}": self.dropped.get(reason, 0)
-                   for reason in TIMING_DEPENDENT_DROPS}}
 
 
 @dataclass(frozen=True, kw_only=True)

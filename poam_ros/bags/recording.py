@@ -29,6 +29,7 @@ from poam_ros.diagnostics import (
 )
 from poam_ros.ingest import Ingest, SampleBatch
 from poam_ros.ingest.clock_jumps import ClockJumps, Verdict
+from poam_ros.ingest.reasons import timing_dependent
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +138,7 @@ class Recording:
                 continue
             self.sim_bag = self.sim_bag or isinstance(record, SimulatorStatus)
             if isinstance(record, IngestStatus):
-                for reason, count in record.timing_dependent().items():
+                for reason, count in timing_dependent(record).items():
                     self.live_issues[reason] = max(self.live_issues[reason], count)
 
     def _samples(self, ingest: Ingest, config: RemapConfig, sent: int, decoded,

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+from poam_ros.diagnostics import LOST_IN_TRANSPORT, IngestStatus
+
 WRONG_FRAME = "wrong_frame"
 NO_RETURN = "no_return"  # a range of +inf: the sonar detected nothing (REP-117)
 NONFINITE_RANGE = "nonfinite_range"
@@ -81,3 +83,16 @@ class Drops:
         self.counts[reason] += count
         self.details[reason] = detail
         return False
+
+
+#: the ingest node's drops that depend on its wall clock and DDS, not on its data
+TIMING_DEPENDENT_DROPS = (LATE, NO_POSE, QUEUE_OVERFLOW, LOST_IN_TRANSPORT)
+
+
+def timing_dependent(status: IngestStatus) -> dict[str, int]:
+    """The ingest node's decisions that depended on its timing, not on its data: flushes on
+    the grace period, and readings dropped late, without a pose, on a full queue or in
+    transport. Where any is non-zero a run is not reproducible from its sensor data."""
+    return {"flushes on grace": status.flushes_on_grace,
+            **{f"dropped {reason}": status.dropped.get(reason, 0)
+               for reason in TIMING_DEPENDENT_DROPS}}

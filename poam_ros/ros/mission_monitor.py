@@ -44,6 +44,7 @@ from poam_ros.diagnostics import (
     ScoreStatus,
     decode,
 )
+from poam_ros.ingest.reasons import timing_dependent
 from poam_ros.mapping.channels import DEPTH
 from poam_ros.mapping.epochs import EpochRecord
 from poam_ros.mapping.loop import score_channels
@@ -137,11 +138,12 @@ class MissionMonitor(StartingNode):
 
     def timing_dependent(self) -> dict[str, dict[str, int]]:
         """Per ingest heard (its status's name), the decisions that depended on its timing
-        rather than its data (:meth:`IngestStatus.timing_dependent`), where any did."""
+        rather than its data (:func:`~poam_ros.ingest.reasons.timing_dependent`), where any
+        did."""
         found = {}
         for name, record in self._status_records.items():
             if isinstance(record, IngestStatus):
-                counts = {reason: n for reason, n in record.timing_dependent().items() if n}
+                counts = {reason: n for reason, n in timing_dependent(record).items() if n}
                 if counts:
                     found[name] = counts
         return found

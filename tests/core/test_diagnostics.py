@@ -236,16 +236,3 @@ def test_the_scan_catches_a_key_spelled_in_a_reader():
     assert {"last_update_time", "dropped.", "updates"} <= spelled
     assert {text for _, text in _strings(_used_as_keys(tree))} >= {"updates"}
     assert {"last_update_time", "dropped.", "updates"} <= d.schema_keys()
-
-
-def test_the_ingest_s_timing_dependent_decisions_are_its_clock_and_transport_drops():
-    """A run is reproducible from its sensor data unless these are non-zero: a lockstep run
-    whose ingest fell behind the simulated clock shows it here (``poam-ros sim`` reports it)."""
-    quiet = d.IngestStatus(**{**INGEST.__dict__, "flushes_on_grace": 0, "dropped": {
-        "stale_stamp": 37, "outside_workspace": 157, "pose_gap": 1444}})
-    assert not any(quiet.timing_dependent().values())  # the data's drops, not the timing's
-    behind = d.IngestStatus(**{**quiet.__dict__, "flushes_on_grace": 2, "dropped": {
-        d.LOST_IN_TRANSPORT: 14993, "late": 3}})
-    assert behind.timing_dependent() == {
-        "flushes on grace": 2, "dropped late": 3, "dropped no_pose": 0,
-        "dropped queue_overflow": 0, f"dropped {d.LOST_IN_TRANSPORT}": 14993}
