@@ -192,9 +192,9 @@ def uci(args) -> dict:
     paper = TABLE1[args.data]
     batches = 1 if args.offline else args.batches or paper["batches"]
     steps = args.offline_steps if args.offline else args.train_steps
+    kernel = KernelChoice.from_args(args)
     rows = cross_validate(x, y, args.folds, args.runs or args.folds, args.seed, batches,
-                          steps, BLR_TABLE1, "leverage", args.inducing,
-                          KernelChoice.from_args(args))
+                          steps, BLR_TABLE1, "leverage", args.inducing, kernel)
     ours = {key: summary(rows, key) for key in ("nlpd", "accuracy")}
     column = "offline_" if args.offline else ""
     checks = {}
@@ -203,7 +203,7 @@ def uci(args) -> dict:
         checks[f"{args.data} {column}{key} within the paper's std of "
                f"{paper[column + key][0]}"] = within(paper[column + key], ours[key])
     return {"experiment": "uci", "data": args.data, "batches": batches, "folds": rows,
-            "kernel": asdict(KernelChoice.from_args(args)), "inducing": args.inducing,
+            "kernel": asdict(kernel), "inducing": args.inducing,
             "paper": paper, "ours": ours, "checks": checks}
 
 
