@@ -1,6 +1,8 @@
 """Each VIPS-paper experiment at its smallest setting runs and reports its numbers (whether
 they pass is the benchmark's business), and App. D.3's normalisation in closed form."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -67,7 +69,7 @@ def test_concrete_reports_app_d3s_percentages(tmp_path):
 
 @pytest.mark.skipif(not vips_paper.MAGNETOMETER_FILE.exists(),
                     reason=f"no shared data at {vips_paper.MAGNETOMETER_FILE}")
-def test_the_magnetometer_runs_report_m_rmse_and_nlpd():
+def test_the_magnetometer_runs_report_m_rmse_and_nlpd(monkeypatch, capsys):
     batches, x_test, y_test, scalers = vips_paper.magnetometer_data((3,), (1,), 20, "metres")
     batches = [(x[:40], y[:40]) for x, y in batches[:2]]
     finals = vips_paper.magnetometer_run(batches, x_test[:50], y_test[:50], scalers,
@@ -75,5 +77,15 @@ def test_the_magnetometer_runs_report_m_rmse_and_nlpd():
     assert [len(finals[name]["M"]) for name in ("vips", "oips", "cv")] == [2, 2, 1]
     assert all(np.isfinite(final["rmse"]) and np.isfinite(final["nlpd"])
                for final in finals.values())
-    paths, _, _, _ = vips_paper.magnetometer_data((1, 2, 4, 5), (3,), None, "metres")
+    paths, x_test, y_test, scalers = vips_paper.magnetometer_data((1, 2, 4, 5), (3,), None,
+                                                                  "metres")
     assert len(paths) == 4 and all(len(x) > 7000 for x, _ in paths)
+    tiny = [(x[:30], y[:30]) for x, y in paths], x_test[:50], y_test[:50], scalers
+    monkeypatch.setattr(vips_paper, "magnetometer_data", lambda *_: tiny)
+    vips_paper.main(["magnetometer-paths", "--methods", "vips,cv", "--cv-paths", "1"])
+    result = json.loads(capsys.readouterr().out.splitlines()[-1])
+    finals = result["final"]
+    assert [len(finals[name]["M"]) for name in ("vips", "cv")] == [4, 1]
+    assert np.isfinite(finals["cv"]["rmse"]) and np.isfinite(finals["cv"]["nlpd"])
+    assert set(result["checks"]) == {"VIPS M grows with every path",
+                                     "CV's M above VIPS's at every path it ran"}
