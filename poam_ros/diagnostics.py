@@ -204,7 +204,8 @@ class MissionStatus:
 
 @dataclass(frozen=True, kw_only=True)
 class SimulatorStatus:
-    """The simulated vehicle: simulation time (s), pose (m, rad), plan progress."""
+    """The simulated vehicle: simulation time (s), pose (m, rad), plan progress, and the wall
+    time (s) lockstep's clock stood for consumers to catch up (:mod:`poam_ros.sim.pacing`)."""
 
     KIND: ClassVar[str] = "vehicle"
 
@@ -218,6 +219,7 @@ class SimulatorStatus:
     holding: bool = key("holding")
     plans_refused: int = key("plans_refused")
     pings_off_terrain: int = key("pings_off_terrain")
+    clock_held_for_consumers: float = key("clock_held_for_consumers", spec=".1f", default=0.0)
 
 
 @dataclass(frozen=True, kw_only=True)

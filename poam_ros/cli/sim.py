@@ -205,8 +205,8 @@ def mission_outcome(run, robots: int) -> dict:
               + "; ".join(f"{name}: " + ", ".join(f"{reason} {n}" for reason, n in counts.items())
                           for name, counts in timing.items())
               + "): it is not reproducible from its sensor data; in lockstep the ingest fell "
-                "behind the simulated clock (a lower --time-scale, or a less loaded machine, "
-                "keeps up)", file=sys.stderr)
+                "behind although the clock waits for it (max_lead), or readings came late",
+              file=sys.stderr)
     extra = {"outcome": run.outcome, "exit_codes": run.exit_codes,
              "mission": monitor.mission and monitor.mission.reason,
              "goals": monitor.goals, "diagnostics": monitor.statuses,
@@ -472,5 +472,6 @@ def print_node_counts(monitor) -> None:
     print(f"ingest: {counted}; mapper: {mapped}")
     print_unmapped(*unmapped)
     if drops:  # lost or late: load, not data
-        print(f"warning: the ingest dropped readings ({drops}); if the machine was busy, a "
-              f"lower --time-scale lets it keep up", file=sys.stderr)
+        print(f"warning: the ingest dropped readings ({drops}); lockstep's clock waits for "
+              f"it (max_lead), realtime's does not: a lower --time-scale lets it keep up",
+              file=sys.stderr)

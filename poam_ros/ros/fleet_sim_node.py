@@ -15,8 +15,9 @@ itself, whatever the planner's own diagnostics period. One node hosts them all s
 clock steps them all: in ``lockstep`` the clock holds while a vehicle that is not done (and
 has not left) waits for a plan, and until each node of ``hold_for`` subscribes to every
 vehicle's sensors (a plain name, such as ``sensor_ingest``, in the vehicle's namespace: each
-vehicle waits for its own ingest). A vehicle without a plan repeats its last odometry once a
-second, as ``simulated_auv`` does.
+vehicle waits for its own ingest), and runs at most ``max_lead`` s ahead of what each
+vehicle's reporting consumers have taken (:mod:`poam_ros.sim.pacing`). A vehicle without a
+plan repeats its last odometry once a second, as ``simulated_auv`` does.
 
 Parameters: those of ``simulated_auv`` (``mode``, ``time_scale``, ``seed``: the fleet's, each
 vehicle's noise seeded from it by :func:`~poam_ros.sim.fleet.vehicle_seeds`; frames, rates,
@@ -191,6 +192,11 @@ class FleetSimNode(StartingNode):
             self._target += config.time_scale * elapsed
         else:
             self._target = float("inf")
+        if config.mode == "lockstep":  # no further ahead than any vehicle's consumers allow
+            target = self._target
+            self._target = min([topics.pace(target, fleet.time, config.max_lead, elapsed)
+                                for k, topics in enumerate(self.topics) if not fleet.left[k]],
+                               default=target)
         events = ([] if self.waiting_for else
                   fleet.advance(self._target, config.max_steps_per_tick))
         self._target = min(self._target, fleet.time + fleet.dt)  # never build up a debt
@@ -223,11 +229,15 @@ class FleetSimNode(StartingNode):
             if self.waiting_for and not self.fleet.left[k]:
                 message = f"holding the clock until {', '.join(self.config.hold_for)} " \
                           f"subscribe to {', '.join(self.waiting_for)}"
+            pacing = self.topics[k].pacing
+            if pacing.holding:
+                message = f"{message}; clock held for {', '.join(pacing.holding)}"
             record = SimulatorStatus(sim_time=self.fleet.time, mode=self.config.mode, x=x,
                                      y=y, yaw=yaw, waypoints_reached=reached, waypoints=total,
                                      holding=auv.holding,
                                      plans_refused=self.plans_refused[k],
-                                     pings_off_terrain=auv.pings_off_terrain)
+                                     pings_off_terrain=auv.pings_off_terrain,
+                                     clock_held_for_consumers=pacing.held_for)
             statuses.append(cv.diagnostic_status(
                 f"{status_node_name(self)}{namespace}", level, message, record,
                 hardware_id=HOST))

@@ -35,6 +35,9 @@ Topics (names relative, remappable):
   z the seafloor elevation; float64 with ``float64_samples``): reliable, depth 10, stamped
   with the time the batch runs up to. A decision point with no valid sample still
   publishes an empty cloud (width 0), so the mission loop goes on.
+* publishes ``~/progress`` (diagnostic_msgs/DiagnosticStatus, :mod:`poam_ros.ros.progress`)
+  while active: per sensor topic, the newest stamp taken off its queue, which a lockstep
+  simulator's clock runs at most ``max_lead`` s ahead of (:mod:`poam_ros.sim.pacing`).
 * publishes ``/diagnostics`` (diagnostic_msgs/DiagnosticArray) once a second: counts of
   samples accepted and published, batches, readings waiting, and ``dropped.<reason>`` for
   every reason of :mod:`poam_ros.ingest.reasons`, plus ``dropped.lost_in_transport``: sensor
@@ -73,6 +76,7 @@ from poam_ros.ros import qos
 from poam_ros.ros.managed import ManagedNode
 from poam_ros.ros.node_status import node_status, status_array
 from poam_ros.ros.parameters import add_config_callback, declare_config
+from poam_ros.ros.progress import ProgressReport
 from poam_ros.ros.run import run_node
 from poam_ros.workspace import Workspace, WorkspaceConfig
 
@@ -143,8 +147,13 @@ class IngestNode(ManagedNode):
                   (PointCloud2, "sonar/swath", fd.feed_swath), (NavSatFix, "fix", fd.feed_fix)]
         inputs += [(_MESSAGES[feeder.msgtype], feeder.topic, feeder.feed)
                    for feeder in fd.input_feeders(self.core.config)]
+        # a lockstep simulator's clock waits for it: out before the subscriptions match
+        self._progress = ProgressReport(self, [self.resolve_topic_name(topic)
+                                               for _, topic, _ in inputs])
         for msg_type, topic, feed in inputs:
-            self.create_subscription(msg_type, topic, partial(self._on_input, topic, feed),
+            self.create_subscription(msg_type, topic,
+                                     partial(self._on_input, topic, feed,
+                                             self.resolve_topic_name(topic)),
                                      qos.SENSOR_BACKLOG, qos_overriding_options=overridable)
         self.create_subscription(Path, "plan", self._on_plan, qos.LATCHED)
         self.create_timer(POLL_PERIOD, self._on_poll,
@@ -167,14 +176,15 @@ class IngestNode(ManagedNode):
         with self._lock:
             self.core.configure(config)
 
-    def _on_input(self, topic: str, feed, message, info) -> None:
+    def _on_input(self, topic: str, feed, resolved: str, message, info) -> None:
         """A sensor message: ``feed(core, message, now)`` (:mod:`poam_ros.ingest.feeders`)
-        reads it and hands it over."""
+        reads it and hands it over; taken off ``resolved``, it counts as progress."""
         lost = self._count_lost(topic, info)
         with self._lock:
             if lost and topic == "odom":  # waypoints may have been passed unseen
                 self.core.batcher.odometry_lost()
             feed(self.core, message, time.monotonic())
+        self._progress.take(resolved, message.header)
         self._after()
 
     def _on_plan(self, path: Path) -> None:
@@ -190,6 +200,7 @@ class IngestNode(ManagedNode):
         with self._lock:
             self.core.poll(time.monotonic())
         self._after()
+        self._progress.poll()
 
     def _count_lost(self, topic: str, info) -> int:
         """Messages skipped in the publisher's numbering (overflowed or dropped in DDS),

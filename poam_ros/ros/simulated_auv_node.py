@@ -9,7 +9,10 @@ soundings, and the held vehicle repeats its last odometry once a second (the arr
 ingest and the planner wait for: one lost message must not stall the graph); in ``realtime``
 mode it always runs. In lockstep the clock also holds until every node named in ``hold_for``
 subscribes to the sensors (a name with a leading ``/`` is matched with its namespace), so none
-misses the first reading, whoever else subscribed first.
+misses the first reading, whoever else subscribed first, and runs at most ``max_lead`` s ahead
+of the newest reading each of them that reports its progress has taken (the ingest's
+``~/progress``; :mod:`poam_ros.sim.pacing`), so that none falls behind its queue however
+loaded the machine: the diagnostics say how long it stood for them.
 
 The odometry carries the vehicle's height (``vehicle.vertical_mode``: plane, depth or
 altitude) and its full attitude (roll and pitch with ``vehicle.roll_amplitude`` and
@@ -70,7 +73,8 @@ from poam_ros.sim.water_temperature import WaterTemperatureConfig
 DIAGNOSTICS_PERIOD = 1.0  # s, wall
 OPERATOR_PERIOD = 1.0  # s, wall: the simulated operator's tries to start the bridge
 # Parameters that cannot change once the simulator is built.
-_FIXED = ("seed", "start_pose", "world_frame", "base_frame", "sonar_frame", "publish_rate")
+_FIXED = ("seed", "start_pose", "world_frame", "base_frame", "sonar_frame", "publish_rate",
+          "hold_for")
 
 
 class SimulatedAuvNode(StartingNode):
@@ -215,6 +219,8 @@ class SimulatedAuvNode(StartingNode):
             self._target += config.time_scale * elapsed
         else:
             self._target = float("inf")
+        if config.mode == "lockstep":  # no further ahead than the consumers allow
+            self._target = self.topics.pace(self._target, auv.time, config.max_lead, elapsed)
         events = [] if self.waiting_for else vehicle.advance(self._target,
                                                              config.max_steps_per_tick)
         # Never build up a debt: a held clock, or ticks slower than asked for, do not make
@@ -247,13 +253,16 @@ class SimulatedAuvNode(StartingNode):
         if self.waiting_for:
             message = (f"holding the clock until {', '.join(self.config.hold_for)} "
                        f"subscribe to {', '.join(self.waiting_for)}")
+        if self.topics.pacing.holding:
+            message = f"{message}; clock held for {', '.join(self.topics.pacing.holding)}"
         if self.plans_refused:
             level = DiagnosticStatus.WARN
             message = f"{message}; {self.plans_refused} plan(s) refused"
         record = SimulatorStatus(sim_time=auv.time, mode=self.config.mode, x=x, y=y, yaw=yaw,
                                  waypoints_reached=reached, waypoints=total, holding=holding,
                                  plans_refused=self.plans_refused,
-                                 pings_off_terrain=auv.pings_off_terrain)
+                                 pings_off_terrain=auv.pings_off_terrain,
+                                 clock_held_for_consumers=self.topics.pacing.held_for)
         # stamped with the simulation's time: this node's clock is the /clock it publishes
         self._diagnostics_pub.publish(status_array(self, [node_status(self, level, message,
                                                                       record)], auv.time))

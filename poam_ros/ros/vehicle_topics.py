@@ -1,5 +1,5 @@
-"""One simulated vehicle's sensor topics on a node: its events as messages, and whether the
-nodes that must hear it subscribe yet.
+"""One simulated vehicle's sensor topics on a node: its events as messages, whether the
+nodes that must hear it subscribe yet, and how far ahead of them the clock may run.
 
 :class:`VehicleTopics` publishes a :class:`~poam_ros.sim.simulated_auv.SimulatedAuv`'s
 events under a prefix (``odom``, ``sonar/range``, ``sonar/swath``, ``temperature``,
@@ -7,13 +7,17 @@ events under a prefix (``odom``, ``sonar/range``, ``sonar/swath``, ``temperature
 prefix ``/auv1/`` puts them under ``/auv1``), each stamped with its simulated time, so that
 the fleet simulator publishes every vehicle as the single vehicle's node publishes its own.
 A vehicle held in lockstep repeats its last odometry (:meth:`VehicleTopics.repeat_odometry`),
-so that whoever waits for its arrival hears it even if that message was lost.
+so that whoever waits for its arrival hears it even if that message was lost. The nodes of
+``hold_for`` that report their progress (:mod:`poam_ros.ros.progress`) pace the lockstep
+clock (:meth:`VehicleTopics.pace`, :mod:`poam_ros.sim.pacing`).
 """
 
 from __future__ import annotations
 
 import time
+from functools import partial
 
+from diagnostic_msgs.msg import DiagnosticStatus
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
 from sensor_msgs.msg import PointCloud2, Range, Temperature
@@ -21,6 +25,8 @@ from std_msgs.msg import Header
 
 from poam_ros.ros import conversions as cv
 from poam_ros.ros import qos
+from poam_ros.ros.progress import progress_stamps, progress_topic
+from poam_ros.sim.pacing import ClockPacing
 from poam_ros.sim.seabed_class import CHANNEL as SEABED_CLASS
 from poam_ros.sim.simulated_auv import Odom, Ping, Reading, SimulatedAuvConfig, Sounding
 from poam_ros.sim.sonar import SonarConfig
@@ -51,37 +57,65 @@ class VehicleTopics:
         self._complete: dict[str, int] = {}  # topic -> matched subscribers when found complete
         self._last_odometry: Odometry | None = None
         self._last_odometry_wall = -float("inf")  # s, monotonic: when it last went out
+        self.pacing = ClockPacing(config.max_lead)
+        self._progress = {name: node.create_subscription(
+            DiagnosticStatus, progress_topic(prefix, name), partial(self._on_progress, name),
+            qos.LATCHED) for name in config.hold_for}
 
     def publish(self, event) -> None:
         """``event`` as its message, stamped with its time ``event.t``."""
         config = self.config
         stamp = cv.seconds_to_time(event.t)
         if isinstance(event, Odom):
-            if self.odom is not None:
-                header = Header(frame_id=config.world_frame, stamp=stamp)
-                self._last_odometry = cv.odometry_from_state(
-                    header, config.base_frame, (event.x, event.y), event.yaw, event.speed,
-                    event.yaw_rate, z=event.z, roll=event.roll, pitch=event.pitch)
-                self.odom.publish(self._last_odometry)
-                self._last_odometry_wall = time.monotonic()
+            if self.odom is None:
+                return
+            header = Header(frame_id=config.world_frame, stamp=stamp)
+            self._last_odometry = cv.odometry_from_state(
+                header, config.base_frame, (event.x, event.y), event.yaw, event.speed,
+                event.yaw_rate, z=event.z, roll=event.roll, pitch=event.pitch)
+            publisher, message = self.odom, self._last_odometry
+            self._last_odometry_wall = time.monotonic()
         elif isinstance(event, Sounding):
             sonar = self._sonar
-            self.range.publish(cv.range_from_reading(
+            publisher, message = self.range, cv.range_from_reading(
                 Header(frame_id=config.sonar_frame, stamp=stamp), event.range,
                 min_range=sonar.min_range, max_range=sonar.max_range, field_of_view=0.0,
-                variance=sonar.noise_std ** 2))
+                variance=sonar.noise_std ** 2)
         elif isinstance(event, Ping) and self.swath is not None:
             swath = event.swath
-            self.swath.publish(cv.points_to_cloud(Header(frame_id=config.sonar_frame,
-                                                         stamp=stamp),
-                                                  swath.points_sensor[swath.valid]))
+            publisher, message = self.swath, cv.points_to_cloud(
+                Header(frame_id=config.sonar_frame, stamp=stamp),
+                swath.points_sensor[swath.valid])
         elif isinstance(event, Reading) and event.channel == SEABED_CLASS:
-            self.seabed.publish(cv.channel_reading_cloud(
-                Header(frame_id=config.base_frame, stamp=stamp), SEABED_CLASS, event.value))
+            publisher, message = self.seabed, cv.channel_reading_cloud(
+                Header(frame_id=config.base_frame, stamp=stamp), SEABED_CLASS, event.value)
         elif isinstance(event, Reading) and self.temperature is not None:
-            self.temperature.publish(cv.temperature_from_reading(
+            publisher, message = self.temperature, cv.temperature_from_reading(
                 Header(frame_id=config.base_frame, stamp=stamp), event.value,
-                variance=self._temperature_variance))
+                variance=self._temperature_variance)
+        else:
+            return
+        publisher.publish(message)
+        self.pacing.sent(publisher.topic_name, event.t)
+
+    def pace(self, target: float, clock: float, max_lead: float, elapsed: float) -> float:
+        """``target`` (s) within ``max_lead`` s of what the reporting nodes of ``hold_for``
+        have taken (:meth:`ClockPacing.clamp`), the clock at ``clock`` s, ``elapsed`` s of
+        wall time since the last tick. A node whose progress publisher is gone holds
+        nothing; one whose publisher is matched but not heard yet holds the clock where it
+        is, so that its first report comes before the first readings run ahead."""
+        unheard = False
+        for name, subscription in self._progress.items():
+            if subscription.get_publisher_count() == 0:
+                self.pacing.forget(name)
+            elif not self.pacing.has_heard(name):
+                unheard = max_lead > 0
+        self.pacing.max_lead = max_lead
+        target = self.pacing.clamp(target, clock, time.monotonic(), elapsed)
+        return min(target, clock) if unheard else target
+
+    def _on_progress(self, name: str, message: DiagnosticStatus) -> None:
+        self.pacing.heard(name, progress_stamps(message), time.monotonic())
 
     def repeat_odometry(self, now: float) -> None:
         """Publish the last odometry again, unchanged (its stamp too), if it went out

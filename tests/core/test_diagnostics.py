@@ -88,7 +88,8 @@ def test_the_wire_is_the_one_recorded_bags_hold():
     sim = dict(d.encode(SIMULATOR))
     assert sim == {"sim_time": "12.500", "mode": "lockstep", "x": "1.250", "y": "-3.500",
                    "yaw": "0.5000", "waypoints_reached": "1", "waypoints": "4",
-                   "holding": "True", "plans_refused": "0", "pings_off_terrain": "2"}
+                   "holding": "True", "plans_refused": "0", "pings_off_terrain": "2",
+                   "clock_held_for_consumers": "0.0"}
     ingest = dict(d.encode(INGEST))
     assert (ingest["latest_pose_time"], ingest["last_fix_correction"]) == ("12.500000", "0.250")
     assert (ingest["dropped.late"], ingest["dropped.lost_in_transport"]) == ("2", "0")
