@@ -305,9 +305,10 @@ def magnetometer_paths(inputs: str = "metres", methods: str = "vips,oips,cv", cv
                        cv_microtesla: bool = False) -> dict:
     """Sec. 5.4's first experiment: paths 1, 2, 4, 5 learned in turn, one batch each, tested
     on path 3, with :func:`magnetometer`'s model and operating points. VIPS and OIPS over all
-    four paths; CV over the first ``cv_paths``: at path 4 its L-BFGS M-step, over the
-    path's 7,332 samples and far more inducing inputs than VIPS's, is out of a CPU's reach. The paper shows this one in figures only (Figs. 7, 9, 11), so the checks are its
-    words, each where its methods ran: VIPS grows its memory with every path, OIPS is less
+    four paths; CV over the first ``cv_paths``: at path 4 its L-BFGS M-step, over the path's
+    7,332 samples and far more inducing inputs than VIPS's, is out of a CPU's reach. The
+    paper shows this one in figures only (Figs. 7, 9, 11), so the checks are its words, each
+    where its methods ran: VIPS grows its memory with every path, OIPS is less
     accurate than VIPS, and CV grows its memory uncontrollably (:func:`cv_above_vips`)."""
     data = magnetometer_data((1, 2, 4, 5), (3,), None, inputs)
     counts = {"vips": 4, "oips": 4, "cv": cv_paths}
