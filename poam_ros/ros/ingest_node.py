@@ -36,8 +36,9 @@ Topics (names relative, remappable):
   with the time the batch runs up to. A decision point with no valid sample still
   publishes an empty cloud (width 0), so the mission loop goes on.
 * publishes ``~/progress`` (diagnostic_msgs/DiagnosticStatus, :mod:`poam_ros.ros.progress`)
-  while active: per sensor topic, the newest stamp taken off its queue, which a lockstep
-  simulator's clock runs at most ``max_lead`` s ahead of (:mod:`poam_ros.sim.pacing`).
+  while active: per sensor topic, the newest stamp taken off its queue; a lockstep
+  simulator's clock stands while it has ``max_backlog`` messages of a topic still to take
+  (:mod:`poam_ros.sim.pacing`).
 * publishes ``/diagnostics`` (diagnostic_msgs/DiagnosticArray) once a second: counts of
   samples accepted and published, batches, readings waiting, and ``dropped.<reason>`` for
   every reason of :mod:`poam_ros.ingest.reasons`, plus ``dropped.lost_in_transport``: sensor
@@ -154,7 +155,8 @@ class IngestNode(ManagedNode):
             self.create_subscription(msg_type, topic,
                                      partial(self._on_input, topic, feed,
                                              self.resolve_topic_name(topic)),
-                                     qos.SENSOR_BACKLOG, qos_overriding_options=overridable)
+                                     qos.overridable(qos.SENSOR_BACKLOG),
+                                     qos_overriding_options=overridable)
         self.create_subscription(Path, "plan", self._on_plan, qos.LATCHED)
         self.create_timer(POLL_PERIOD, self._on_poll,
                           clock=Clock(clock_type=ClockType.STEADY_TIME))

@@ -216,7 +216,7 @@ class PlannerNode(ManagedNode):
     def _activate(self) -> None:
         # A robot's odometry may be best-effort: qos_overrides./<odom>.subscription.* (as the
         # ingest's sensors).
-        self.create_subscription(Odometry, "odom", self._on_odom, qos.ODOMETRY,
+        self.create_subscription(Odometry, "odom", self._on_odom, qos.overridable(qos.ODOMETRY),
                                  qos_overriding_options=QoSOverridingOptions
                                  .with_default_policies())
         self.create_subscription(PointCloud2, "map", self._on_map, qos.LATCHED)

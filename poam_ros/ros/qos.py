@@ -33,6 +33,8 @@ samples over at once). The bag player's and the recorder's bag topics adapt thei
 bag's or a graph's publishers instead (:mod:`poam_ros.ros.bag_qos`).
 """
 
+import copy
+
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 
@@ -51,3 +53,10 @@ QUERY = _reliable(10)
 DIAGNOSTICS = _reliable(10)
 DIAGNOSTICS_ALL = _reliable(1000)
 CLOCK = _reliable(10)
+
+
+def overridable(profile: QoSProfile) -> QoSProfile:
+    """A copy of ``profile`` for a subscription whose policies ``qos_overrides.*`` parameters
+    may set: rclpy writes the overrides into the profile it is given, which, shared, would
+    carry one topic's override to every later subscription of the process."""
+    return copy.copy(profile)

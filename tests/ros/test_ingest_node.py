@@ -35,6 +35,7 @@ from poam_ros.geo import GeoReference  # noqa: E402
 from poam_ros.ingest import reasons as ig  # noqa: E402
 from poam_ros.params.files import load_node_parameters  # noqa: E402
 from poam_ros.ros import conversions as cv  # noqa: E402
+from poam_ros.ros import qos  # noqa: E402
 from poam_ros.ros.ingest_node import IngestNode  # noqa: E402
 from poam_ros.ros.simulated_auv_node import SimulatedAuvNode  # noqa: E402
 from poam_ros.sim.default_terrain import default_terrain  # noqa: E402
@@ -384,6 +385,15 @@ def test_best_effort_sensors_through_qos_overrides(start_node, make_node, spin_u
     assert spin_until(stream, ingest, tester.node, timeout=10.0)
     assert ingest.get_parameter("qos_overrides./odom.subscription.reliability").value \
         == "best_effort"
+
+
+def test_one_topic_s_qos_override_leaves_the_other_topics_and_nodes_alone(start_node):
+    """rclpy writes an override into the profile it is given: the shared one must not be."""
+    ingest = start_node(IngestNode, **{"qos_overrides./odom.subscription.depth": 8})
+    depths = {sub.topic_name: sub.qos_profile.depth for sub in ingest.subscriptions}
+    assert depths["/odom"] == 8
+    assert depths["/sonar/range"] == depths["/sonar/swath"] == depths["/fix"] == 2000
+    assert qos.SENSOR_BACKLOG.depth == 2000
 
 
 def test_a_flood_is_bounded_counted_and_survived(start_node, make_node, spin_until):
