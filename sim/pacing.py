@@ -1,51 +1,45 @@
-"""Lockstep's back-pressure: the simulated clock runs no further ahead of its consumers than
-``max_lead`` simulated seconds.
+"""Lockstep's back-pressure: the simulated clock never leaves a consumer ``max_backlog``
+messages of a topic still to take.
 
 Lockstep holds the clock at decision points; between them it runs at ``time_scale`` whether
 the nodes that take the sensor streams keep up or not, and a consumer far enough behind loses
 messages when its subscription's queue overflows (lost in transport: the soundings then drop
 for want of a pose). So a consumer reports, per sensor topic, the stamp of the newest message
-it has taken off its queue (:class:`TakenStamps`), and the simulator lets its clock run to at
-most that stamp plus ``max_lead`` for every topic it has published on (:class:`ClockPacing`):
-a queue then holds at most ``max_lead`` s of readings, however loaded the machine, and a slow
-consumer slows the clock instead of losing data. A consumer that stops reporting (its process
-gone or stalled for ``stale_after`` s of wall time) no longer holds the clock, so that pacing
-can never stall a run for good.
+it has taken off its queue (:class:`TakenStamps`), and the simulator, which knows the stamps
+it sent, makes no more steps than keep every consumer's backlog of every topic below
+``max_backlog`` messages (:class:`ClockPacing`). A queue deeper than that (the ingest's holds 2,000)
+then never overflows, however loaded the machine: a slow consumer slows the clock instead of
+losing data, and a consumer that keeps up is never waited for. A consumer that stops reporting
+(its process gone or stalled for ``stale_after`` s of wall time) no longer holds the clock, so
+that pacing can never stall a run for good.
 """
 
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 
-REPORT_STEP = 1.0  # s of sim time: a topic's taken stamp moved this far is worth a report
 HEARTBEAT = 1.0  # s, wall: an unchanged report goes out again this often
 STALE_AFTER = 10.0  # s, wall: a consumer silent this long no longer holds the clock
 
 
 class TakenStamps:
     """A consumer's progress: per topic it subscribes to (``topics``, and any it takes from),
-    the stamp (s) of the newest message taken; -inf before the first, so that a simulator
-    waits for that one before it runs ahead.
-
-    A report is due when a topic's stamp moved :data:`REPORT_STEP` or more since the last
-    report (:meth:`take` says so), and otherwise, from a periodic check (:meth:`due`), when
-    anything moved or a :data:`HEARTBEAT` passed."""
+    the stamp (s) of the newest message taken; -inf before the first. A report is due
+    (:meth:`due`) when anything moved since the last one, or a :data:`HEARTBEAT` passed."""
 
     def __init__(self, topics=()) -> None:
         self.stamps: dict[str, float] = dict.fromkeys(topics, -math.inf)
         self._reported: dict[str, float] = {}
         self._reported_at = -math.inf  # s, monotonic
 
-    def take(self, topic: str, stamp: float) -> bool:
-        """A message stamped ``stamp`` s taken from ``topic``; True when a report is due.
-        An older stamp (a repeat, a clock reset) replaces the newer one: the consumer is where
-        its newest message is."""
+    def take(self, topic: str, stamp: float) -> None:
+        """A message stamped ``stamp`` s taken from ``topic``. An older stamp (a clock reset)
+        replaces the newer one: the consumer is where its newest message is."""
         self.stamps[topic] = stamp
-        return abs(stamp - self._reported.get(topic, -math.inf)) >= REPORT_STEP
 
     def due(self, now: float) -> bool:
-        """Whether a report is due at wall time ``now`` (s, monotonic): something moved since
-        the last one, or a heartbeat is."""
+        """Whether a report is due at wall time ``now`` (s, monotonic)."""
         return self.stamps != self._reported or now - self._reported_at >= HEARTBEAT
 
     def report(self, now: float) -> dict[str, float]:
@@ -55,60 +49,69 @@ class TakenStamps:
 
 
 class ClockPacing:
-    """How far the simulated clock may run: ``max_lead`` s past the newest stamp that every
-    reporting consumer has taken, on every topic the simulator published; 0 never holds.
+    """How many steps the simulated clock may make: no more than leave every reporting
+    consumer fewer than ``max_backlog`` messages of a topic the simulator sent still to take
+    (a step sends at most one message per topic); 0 never holds.
 
-    A topic the consumer does not report (it does not subscribe to it) holds nothing; one it
-    has caught up with lets the clock run ``max_lead`` past where it is (so a topic fallen
-    silent, as a vehicle's whose mission is done, never holds it). A consumer that
-    reported nothing for ``stale_after`` s of wall time, or was forgotten (its publisher
-    gone), holds nothing either."""
+    The stamps sent per topic are kept (the newest ``max_backlog`` at least: a consumer
+    older than all of them has a full backlog). A topic the consumer does not report (it does
+    not subscribe to it) holds nothing, nor does one it has caught up with (a topic fallen
+    silent, as a vehicle's whose mission is done). A consumer that reported nothing for
+    ``stale_after`` s of wall time, or was forgotten (its publisher gone), holds nothing
+    either."""
 
-    def __init__(self, max_lead: float, stale_after: float = STALE_AFTER) -> None:
-        self.max_lead, self.stale_after = max_lead, stale_after
-        self.published: dict[str, float] = {}  # topic -> newest stamp sent, s
+    def __init__(self, max_backlog: int, stale_after: float = STALE_AFTER) -> None:
+        self.max_backlog, self.stale_after = max_backlog, stale_after
+        self._sent: dict[str, list[float]] = {}  # topic -> stamps sent, s, oldest first
         self._taken: dict[str, dict[str, float]] = {}  # consumer -> topic -> stamp, s
         self._heard: dict[str, float] = {}  # consumer -> wall time of its last report
         self.held_for = 0.0  # s, wall: how long the clock stood for consumers
-        self.holding: list[str] = []  # the consumers holding it at the last clamp
+        self.holding: list[str] = []  # the consumers that stopped it at the last call
 
     def sent(self, topic: str, stamp: float) -> None:
         """A message stamped ``stamp`` s went out on ``topic``."""
-        self.published[topic] = stamp
+        stamps = self._sent.setdefault(topic, [])
+        stamps.append(stamp)
+        if len(stamps) >= 2 * max(self.max_backlog, 1):
+            del stamps[:-max(self.max_backlog, 1)]
 
     def heard(self, consumer: str, stamps: dict[str, float], now: float) -> None:
         """``consumer``'s report at wall time ``now``: per topic, its newest taken stamp."""
         self._taken[consumer], self._heard[consumer] = dict(stamps), now
 
-    def has_heard(self, consumer: str) -> bool:
-        return consumer in self._taken
+    @property
+    def consumers(self) -> list[str]:
+        """The consumers heard and not forgotten."""
+        return sorted(self._taken)
 
     def forget(self, consumer: str) -> None:
         """``consumer`` is gone: it no longer holds the clock."""
         self._taken.pop(consumer, None)
         self._heard.pop(consumer, None)
 
-    def bounds(self, clock: float, now: float) -> dict[str, float]:
-        """Per consumer that may hold the clock (at ``clock`` s, wall time ``now``), the
-        simulated time (s) it lets the clock run to: ``max_lead`` past its oldest untaken
-        message's predecessor, or past the clock where it has taken everything."""
-        if self.max_lead <= 0:
-            return {}
-        bounds = {}
+    def room(self, now: float) -> dict[str, int]:
+        """Per consumer heard within ``stale_after`` at wall time ``now`` that reports a topic
+        sent, the messages it may still be sent before one of its topics' backlog is full."""
+        rooms = {}
         for consumer, taken in self._taken.items():
-            reported = [taken[topic] if taken[topic] < sent else clock
-                        for topic, sent in self.published.items() if topic in taken]
-            if reported and now - self._heard[consumer] < self.stale_after:
-                bounds[consumer] = min(reported) + self.max_lead
-        return bounds
+            if now - self._heard[consumer] >= self.stale_after:
+                continue
+            for topic, stamps in self._sent.items():
+                if topic in taken:
+                    untaken = len(stamps) - bisect_right(stamps, taken[topic])
+                    rooms[consumer] = min(rooms.get(consumer, self.max_backlog),
+                                          max(0, self.max_backlog - untaken))
+        return rooms
 
-    def clamp(self, target: float, clock: float, now: float, elapsed: float) -> float:
-        """``target`` (s, where the clock would run to) within every consumer's bound at wall
-        time ``now``, never behind the clock at ``clock`` s (a bound may be -inf). The
-        consumers whose bound stops the clock are :attr:`holding`, and ``elapsed`` (s, wall,
-        since the last call) counts in :attr:`held_for` while they are."""
-        bounds = self.bounds(clock, now)
-        self.holding = sorted(c for c, bound in bounds.items() if bound <= clock)
-        if self.holding and clock < target:
+    def steps(self, max_steps: int, now: float, elapsed: float) -> int:
+        """At most ``max_steps``, and no more than the least room at wall time ``now``; the
+        consumers with none are :attr:`holding`, and ``elapsed`` (s, wall, since the last
+        call) counts in :attr:`held_for` while any is."""
+        if self.max_backlog <= 0:
+            self.holding = []
+            return max_steps
+        rooms = self.room(now)
+        self.holding = sorted(consumer for consumer, room in rooms.items() if room == 0)
+        if self.holding:
             self.held_for += elapsed
-        return min(target, max(clock, min(bounds.values(), default=math.inf)))
+        return min([max_steps, *rooms.values()])

@@ -62,11 +62,11 @@ class SimulatedAuvConfig(Params):
         ["sensor_ingest"], "lockstep: hold the clock until each of these nodes subscribes to "
         "odom, sonar/range (and sonar/swath, temperature), so that none misses the first "
         "reading; a name starting with / is matched with its namespace; empty: never hold")
-    max_lead: float = param(10.0, "lockstep: the clock runs at most this far ahead of the "
-                                  "newest reading a hold_for node that reports its progress "
-                                  "(the ingest's ~/progress) has taken, per sensor topic, so "
-                                  "that none falls behind its queue; 0: never held for them",
-                            unit="s", low=0.0, high=1.0e6)
+    max_backlog: int = param(500, "lockstep: the clock stands while a hold_for node that "
+                                  "reports its progress (the ingest's ~/progress) has this "
+                                  "many messages of a sensor topic still to take, so that its "
+                                  "queue (the ingest's: 2,000) never overflows; 0: never",
+                             low=0, high=1000000)
 
     def validate(self) -> None:
         if self.start_pose and (len(self.start_pose) != 3 or not all(

@@ -205,7 +205,7 @@ def mission_outcome(run, robots: int) -> dict:
               + "; ".join(f"{name}: " + ", ".join(f"{reason} {n}" for reason, n in counts.items())
                           for name, counts in timing.items())
               + "): it is not reproducible from its sensor data; in lockstep the ingest fell "
-                "behind although the clock waits for it (max_lead), or readings came late",
+                "behind although the clock waits for it (max_backlog), or readings came late",
               file=sys.stderr)
     extra = {"outcome": run.outcome, "exit_codes": run.exit_codes,
              "mission": monitor.mission and monitor.mission.reason,
@@ -473,5 +473,5 @@ def print_node_counts(monitor) -> None:
     print_unmapped(*unmapped)
     if drops:  # lost or late: load, not data
         print(f"warning: the ingest dropped readings ({drops}); lockstep's clock waits for "
-              f"it (max_lead), realtime's does not: a lower --time-scale lets it keep up",
+              f"it (max_backlog), realtime's does not: a lower --time-scale lets it keep up",
               file=sys.stderr)

@@ -15,9 +15,9 @@ itself, whatever the planner's own diagnostics period. One node hosts them all s
 clock steps them all: in ``lockstep`` the clock holds while a vehicle that is not done (and
 has not left) waits for a plan, and until each node of ``hold_for`` subscribes to every
 vehicle's sensors (a plain name, such as ``sensor_ingest``, in the vehicle's namespace: each
-vehicle waits for its own ingest), and runs at most ``max_lead`` s ahead of what each
-vehicle's reporting consumers have taken (:mod:`poam_ros.sim.pacing`). A vehicle without a
-plan repeats its last odometry once a second, as ``simulated_auv`` does.
+vehicle waits for its own ingest), and stands while a vehicle's reporting consumer has
+``max_backlog`` messages of a topic still to take (:mod:`poam_ros.sim.pacing`). A vehicle
+without a plan repeats its last odometry once a second, as ``simulated_auv`` does.
 
 Parameters: those of ``simulated_auv`` (``mode``, ``time_scale``, ``seed``: the fleet's, each
 vehicle's noise seeded from it by :func:`~poam_ros.sim.fleet.vehicle_seeds`; frames, rates,
@@ -192,13 +192,12 @@ class FleetSimNode(StartingNode):
             self._target += config.time_scale * elapsed
         else:
             self._target = float("inf")
-        if config.mode == "lockstep":  # no further ahead than any vehicle's consumers allow
-            target = self._target
-            self._target = min([topics.pace(target, fleet.time, config.max_lead, elapsed)
-                                for k, topics in enumerate(self.topics) if not fleet.left[k]],
-                               default=target)
-        events = ([] if self.waiting_for else
-                  fleet.advance(self._target, config.max_steps_per_tick))
+        steps = config.max_steps_per_tick
+        if config.mode == "lockstep":  # no more than every vehicle's consumers can take
+            steps = min([topics.pace(steps, config.max_backlog, elapsed)
+                         for k, topics in enumerate(self.topics) if not fleet.left[k]],
+                        default=steps)
+        events = ([] if self.waiting_for or not steps else fleet.advance(self._target, steps))
         self._target = min(self._target, fleet.time + fleet.dt)  # never build up a debt
         for topics, vehicle in zip(self.topics, events):
             for event in vehicle:

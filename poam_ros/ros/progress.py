@@ -43,8 +43,8 @@ def progress_stamps(message: DiagnosticStatus) -> dict[str, float]:
 class ProgressReport:
     """``node``'s ``~/progress`` publisher and its :class:`TakenStamps` of the resolved
     ``topics`` it subscribes to; created before those subscriptions, when the node starts
-    taking (an ingest's activation), and destroyed with what it created then. The first
-    report goes out at once: a simulator that hears it waits for the first message taken."""
+    taking (an ingest's activation), and destroyed with what it created then. Reports go out
+    from :meth:`poll` (the node's timer), the first at once."""
 
     def __init__(self, node: Node, topics: list[str]) -> None:
         self._name = node.get_fully_qualified_name()
@@ -53,10 +53,8 @@ class ProgressReport:
         self._send(time.monotonic())
 
     def take(self, topic: str, header) -> None:
-        """A message with ``header`` taken off resolved ``topic``; reports when a report is
-        due."""
-        if self._taken.take(topic, msg.time_to_seconds(header.stamp)):
-            self._send(time.monotonic())
+        """A message with ``header`` taken off resolved ``topic``."""
+        self._taken.take(topic, msg.time_to_seconds(header.stamp))
 
     def poll(self) -> None:
         """Reports what moved since the last report, or a heartbeat."""

@@ -9,9 +9,9 @@ soundings, and the held vehicle repeats its last odometry once a second (the arr
 ingest and the planner wait for: one lost message must not stall the graph); in ``realtime``
 mode it always runs. In lockstep the clock also holds until every node named in ``hold_for``
 subscribes to the sensors (a name with a leading ``/`` is matched with its namespace), so none
-misses the first reading, whoever else subscribed first, and runs at most ``max_lead`` s ahead
-of the newest reading each of them that reports its progress has taken (the ingest's
-``~/progress``; :mod:`poam_ros.sim.pacing`), so that none falls behind its queue however
+misses the first reading, whoever else subscribed first, and stands while one of them that
+reports its progress (the ingest's ``~/progress``; :mod:`poam_ros.sim.pacing`) has
+``max_backlog`` messages of a topic still to take, so that none overflows its queue however
 loaded the machine: the diagnostics say how long it stood for them.
 
 The odometry carries the vehicle's height (``vehicle.vertical_mode``: plane, depth or
@@ -219,10 +219,9 @@ class SimulatedAuvNode(StartingNode):
             self._target += config.time_scale * elapsed
         else:
             self._target = float("inf")
-        if config.mode == "lockstep":  # no further ahead than the consumers allow
-            self._target = self.topics.pace(self._target, auv.time, config.max_lead, elapsed)
-        events = [] if self.waiting_for else vehicle.advance(self._target,
-                                                             config.max_steps_per_tick)
+        steps = (self.topics.pace(config.max_steps_per_tick, config.max_backlog, elapsed)
+                 if config.mode == "lockstep" else config.max_steps_per_tick)
+        events = [] if self.waiting_for or not steps else vehicle.advance(self._target, steps)
         # Never build up a debt: a held clock, or ticks slower than asked for, do not make
         # the next ones burst.
         self._target = min(self._target, auv.time + auv.simulator.vehicle.dt)

@@ -57,7 +57,7 @@ class VehicleTopics:
         self._complete: dict[str, int] = {}  # topic -> matched subscribers when found complete
         self._last_odometry: Odometry | None = None
         self._last_odometry_wall = -float("inf")  # s, monotonic: when it last went out
-        self.pacing = ClockPacing(config.max_lead)
+        self.pacing = ClockPacing(config.max_backlog)
         self._progress = {name: node.create_subscription(
             DiagnosticStatus, progress_topic(prefix, name), partial(self._on_progress, name),
             qos.LATCHED) for name in config.hold_for}
@@ -98,21 +98,16 @@ class VehicleTopics:
         publisher.publish(message)
         self.pacing.sent(publisher.topic_name, event.t)
 
-    def pace(self, target: float, clock: float, max_lead: float, elapsed: float) -> float:
-        """``target`` (s) within ``max_lead`` s of what the reporting nodes of ``hold_for``
-        have taken (:meth:`ClockPacing.clamp`), the clock at ``clock`` s, ``elapsed`` s of
-        wall time since the last tick. A node whose progress publisher is gone holds
-        nothing; one whose publisher is matched but not heard yet holds the clock where it
-        is, so that its first report comes before the first readings run ahead."""
-        unheard = False
+    def pace(self, max_steps: int, max_backlog: int, elapsed: float) -> int:
+        """The steps (at most ``max_steps``) the clock may make before a reporting node of
+        ``hold_for`` has ``max_backlog`` messages of a topic still to take
+        (:meth:`ClockPacing.steps`); ``elapsed`` s of wall time since the last tick. A node
+        whose progress publisher is gone holds nothing."""
         for name, subscription in self._progress.items():
             if subscription.get_publisher_count() == 0:
                 self.pacing.forget(name)
-            elif not self.pacing.has_heard(name):
-                unheard = max_lead > 0
-        self.pacing.max_lead = max_lead
-        target = self.pacing.clamp(target, clock, time.monotonic(), elapsed)
-        return min(target, clock) if unheard else target
+        self.pacing.max_backlog = max_backlog
+        return self.pacing.steps(max_steps, time.monotonic(), elapsed)
 
     def _on_progress(self, name: str, message: DiagnosticStatus) -> None:
         self.pacing.heard(name, progress_stamps(message), time.monotonic())
