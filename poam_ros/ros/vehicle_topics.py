@@ -23,6 +23,7 @@ from rclpy.node import Node
 from sensor_msgs.msg import PointCloud2, Range, Temperature
 from std_msgs.msg import Header
 
+from poam_ros import messages as msg
 from poam_ros.ros import conversions as cv
 from poam_ros.ros import qos
 from poam_ros.ros.progress import progress_stamps, progress_topic
@@ -96,7 +97,8 @@ class VehicleTopics:
         else:
             return
         publisher.publish(message)
-        self.pacing.sent(publisher.topic_name, event.t)
+        # the stamp as a consumer reads it back: whole nanoseconds, not event.t
+        self.pacing.sent(publisher.topic_name, msg.time_to_seconds(stamp))
 
     def pace(self, max_steps: int, max_backlog: int, elapsed: float) -> int:
         """The steps (at most ``max_steps``) the clock may make before a reporting node of

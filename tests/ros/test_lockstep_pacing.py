@@ -24,12 +24,16 @@ from nav_msgs.msg import Path  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
 
+from poam_ros import messages as msg  # noqa: E402
 from poam_ros.ros import conversions as cv  # noqa: E402
 from poam_ros.ros import qos  # noqa: E402
 from poam_ros.ros.fleet_sim_node import FleetSimNode  # noqa: E402
 from poam_ros.ros.ingest_node import IngestNode  # noqa: E402
 from poam_ros.ros.progress import progress_stamps  # noqa: E402
 from poam_ros.ros.simulated_auv_node import SimulatedAuvNode  # noqa: E402
+from poam_ros.ros.vehicle_topics import VehicleTopics  # noqa: E402
+from poam_ros.sim.simulated_auv import Odom, SimulatedAuvConfig  # noqa: E402
+from poam_ros.sim.sonar import SonarConfig  # noqa: E402
 
 START = [30.0, -30.0, math.pi]
 LEG = [[-20.0, -30.0]]  # 50 m west along the terrain's edge
@@ -103,3 +107,18 @@ def test_the_fleet_clock_waits_for_every_vehicle_s_ingest(ros_context, nodes_to_
                       fleet, test, timeout=120.0), f"no leg ended: sim time {fleet.fleet.time}"
     assert [ingest.lost_in_transport for ingest in ingests] == [0, 0]
     assert sum(topics.pacing.held_for for topics in fleet.topics) > 0
+
+
+def test_a_message_taken_leaves_no_backlog_whatever_its_stamp_s_rounding(make_node):
+    """0.1 * 3 s is 0.30000000000000004, stamped 300,000,000 ns, read back as 0.3: what was
+    sent counts by the stamp the consumer reads, or the message would stay untaken."""
+    node = make_node("rounding_test")
+    topics = VehicleTopics(node, "", SimulatedAuvConfig(hold_for=[]), SonarConfig(), None,
+                           swath=False)
+    topics.pacing.max_backlog = 1
+    t = 0.1 * 3
+    topics.publish(Odom(t=t, x=0.0, y=0.0, yaw=0.0, speed=0.0, yaw_rate=0.0, z=0.0))
+    taken = msg.time_to_seconds(cv.seconds_to_time(t))
+    assert taken < t
+    topics.pacing.heard("ingest", {"/odom": taken}, now=0.0)
+    assert topics.pacing.room(now=0.0) == {"ingest": 1}
