@@ -148,13 +148,12 @@ class IngestNode(ManagedNode):
                   (PointCloud2, "sonar/swath", fd.feed_swath), (NavSatFix, "fix", fd.feed_fix)]
         inputs += [(_MESSAGES[feeder.msgtype], feeder.topic, feeder.feed)
                    for feeder in fd.input_feeders(self.core.config)]
+        resolved = {topic: self.resolve_topic_name(topic) for _, topic, _ in inputs}
         # a lockstep simulator's clock waits for it: out before the subscriptions match
-        self._progress = ProgressReport(self, [self.resolve_topic_name(topic)
-                                               for _, topic, _ in inputs])
+        self._progress = ProgressReport(self, list(resolved.values()))
         for msg_type, topic, feed in inputs:
             self.create_subscription(msg_type, topic,
-                                     partial(self._on_input, topic, feed,
-                                             self.resolve_topic_name(topic)),
+                                     partial(self._on_input, topic, feed, resolved[topic]),
                                      qos.overridable(qos.SENSOR_BACKLOG),
                                      qos_overriding_options=overridable)
         self.create_subscription(Path, "plan", self._on_plan, qos.LATCHED)
