@@ -163,6 +163,7 @@ class ViewerNode(StartingNode):
         self._show(self.get_clock().now().nanoseconds * 1e-9)
 
     def _on_diagnostics(self, message: DiagnosticArray) -> None:
+        shown = dict(self._status)
         for status in message.status:
             try:
                 record = msg.status_record(status)
@@ -175,6 +176,8 @@ class ViewerNode(StartingNode):
                                     last_update_s=record.update_time)
             elif isinstance(record, ScoreStatus):  # a simulated mission's score (poam-ros sim)
                 self._status.update(epoch=record.epoch, smse=record.smse, msll=record.msll)
+        if self._status != shown:  # a status alone: the mission's last scores come after its end
+            self._show(self.get_clock().now().nanoseconds * 1e-9)
 
     def _show(self, stamp: float, **parts) -> None:
         from poam_ros.view.frames import ViewFrame

@@ -11,11 +11,12 @@ rclpy = pytest.importorskip("rclpy", exc_type=ModuleNotFoundError)
 pytest.importorskip("websockets")
 pytest.importorskip("google.protobuf")
 
-from diagnostic_msgs.msg import DiagnosticStatus, KeyValue  # noqa: E402
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue  # noqa: E402
 from nav_msgs.msg import Odometry, Path  # noqa: E402
 from sensor_msgs.msg import PointCloud2  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
 
+from poam_ros.diagnostics import ScoreStatus  # noqa: E402
 from poam_ros.mapping.map_grid import MapGrid  # noqa: E402
 from poam_ros.ros import conversions as cv  # noqa: E402
 from poam_ros.ros import qos  # noqa: E402
@@ -168,3 +169,29 @@ def test_a_viewer_that_stops_shows_the_last_state_its_readers_hold(ros_context, 
     finally:
         done.set()
         client.join(TIMEOUT)
+
+
+def test_scores_after_the_mission_ends_reach_the_status(start_node, make_node, spin_until):
+    """The monitor's and mapper's last diagnostics can come after the mission's ``done``,
+    with nothing else left to show: the status goes out for them alone."""
+    viewer = start_node(ViewerNode, **{"view.port": 0})
+    stack = make_node("viewer_test_scores")
+    state = stack.create_publisher(DiagnosticStatus, "mission/state", qos.LATCHED)
+    diagnostics = stack.create_publisher(DiagnosticArray, "/diagnostics", qos.DIAGNOSTICS)
+    watcher, done, client = watch_in_thread(viewer.view.port)
+
+    def last() -> dict:
+        return (watcher.received.get(topics.STATUS) or [{}])[-1]
+    try:
+        assert spin_until(lambda: topics.STATUS in {c["topic"] for c in watcher.channels.values()},
+                          viewer, stack, timeout=TIMEOUT)
+        state.publish(mission_state("done"))
+        assert spin_until(lambda: last().get("state") == "done", viewer, stack, timeout=TIMEOUT)
+        score = ScoreStatus(epoch=7, samples=650, smse=0.03, msll=-1.2)
+        diagnostics.publish(DiagnosticArray(status=[cv.diagnostic_status(
+            "monitor", DiagnosticStatus.OK, "scores", score)]))
+        assert spin_until(lambda: last().get("epoch") == 7, viewer, stack, timeout=TIMEOUT)
+    finally:
+        done.set()
+        client.join(TIMEOUT)
+    assert (last()["state"], last()["smse"]) == ("done", pytest.approx(0.03))
