@@ -106,9 +106,13 @@ def mission(ros_context, make_node, spin_until):
                 message.header, points, 1.0 + np.hypot(points[:, 0], points[:, 1])))
 
         probe.node.create_subscription(PointCloud2, "uncertainty/query", answer, qos.QUERY)
+        # The plan is latched one deep: a probe matched after the next plan never sees the
+        # pilot, so a started mission is ready once the probe holds it.
+        started = extra.get("autostart_mission", True)
         assert spin_until(lambda: operator.state and probe.odom_pub.get_subscription_count()
                           and probe.map_pub.get_subscription_count()
-                          and all(c.service_is_ready() for c in operator.clients.values()),
+                          and all(c.service_is_ready() for c in operator.clients.values())
+                          and (probe.plans or not started),
                           planner, probe.node)
         return planner, operator
 
