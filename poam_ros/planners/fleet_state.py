@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Collection, Mapping
 
-from poam_ros.diagnostics import MissionStatus
+from poam_ros.diagnostics import FleetLinkStatus, IngestStatus, MissionStatus
 from poam_ros.planners.mission_control import ABORTED, DONE, IDLE
 
 ENDED = (DONE, ABORTED)
@@ -38,3 +38,19 @@ def fleet_mission(missions: Mapping[str, MissionStatus | None]) -> MissionStatus
     """The vehicles' mission status that counted the most samples; None before any came."""
     known = [mission for mission in missions.values() if mission is not None]
     return max(known, key=lambda mission: mission.samples_used) if known else None
+
+
+def own_counts_current(ingest: IngestStatus | None, mission: MissionStatus | None,
+                       link: FleetLinkStatus | None) -> bool:
+    """Whether a distributed fleet's vehicle's last statuses count its last batch: its ingest
+    published every own sounding its planner counted (``samples_counted: own``), and its
+    link holds each of them as sent, waiting, dropped from the pool or refused. A vehicle's
+    last batch spends its budget and can end the fleet's mission within the second before
+    its ingest's and link's next status."""
+    if ingest is None or link is None:
+        return False
+    if mission is not None and ingest.samples_published < mission.samples_used:
+        return False
+    offered = (link.soundings_sent + link.waiting + link.pool_dropped
+               + sum(link.refused.values()))
+    return offered >= ingest.samples_published

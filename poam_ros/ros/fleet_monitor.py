@@ -39,7 +39,13 @@ from poam_ros.diagnostics import (
     decode,
     status_name,
 )
-from poam_ros.planners.fleet_state import ENDED, LEFT, fleet_mission, fleet_state
+from poam_ros.planners.fleet_state import (
+    ENDED,
+    LEFT,
+    fleet_mission,
+    fleet_state,
+    own_counts_current,
+)
 from poam_ros.ros import qos
 from poam_ros.ros.mission_monitor import MissionMonitor, scored
 
@@ -172,10 +178,18 @@ class FleetMonitor(MissionMonitor):
                                                     IngestStatus))
 
     def counts_current(self) -> bool:
-        """Whether the ingests' diagnostics count every sample received here."""
+        """Whether the ingests' diagnostics count every sample received here and, with
+        distributed maps, each vehicle's ingest and link count its own last batch
+        (:func:`~poam_ros.planners.fleet_state.own_counts_current`)."""
         ingests = [self.vehicle_ingest(namespace) for namespace in self.namespaces]
-        return None not in ingests and sum(ingest.samples_published for ingest in ingests) \
-            >= sum(len(z) for _, _, z in self._batches)
+        if None in ingests or sum(ingest.samples_published for ingest in ingests) \
+                < sum(len(z) for _, _, z in self._batches):
+            return False
+        return self.central or all(
+            own_counts_current(ingest, self.vehicle_missions[namespace],
+                               self.vehicle_link(namespace))
+            for namespace, ingest in zip(self.namespaces, ingests)
+            if namespace not in self.vehicles_left)
 
     def _on_samples(self, message, info) -> None:
         """A batch, attributed to the vehicle whose ingest published it, then scored."""

@@ -135,6 +135,10 @@ def test_each_vehicle_maps_its_own_and_some_of_its_teammates_soundings_once(dist
         assert vehicle["state"] == "done" and spent, vehicle["reason"]
         scored = vehicle["map"]["num_samples"]
         assert BUDGET <= int(spent[1]) <= len(own) and int(spent[1]) <= scored <= mapper.samples
+        # the summary's counts hold the batch that spent the budget: its ingest published
+        # it, its link sent it or holds it
+        link = vehicle["link"]
+        assert int(spent[1]) <= vehicle["samples"] <= link["soundings_sent"] + link["waiting"]
         assert f"{namespace}: its map: {scored} samples" in printed
     final = summary["final"]["extra"]  # the first vehicle's map: its own and the relayed
     assert final["samples_auv0"] == len(probe.samples("/auv0", "sensor_ingest"))
