@@ -64,8 +64,9 @@ class SimulatedAuvConfig(Params):
         "reading; a name starting with / is matched with its namespace; empty: never hold")
     max_backlog: int = param(500, "lockstep: the clock stands while a hold_for node that "
                                   "reports its progress (the ingest's ~/progress) has this "
-                                  "many messages of a sensor topic still to take, so that its "
-                                  "queue (the ingest's: 2,000) never overflows; 0: never",
+                                  "many messages of a sensor topic still to take, so that no "
+                                  "queue (the ingest's and the publishers': 2,000, or this "
+                                  "if more) overflows; 0: never",
                              low=0, high=1000000)
 
     def validate(self) -> None:

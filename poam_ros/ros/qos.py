@@ -3,10 +3,12 @@
 | profile         | streams                                 | policy                          |
 |-----------------|-----------------------------------------|---------------------------------|
 | ODOMETRY        | odom (planner's subscription)           | reliable, volatile, depth 100   |
-| SENSORS         | odom, sonar/range, sonar/swath          | reliable, volatile, depth 100   |
-|                 | (the simulated AUV's publishers)        |                                 |
+| SENSORS         | odom, fix, depth, altimeter (the        | reliable, volatile, depth 100   |
+|                 | bridge's publishers), fleet/out, in     |                                 |
 | SENSOR_BACKLOG  | odom, sonar/range, sonar/swath          | reliable, volatile, depth 2000  |
 |                 | (the ingest's subscriptions)            |                                 |
+| simulated_      | the simulator's sensor publishers       | reliable, volatile, depth 2000  |
+| sensors()       |                                         | or ``max_backlog`` if more      |
 | LATCHED         | plan, goal, map, map/std, map/inducing, | reliable, transient local, 1    |
 |                 | map/evaluation                          |                                 |
 | LATCHED_HISTORY | map, map/inducing, map/evaluation, goal | reliable, transient local, 100  |
@@ -28,8 +30,11 @@ its map's count in the mapper's status (one lost, the fleet's clock holds for ev
 ``SAMPLES`` is, because no batch
 may be lost on its way to a map. ``SENSOR_BACKLOG`` is deep enough to absorb a backlog:
 rclpy's executor takes one message per subscription per wait, so a fast simulation can run
-the odometry queue far behind the sonar's (the publisher keeps its depth of 100; DDS hands
-samples over at once). The bag player's and the recorder's bag topics adapt theirs to a
+the odometry queue far behind the sonar's. The simulator's publishers keep as many: a
+reliable writer drops a message the reader's DDS has not acknowledged once ``depth`` newer ones
+are out, so a consumer whose receiving thread is starved on a loaded CPU would lose messages
+that lockstep's pacing (``max_backlog``, fewer than either queue holds) lets it owe. The bag
+player's and the recorder's bag topics adapt theirs to a
 bag's or a graph's publishers instead (:mod:`poam_ros.ros.bag_qos`).
 """
 
@@ -53,6 +58,13 @@ QUERY = _reliable(10)
 DIAGNOSTICS = _reliable(10)
 DIAGNOSTICS_ALL = _reliable(1000)
 CLOCK = _reliable(10)
+
+
+def simulated_sensors(max_backlog: int) -> QoSProfile:
+    """The simulator's sensor publishers: as deep as the ingest's queue and at least
+    lockstep's ``max_backlog``, so that no message the pacing lets a consumer owe leaves the
+    writer's history before the consumer's DDS has it."""
+    return _reliable(max(SENSOR_BACKLOG.depth, max_backlog))
 
 
 def overridable(profile: QoSProfile) -> QoSProfile:

@@ -45,16 +45,16 @@ class VehicleTopics:
                  seabed: bool = False, odom: bool = True) -> None:
         self._node, self.config, self._sonar = node, config, sonar
         self._temperature_variance = None if temperature_std is None else temperature_std ** 2
-        self.odom = (node.create_publisher(Odometry, f"{prefix}odom", qos.SENSORS)
+        sensors = qos.simulated_sensors(config.max_backlog)
+        self.odom = (node.create_publisher(Odometry, f"{prefix}odom", sensors)
                      if odom else None)
-        self.range = node.create_publisher(Range, f"{prefix}sonar/range", qos.SENSORS)
-        self.swath = (node.create_publisher(PointCloud2, f"{prefix}sonar/swath", qos.SENSORS)
+        self.range = node.create_publisher(Range, f"{prefix}sonar/range", sensors)
+        self.swath = (node.create_publisher(PointCloud2, f"{prefix}sonar/swath", sensors)
                       if swath else None)
-        self.temperature = (node.create_publisher(Temperature, f"{prefix}temperature",
-                                                  qos.SENSORS)
+        self.temperature = (node.create_publisher(Temperature, f"{prefix}temperature", sensors)
                             if temperature_std is not None else None)
-        self.seabed = (node.create_publisher(PointCloud2, f"{prefix}{SEABED_CLASS}",
-                                             qos.SENSORS) if seabed else None)
+        self.seabed = (node.create_publisher(PointCloud2, f"{prefix}{SEABED_CLASS}", sensors)
+                       if seabed else None)
         self._complete: dict[str, int] = {}  # topic -> matched subscribers when found complete
         self._last_odometry: Odometry | None = None
         self._last_odometry_wall = -float("inf")  # s, monotonic: when it last went out

@@ -122,3 +122,17 @@ def test_a_message_taken_leaves_no_backlog_whatever_its_stamp_s_rounding(make_no
     assert taken < t
     topics.pacing.heard("ingest", {"/odom": taken}, now=0.0)
     assert topics.pacing.room(now=0.0) == {"ingest": 1}
+
+
+@pytest.mark.parametrize("max_backlog", [500, 3000])
+def test_the_simulators_publishers_keep_what_the_pacing_lets_a_consumer_owe(make_node,
+                                                                            max_backlog):
+    """A reliable writer drops a message its reader's DDS has not acknowledged once its depth
+    of newer ones is out: the sensor publishers hold at least the backlog the clock allows and
+    as many as the ingest's queue, or a consumer whose receiving thread a loaded CPU starves
+    loses messages it was let owe (odometry lost in a four-vehicle fleet at depth 100)."""
+    topics = VehicleTopics(make_node("publisher_depth_test"), "",
+                           SimulatedAuvConfig(hold_for=[], max_backlog=max_backlog),
+                           SonarConfig(), 0.05, swath=True)
+    for publisher in (topics.odom, topics.range, topics.swath, topics.temperature):
+        assert publisher.qos_profile.depth >= max(max_backlog, qos.SENSOR_BACKLOG.depth)
