@@ -24,7 +24,7 @@ Topics (names relative, remappable; one node per vehicle, in its namespace):
   arrives on ``fleet/teammate_<id>/plan`` (latched, ``map_frame``, the announcement's stamp),
   the topic a planner in ``distributed`` mode lists in ``fleet.teammates``.
 
-It publishes ``/diagnostics`` once a second (wall clock): a
+It publishes ``/diagnostics`` once a second (wall clock) and when a batch comes in: a
 :class:`~poam_ros.diagnostics.FleetLinkStatus`, WARN while packets were dropped or soundings
 refused in the last second.
 
@@ -115,6 +115,7 @@ class FleetLinkNode(StartingNode):
             self.warn_throttled("unreadable", f"unreadable samples cloud, not sent: {error}")
             return
         taken = self.link.offer(xy, values, msg.time_to_seconds(message.header.stamp))
+        self._publish_diagnostics()  # the batch waiting: it may be the mission's last
         if taken < len(xy):
             self.warn_throttled("refused", f"soundings outside the encoding's range, not sent: "
                                            f"{dict(self.link.codec.refused)}")

@@ -78,7 +78,7 @@ SENSOR_TOPICS = ("/odom", "/sonar/range")  # the simulated AUV's, "/sonar/swath"
 EFFECTIVE_FILE = "parameters.yaml"  # in the log folder: what every node runs with
 SPIN_PERIOD = 0.1  # s: children and deadlines are checked this often
 LOG_TAIL = 20  # lines of a failed child's log that the error quotes
-SETTLE_TIME = 2.5  # s the nodes' diagnostics get to catch up at the end
+SETTLE_TIME = 10.0  # s at most the monitor waits at the end for counts with the last batch
 
 
 class GraphError(RuntimeError):

@@ -39,11 +39,12 @@ Topics (names relative, remappable):
   while active: per sensor topic, the newest stamp taken off its queue; a lockstep
   simulator's clock stands while it has ``max_backlog`` messages of a topic still to take
   (:mod:`poam_ros.sim.pacing`).
-* publishes ``/diagnostics`` (diagnostic_msgs/DiagnosticArray) once a second: counts of
-  samples accepted and published, batches, readings waiting, and ``dropped.<reason>`` for
-  every reason of :mod:`poam_ros.ingest.reasons`, plus ``dropped.lost_in_transport``: sensor
-  messages that never reached the callbacks (a subscription queue that overflowed, or
-  best-effort transport), seen as gaps in each publisher's DDS sequence numbers; and
+* publishes ``/diagnostics`` (diagnostic_msgs/DiagnosticArray) once a second and after each
+  batch: counts of samples accepted and published, batches, readings waiting, and
+  ``dropped.<reason>`` for every reason of :mod:`poam_ros.ingest.reasons`, plus
+  ``dropped.lost_in_transport``: sensor messages that never reached the callbacks (a
+  subscription queue that overflowed, or best-effort transport), seen as gaps in each
+  publisher's DDS sequence numbers; and
   ``clock_resets.<stream>`` (every stream, :mod:`poam_ros.ingest.streams`) with
   ``stamps_held``, the messages whose stamps are suspect until the next ones tell a glitch
   from a clock change, or held until a reset is resolved across the streams; ``fixes_applied``
@@ -257,6 +258,7 @@ class IngestNode(ManagedNode):
         self._samples_pub.publish(cv.points_to_cloud(header, batch.points,
                                                      float64=config.float64_samples,
                                                      channels=config.channels))
+        self._publish_diagnostics()  # the counts with this batch: it may be the mission's last
 
     def _publish_diagnostics(self) -> None:
         with self._lock:

@@ -157,3 +157,29 @@ def test_a_channel_needs_two_distinct_vehicles(ros_context):
         with pytest.raises(ConfigError, match="two|twice"):
             FleetChannelNode(context=ros_context, parameter_overrides=overrides(
                 {"vehicles": vehicles}))
+
+
+def test_a_batch_s_counts_go_out_with_it(ros_context, nodes_to_destroy, make_node, spin_until,
+                                        monkeypatch):
+    """The link's status follows each batch taken in at once, not at the next period: a
+    vehicle's last batch can end the fleet's mission before then (put off here for an hour)."""
+    from poam_ros.ros import fleet_link_node
+
+    monkeypatch.setattr(fleet_link_node, "DIAGNOSTICS_PERIOD", 3600.0)
+    link = FleetLinkNode(context=ros_context, namespace="/auv0",
+                         parameter_overrides=overrides({"vehicle_id": 3, **LINK}))
+    nodes_to_destroy.append(link)
+    tester = make_node("fleet_link_status_test")
+    ingest = tester.create_publisher(PointCloud2, "/auv0/samples", qos.SAMPLES)
+    statuses = []
+    tester.create_subscription(DiagnosticArray, "/diagnostics",
+                               lambda m: statuses.extend(msg.status_record(s) for s in m.status),
+                               qos.DIAGNOSTICS)
+    assert spin_until(lambda: ingest.get_subscription_count() >= 1, link, tester,
+                      timeout=TIMEOUT)
+    xy = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    ingest.publish(cv.samples_to_cloud(header(10.0), xy, np.array([-20.0, -21.0, -22.0])))
+
+    def counted() -> bool:
+        return any(status.waiting + status.soundings_sent == 3 for status in statuses)
+    assert spin_until(counted, link, tester, timeout=5.0)

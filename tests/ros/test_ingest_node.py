@@ -132,6 +132,22 @@ def test_lockstep_batches_over_dds_are_what_follow_makes(start_node, make_node, 
     assert not ingest.core.drops.counts and ingest.core.batcher.flushes_on_grace == 0
 
 
+def test_a_batch_s_counts_go_out_with_it(start_node, make_node, spin_until, monkeypatch):
+    """The status follows each batch at once, not at the next period: a mission's last batch
+    can end it before then (the periodic status is put off here for an hour)."""
+    from poam_ros.ros import ingest_node
+
+    monkeypatch.setattr(ingest_node, "DIAGNOSTICS_PERIOD", 3600.0)
+    vehicle = start_node(SimulatedAuvNode, time_scale=25.0, seed=5, start_pose=START)
+    ingest = start_node(IngestNode)
+    tester = Tester(make_node)
+    tester.send_plan([[15.0, -28.0]])
+    assert spin_until(lambda: tester.batches, vehicle, ingest, tester.node, timeout=20.0)
+    published = len(msg.cloud_to_points(tester.batches[0]))
+    assert spin_until(lambda: tester.count("samples_published") == published > 0, vehicle,
+                      ingest, tester.node, timeout=5.0)
+
+
 def test_bad_input_is_counted_and_never_published(start_node, make_node, spin_until):
     ingest = start_node(IngestNode, flush_grace=0.2, pending_timeout=0.5, **{
         "workspace.vertices": [-4.0, -30.0, 30.0, -30.0, 30.0, 30.0, -4.0, 30.0]})
