@@ -56,14 +56,19 @@ class ClockPacing:
     The stamps sent per topic are kept (the newest ``max_backlog`` at least: a consumer
     older than all of them has a full backlog). A topic the consumer does not report (it does
     not subscribe to it) holds nothing, nor does one it has caught up with (a topic fallen
-    silent, as a vehicle's whose mission is done). A consumer that reported nothing for
-    ``stale_after`` s of wall time, or was forgotten (its publisher gone), holds nothing
-    either."""
+    silent, as a vehicle's whose mission is done). A consumer that has taken nothing of a
+    topic owes only what was sent after its first such report: what went out before it
+    subscribed never reaches it (a volatile stream), and a restarted ingest would otherwise
+    owe its predecessor's backlog for ever, the clock standing. A consumer that reported
+    nothing for ``stale_after`` s of wall time, or was forgotten (its publisher gone), holds
+    nothing either."""
 
     def __init__(self, max_backlog: int, stale_after: float = STALE_AFTER) -> None:
         self.max_backlog, self.stale_after = max_backlog, stale_after
         self._sent: dict[str, list[float]] = {}  # topic -> stamps sent, s, oldest first
         self._taken: dict[str, dict[str, float]] = {}  # consumer -> topic -> stamp, s
+        # consumer -> topic -> the newest stamp sent when it first reported nothing taken
+        self._joined: dict[str, dict[str, float]] = {}
         self._heard: dict[str, float] = {}  # consumer -> wall time of its last report
         self.held_for = 0.0  # s, wall: how long the clock stood for consumers
         self.holding: list[str] = []  # the consumers that stopped it at the last call
@@ -77,6 +82,13 @@ class ClockPacing:
 
     def heard(self, consumer: str, stamps: dict[str, float], now: float) -> None:
         """``consumer``'s report at wall time ``now``: per topic, its newest taken stamp."""
+        joined = self._joined.setdefault(consumer, {})
+        for topic, stamp in stamps.items():
+            if stamp > -math.inf:
+                joined.pop(topic, None)
+            elif topic not in joined:
+                sent = self._sent.get(topic)
+                joined[topic] = sent[-1] if sent else -math.inf
         self._taken[consumer], self._heard[consumer] = dict(stamps), now
 
     @property
@@ -88,6 +100,7 @@ class ClockPacing:
         """``consumer`` is gone: it no longer holds the clock."""
         self._taken.pop(consumer, None)
         self._heard.pop(consumer, None)
+        self._joined.pop(consumer, None)
 
     def room(self, now: float) -> dict[str, int]:
         """Per consumer heard within ``stale_after`` at wall time ``now`` that reports a topic
@@ -96,9 +109,11 @@ class ClockPacing:
         for consumer, taken in self._taken.items():
             if now - self._heard[consumer] >= self.stale_after:
                 continue
+            joined = self._joined.get(consumer, {})
             for topic, stamps in self._sent.items():
                 if topic in taken:
-                    untaken = len(stamps) - bisect_right(stamps, taken[topic])
+                    since = max(taken[topic], joined.get(topic, -math.inf))
+                    untaken = len(stamps) - bisect_right(stamps, since)
                     rooms[consumer] = min(rooms.get(consumer, self.max_backlog),
                                           max(0, self.max_backlog - untaken))
         return rooms

@@ -30,15 +30,33 @@ def test_the_steps_left_are_the_least_room_of_any_topic_of_any_consumer():
     assert pacing.holding == [] and pacing.held_for == pytest.approx(0.1)
 
 
-def test_a_consumer_before_its_first_message_has_everything_still_to_take():
+def test_a_consumer_before_its_first_message_owes_what_was_sent_since_it_reported():
     taken = TakenStamps(["/odom", "/fix"])
     pacing = ClockPacing(max_backlog=2)
-    sent(pacing, "/odom", [0.0, 1.0])
     pacing.heard("ingest", taken.report(now=0.0), now=0.0)
-    assert pacing.steps(20, now=0.0, elapsed=0.0) == 0
+    sent(pacing, "/odom", [0.0, 1.0])
+    pacing.heard("ingest", taken.report(now=0.1), now=0.1)  # nothing taken yet: all owed
+    assert pacing.steps(20, now=0.1, elapsed=0.0) == 0
     taken.take("/odom", 0.0)
-    pacing.heard("ingest", taken.report(now=0.1), now=0.1)
-    assert pacing.steps(20, now=0.1, elapsed=0.0) == 1
+    pacing.heard("ingest", taken.report(now=0.2), now=0.2)
+    assert pacing.steps(20, now=0.2, elapsed=0.0) == 1
+
+
+def test_a_restarted_consumer_does_not_owe_its_predecessors_backlog():
+    """What went out before a consumer subscribed never reaches it: an ingest restarted in
+    the middle of a mission (a fleet vehicle rejoining) owes only what comes after, or the
+    clock would stand for ever."""
+    pacing = ClockPacing(max_backlog=500)
+    sent(pacing, "/auv1/sonar/range", range(1, 901))
+    pacing.heard("/auv1/sensor_ingest", {"/auv1/sonar/range": 200.0}, now=0.0)
+    assert pacing.room(now=0.0) == {"/auv1/sensor_ingest": 0}  # the old one, far behind
+    pacing.heard("/auv1/sensor_ingest", {"/auv1/sonar/range": -math.inf}, now=1.0)
+    assert pacing.room(now=1.0) == {"/auv1/sensor_ingest": 500}
+    sent(pacing, "/auv1/sonar/range", range(901, 911))
+    pacing.heard("/auv1/sensor_ingest", {"/auv1/sonar/range": -math.inf}, now=2.0)
+    assert pacing.room(now=2.0) == {"/auv1/sensor_ingest": 490}  # the new ones are owed
+    pacing.heard("/auv1/sensor_ingest", {"/auv1/sonar/range": 905.0}, now=3.0)
+    assert pacing.room(now=3.0) == {"/auv1/sensor_ingest": 495}
 
 
 def test_stamps_older_than_those_kept_count_as_a_full_backlog():
