@@ -4,11 +4,12 @@
 |-----------------|-----------------------------------------|---------------------------------|
 | ODOMETRY        | odom (planner's subscription)           | reliable, volatile, depth 100   |
 | SENSORS         | odom, fix, depth, altimeter (the        | reliable, volatile, depth 100   |
-|                 | bridge's publishers), fleet/out, in     |                                 |
+|                 | bridge's; the realtime simulator's),    |                                 |
+|                 | fleet/out, fleet/in                     |                                 |
 | SENSOR_BACKLOG  | odom, sonar/range, sonar/swath          | reliable, volatile, depth 2000  |
 |                 | (the ingest's subscriptions)            |                                 |
-| simulated_      | the simulator's sensor publishers       | reliable, volatile, depth 2000  |
-| sensors()       |                                         | or ``max_backlog`` if more      |
+| simulated_      | the simulator's sensor publishers,      | reliable, volatile, depth 2000  |
+| sensors()       | lockstep (realtime: SENSORS)            | or ``max_backlog`` if more      |
 | LATCHED         | plan, goal, map, map/std, map/inducing, | reliable, transient local, 1    |
 |                 | map/evaluation                          |                                 |
 | LATCHED_HISTORY | map, map/inducing, map/evaluation, goal | reliable, transient local, 100  |
@@ -60,11 +61,13 @@ DIAGNOSTICS_ALL = _reliable(1000)
 CLOCK = _reliable(10)
 
 
-def simulated_sensors(max_backlog: int) -> QoSProfile:
-    """The simulator's sensor publishers: as deep as the ingest's queue and at least
-    lockstep's ``max_backlog``, so that no message the pacing lets a consumer owe leaves the
-    writer's history before the consumer's DDS has it."""
-    return _reliable(max(SENSOR_BACKLOG.depth, max_backlog))
+def simulated_sensors(lockstep: bool, max_backlog: int) -> QoSProfile:
+    """The simulator's sensor publishers. In lockstep, as deep as the ingest's queue and at
+    least ``max_backlog``, so that no message the pacing lets a consumer owe leaves the
+    writer's history before the consumer's DDS has it; in realtime nothing bounds what a
+    consumer owes, and a deep history would only hand a starved one stale readings late:
+    ``SENSORS``."""
+    return _reliable(max(SENSOR_BACKLOG.depth, max_backlog)) if lockstep else SENSORS
 
 
 def overridable(profile: QoSProfile) -> QoSProfile:

@@ -136,3 +136,7 @@ def test_the_simulators_publishers_keep_what_the_pacing_lets_a_consumer_owe(make
                            SonarConfig(), 0.05, swath=True)
     for publisher in (topics.odom, topics.range, topics.swath, topics.temperature):
         assert publisher.qos_profile.depth >= max(max_backlog, qos.SENSOR_BACKLOG.depth)
+    realtime = VehicleTopics(make_node("realtime_depth_test"), "",
+                             SimulatedAuvConfig(mode="realtime", hold_for=[]), SonarConfig(),
+                             None, swath=False)
+    assert realtime.odom.qos_profile.depth == qos.SENSORS.depth  # nothing paces realtime
