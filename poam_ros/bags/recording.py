@@ -91,15 +91,16 @@ class Recording:
         """Order a sensor message by its stamp, where the live ingest would meet it.
 
         The topic's stamps go through the ingest's clock rule (:class:`ClockJumps`, its
-        threshold and run length): a suspect stamp (a glitch, or the start of a clock
-        change) keeps its place after the topic's newest message instead of moving every
-        later one behind it; after a reset the new clock's stamps continue from the old
-        clock's newest order key, so that a bag looped backwards stays in recorded order."""
+        threshold and run length, the receive time standing for the node's wall clock): a
+        suspect stamp (a glitch, or the start of a clock change) keeps its place after the
+        topic's newest message instead of moving every later one behind it; after a reset
+        the new clock's stamps continue from the old clock's newest order key, so that a bag
+        looped backwards stays in recorded order."""
         topic = message.topic
         stamp = msg.time_to_nanoseconds(decoded.header.stamp)
         clock = self.clocks.setdefault(topic, ClockJumps())
         verdict, _, _ = clock.judge(stamp / 1e9, None, ingest.config.stamp_jump_threshold,
-                                    ingest.config.stamp_reset_count)
+                                    ingest.config.stamp_reset_count, message.log_time / 1e9)
         newest = self.newest.get(topic)
         if verdict is Verdict.HELD:
             key = stamp if newest is None else newest

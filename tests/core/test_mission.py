@@ -102,6 +102,26 @@ def test_budget_smaller_than_pilot_survey(setup):
         Mission(setup).run()
 
 
+class _PilotFlown(Exception):
+    pass
+
+
+def _stop_after_the_pilot(record):
+    raise _PilotFlown(record)
+
+
+def test_a_slow_sonar_s_soundings_all_reach_the_map(setup):
+    """A sounding every 20 s, twice the ingest's stamp-jump threshold: each is as far on
+    as the time between them, so none is taken for a clock glitch."""
+    setup.sonar = setup.sonar.replace(rate=0.05)
+    setup.ingest = setup.ingest.replace(sonar_rate=0.05)
+    mission = Mission(setup)
+    with pytest.raises(_PilotFlown) as flown:
+        mission.run(on_epoch=_stop_after_the_pilot)
+    pilot, = flown.value.args
+    assert pilot.num_samples == 10 and sum(mission.ingest.drops.counts.values()) == 0
+
+
 def test_workspace_outside_the_terrain(setup):
     setup.workspace = WorkspaceConfig(vertices=[-40.0, -30.0, 30.0, -30.0, 30.0, 30.0])
     with pytest.raises(MissionError, match="reach outside the terrain extent"):

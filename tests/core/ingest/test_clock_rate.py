@@ -66,3 +66,31 @@ def test_a_real_time_stream_keeps_the_plain_bound():
     assert clock.rate == pytest.approx(1.0)
     assert clock.judge(100.0 + 1.5 * THRESHOLD, None, THRESHOLD, COUNT,
                        now=101.0).verdict is Verdict.HELD
+
+
+@pytest.mark.parametrize("period", [2 * THRESHOLD, 6 * THRESHOLD])  # 0.05 Hz, one a minute
+def test_a_slow_sensor_in_real_time_is_no_jump(period):
+    clock = ClockJumps()
+    for k in range(20):  # its stamps as far apart as the wall times they came at
+        t = 1000.0 + k * period
+        judgement = clock.judge(t, None, THRESHOLD, COUNT, now=t + 0.3)
+        assert judgement.verdict is Verdict.ACCEPT and not judgement.outliers
+
+
+def test_a_slow_sensors_glitch_and_clock_change_are_still_found():
+    period = 2 * THRESHOLD
+    clock = ClockJumps()
+    for k in range(5):
+        clock.judge(k * period, None, THRESHOLD, COUNT, now=k * period)
+    wall = 4 * period
+    # A glitch an hour ahead that came a moment after the last reading: held, then dropped.
+    assert clock.judge(wall + 3600.0, "glitch", THRESHOLD, COUNT,
+                       now=wall + 1.0).verdict is Verdict.HELD
+    judgement = clock.judge(wall + period, None, THRESHOLD, COUNT, now=wall + period)
+    assert judgement.verdict is Verdict.ACCEPT and judgement.outliers == [(wall + 3600.0,
+                                                                           "glitch")]
+    # The clock restarting at 0, readings still 20 s apart: a reset after COUNT of them.
+    wall += period
+    verdicts = [clock.judge(k * period, None, THRESHOLD, COUNT,
+                            now=wall + (k + 1) * period).verdict for k in range(COUNT)]
+    assert verdicts == [Verdict.HELD] * (COUNT - 1) + [Verdict.RESET]
