@@ -152,6 +152,10 @@ class MappingConfig(Params):
         1e-6, "pivoted Cholesky stops once the unexplained trace is below this fraction",
         low=0.0, high=1.0)
     train_steps: int = param(10, "Adam steps on the ELBO per update", low=0, high=100000)
+    first_train_steps: int = param(
+        0, "Adam steps of the first update (the pilot survey): a fit of the hyper-parameters "
+        "and the attention network before the first informative decision; 0: train_steps",
+        low=0, high=100000)
     batch_size: int = param(256, "mini-batch size of the hyper-parameter steps", low=1)
     lr_attention: float = param(1e-3, "Adam learning rate of the attention network", low=0.0)
     lr_hyper: float = param(1e-2, "Adam learning rate of amplitude, noise and RBF lengthscale",

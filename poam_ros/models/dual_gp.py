@@ -340,7 +340,7 @@ class DualObjective(TrainingObjective):
         num_new, num_mem = len(y_new), len(y_mem)
         self.num_data = float(num_new + (num_old if num_mem else 0))
         x, y = torch.cat([x_new, x_mem]), torch.cat([y_new, y_mem])
-        size, steps = model.config.batch_size, model.config.train_steps
+        size, steps = model.config.batch_size, model.trainer.steps()
         if num_new + num_mem <= size or model.config.m_step == "lbfgs":
             weights = torch.cat([torch.ones(num_new), torch.full((num_mem,), num_old / max(
                 num_mem, 1))]).to(x)

@@ -7,7 +7,8 @@ for the steps, the snapshots of the hyper-parameters and the replay after a fail
 
 One M-step (:meth:`Trainer.train`) is a transaction:
 
-* Adam (``m_step = "adam"``): ``train_steps`` steps run first without reading the device
+* Adam (``m_step = "adam"``): ``train_steps`` steps (``first_train_steps`` in the first
+  update, where set) run first without reading the device
   (:func:`~.linalg.deferred_checks`: each factorisation makes its first attempt only, the
   statuses and losses stay on the device, the mini-batches are drawn up front), and one read
   after the prediction factors checks them all: on a GPU one host synchronisation per M-step,
@@ -204,12 +205,12 @@ class Trainer:
         return float(loss.detach()), None
 
     def _steps(self, objective: TrainingObjective, checks: DeferredChecks | None) -> Tensor:
-        """``train_steps`` Adam steps; returns the last loss (NaN without steps). With
+        """:meth:`steps` Adam steps; returns the last loss (NaN without steps). With
         ``checks`` the mini-batches are drawn ahead and each loss's finiteness is recorded
         there; without, a non-finite loss raises :class:`NumericalError` at once."""
         if self.model.config.m_step == "lbfgs":
             return self._lbfgs(objective)
-        steps, extra = self.model.config.train_steps, objective.optimizer
+        steps, extra = self.steps(), objective.optimizer
         if checks is not None and objective.uses_minibatches and steps:
             self.minibatches = self.draw_minibatches(steps)
             if self._captures(objective):
@@ -232,6 +233,14 @@ class Trainer:
             if extra is not None:
                 extra.step()
         return loss
+
+    def steps(self) -> int:
+        """Adam steps of this M-step: ``first_train_steps`` in the model's first update where
+        set, else ``train_steps``."""
+        config = self.model.config
+        if config.first_train_steps and self.model.num_updates == 0:
+            return config.first_train_steps
+        return config.train_steps
 
     def _captures(self, objective: TrainingObjective) -> bool:
         """Whether this attempt's steps are CUDA-graph replays (:mod:`.captured`): with

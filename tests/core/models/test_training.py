@@ -99,3 +99,26 @@ def test_the_m_step_reads_the_device_once(trained):
     with DispatchCounter() as counter:
         model._train_hyperparameters(x, y)
     assert counter.syncs == 1, dict(counter.sync_by_op)
+
+
+def adam_steps(model) -> int:
+    """Adam steps taken so far (each parameter's state counts them)."""
+    return int(next(iter(model.trainer.optimizer.state.values()))["step"])
+
+
+@pytest.mark.parametrize("method", ["poam", "dual-gp"])
+def test_the_first_update_fits_for_first_train_steps_then_train_steps(stream, method):
+    batches = stream(2, 120)
+    config = MappingConfig(method=method, kernel="rbf", num_inducing=30, train_steps=3,
+                           batch_size=32, device="cpu", dtype="float64")
+    fitted = make_model(config.replace(first_train_steps=20))
+    fitted.add_data(*batches[0])
+    fitted.update()
+    assert adam_steps(fitted) == 20
+    long = make_model(config.replace(train_steps=20))  # the same M-step under its other name
+    long.add_data(*batches[0])
+    long.update()
+    assert_same_models(fitted, long)
+    fitted.add_data(*batches[1])
+    fitted.update()
+    assert adam_steps(fitted) == 23
