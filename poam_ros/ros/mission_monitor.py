@@ -48,7 +48,7 @@ from poam_ros.ingest.reasons import timing_dependent
 from poam_ros.mapping.channels import DEPTH
 from poam_ros.mapping.epochs import EpochRecord
 from poam_ros.mapping.loop import score_channels
-from poam_ros.mapping.metrics import TargetBaseline, evaluate_map
+from poam_ros.mapping.metrics import TargetBaseline
 from poam_ros.planners.mission_control import ABORTED, DONE
 from poam_ros.ros import qos
 from poam_ros.ros.node_status import node_status, status_array
@@ -229,14 +229,14 @@ class MissionMonitor(StartingNode):
         points, mean, std = msg.cloud_to_evaluation(evaluation, self.channels)
         if self._truth is None or not np.array_equal(self._truth[0], points):
             self._truth = points, field_truth(self.fields, points)
-        # The MSLL baseline of the samples the mapper holds, as it reports them.
-        if self.channels:
-            baselines = [_baseline(mapper, name) for name in (None, *self.channels)]
-            metrics, per_channel = score_channels(tuple(self.fields), self._truth[1], mean,
-                                                  std, baselines, self.binary)
-        else:
-            metrics, per_channel = evaluate_map(self._truth[1], mean, std,
-                                                _baseline(mapper, None)).as_dict(), {}
+        # Against the MSLL baseline of the samples the mapper holds, as it reports them; NaN
+        # where undefined (a single sample, targets all equal), as the ROS-free loop scores.
+        baselines = [_baseline(mapper, name) for name in (None, *self.channels)]
+        columns = [np.reshape(values, (len(points), -1)) for values in (self._truth[1], mean,
+                                                                         std)]
+        metrics, per_channel = score_channels(tuple(self.fields), *columns, baselines,
+                                              self.binary)
+        per_channel = per_channel if self.channels else {}
         record = EpochRecord(
             len(self.records), mapper.samples, **metrics, update_time=mapper.update_time,
             inducing_time=mapper.inducing_time, variational_time=mapper.variational_time,

@@ -35,20 +35,21 @@ class Mapper:
         self.samples.publish(cv.samples_to_cloud(self._header(stamp), POINTS, np.zeros(3)))
 
     def map(self, stamp: int, samples: int, status: bool = True,
-            data_stamp: int | None = None) -> None:
+            data_stamp: int | None = None, target_std: float = 5.0) -> None:
         self.evaluation.publish(cv.evaluation_to_cloud(self._header(stamp), POINTS,
                                                        np.zeros(3), np.ones(3)))
         if status:
-            self.status(stamp, samples, data_stamp)
+            self.status(stamp, samples, data_stamp, target_std)
 
-    def status(self, stamp: int, samples: int, data_stamp: int | None = None) -> None:
+    def status(self, stamp: int, samples: int, data_stamp: int | None = None,
+               target_std: float = 5.0) -> None:
         record = MapperStatus(
             samples=samples, inducing_points=3, method="poam", device="cpu", updates=1,
             paused=False, buffered_batches=0, buffered_samples=0, queries_answered=0,
             failures=0, last_failure="", map_predict_time=0.0, latency=0.0, queue_wait=0.0,
             node_overhead=0.0, median_latency=0.0, map_stamp=stamp,
             data_stamp=stamp if data_stamp is None else data_stamp, journal="off",
-            autosaves=0, autosave_time=0.0, target_mean=-20.0, target_std=5.0)
+            autosaves=0, autosave_time=0.0, target_mean=-20.0, target_std=target_std)
         self.diagnostics.publish(DiagnosticArray(status=[cv.diagnostic_status(
             "mapper", DiagnosticStatus.OK, "mapping", record)]))
 
@@ -84,6 +85,17 @@ def test_a_burst_of_maps_is_scored_map_by_map(monitor, spin_until):
     assert [record.num_samples for record in node.records] == \
         [10 * index for index in range(1, maps + 1)]
     assert node.unscored_maps == 0
+
+
+def test_a_map_of_one_sample_is_recorded_unscored_and_the_next_scored(monitor, spin_until):
+    node, mapper = monitor
+    mapper.batch(2 * SECOND)
+    mapper.map(1 * SECOND, samples=1, target_std=0.0)  # one sample: no MSLL baseline
+    mapper.map(2 * SECOND, samples=20)
+    assert spin_until(lambda: len(node.records) == 2, node)
+    first, second = node.records
+    assert np.isnan([first.smse, first.msll]).all()
+    assert np.isfinite([second.smse, second.msll]).all()
 
 
 def test_a_map_whose_status_was_lost_is_passed_over_not_waited_for(monitor, spin_until):
