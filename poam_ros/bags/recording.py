@@ -20,7 +20,7 @@ import numpy as np
 from poam_ros import messages as msg
 from poam_ros.bags.bag_reader import BagReader
 from poam_ros.bags.message_types import MessageTypes
-from poam_ros.bags.remap_config import RemapConfig, sensor_inputs
+from poam_ros.bags.remap_config import RemapConfig, sensor_inputs, sensor_streams
 from poam_ros.diagnostics import (
     DiagnosticsError,
     IngestStatus,
@@ -45,6 +45,7 @@ class Recording:
     acted: list[tuple[int, int]] = field(default_factory=list)  # (send ns, data stamp ns)
     newest: dict[str, int] = field(default_factory=dict)  # per topic, newest order key
     clocks: dict[str, ClockJumps] = field(default_factory=dict)  # per topic, the ingest's rule
+    periods: dict[str, float] = field(default_factory=dict)  # per topic, its stream's [s]
     offsets: Counter = field(default_factory=Counter)  # per topic, order key - stamp [ns]
     behind: Counter = field(default_factory=Counter)  # stamps behind their topic's newest
     undecodable: Counter = field(default_factory=Counter)
@@ -62,6 +63,8 @@ class Recording:
         reconfigures ``ingest`` (the live mapper got what the live ingest sent)."""
         recording = cls()
         inputs = sensor_inputs(ingest.config, config)
+        recording.periods = {topic: ingest.streams.period_of(stream) for topic, stream in
+                             sensor_streams(ingest.config, config).items()}
         wanted = {config.odom_topic, config.range_topic, config.swath_topic,
                   config.plan_topic, config.map_topic, config.diagnostics_topic,
                   config.samples_topic, config.fix_topic, *inputs}
@@ -100,7 +103,8 @@ class Recording:
         stamp = msg.time_to_nanoseconds(decoded.header.stamp)
         clock = self.clocks.setdefault(topic, ClockJumps())
         verdict, _, _ = clock.judge(stamp / 1e9, None, ingest.config.stamp_jump_threshold,
-                                    ingest.config.stamp_reset_count, message.log_time / 1e9)
+                                    ingest.config.stamp_reset_count, message.log_time / 1e9,
+                                    self.periods.get(topic, 0.0))
         newest = self.newest.get(topic)
         if verdict is Verdict.HELD:
             key = stamp if newest is None else newest

@@ -10,6 +10,7 @@ from typing import Callable
 from poam_ros.bags.bag_reader import BagReader
 from poam_ros.bags.bag_records import BagError
 from poam_ros.ingest import feeders as fd
+from poam_ros.ingest import streams as st
 from poam_ros.ingest.attitude_depth import DEPTH, IMU
 from poam_ros.ingest.config import IngestConfig
 from poam_ros.params import Params, param
@@ -94,6 +95,18 @@ def _absolute(topic: str) -> str:
 def sensor_inputs(ingest: IngestConfig, config: RemapConfig) -> dict[str, tuple[str, Callable]]:
     """The ingest's channels, IMU and depth sensor by the topic a bag holds them on: (their
     message type, their feeder)."""
-    topics = {IMU: config.imu_topic, DEPTH: config.depth_topic}
-    return {topics.get(feeder.name, _absolute(feeder.topic)): (feeder.msgtype, feeder.feed)
+    return {_input_topic(feeder, config): (feeder.msgtype, feeder.feed)
             for feeder in fd.input_feeders(ingest)}
+
+
+def sensor_streams(ingest: IngestConfig, config: RemapConfig) -> dict[str, str]:
+    """The ingest stream (:mod:`~poam_ros.ingest.streams`) each sensor topic of a bag feeds."""
+    streams = {config.odom_topic: st.ODOM, config.range_topic: st.RANGE,
+               config.swath_topic: st.SWATH, config.fix_topic: st.FIX}
+    return streams | {_input_topic(feeder, config): feeder.name
+                      for feeder in fd.input_feeders(ingest)}
+
+
+def _input_topic(feeder: fd.Feeder, config: RemapConfig) -> str:
+    return {IMU: config.imu_topic, DEPTH: config.depth_topic}.get(feeder.name,
+                                                                  _absolute(feeder.topic))

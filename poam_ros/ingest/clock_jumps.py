@@ -6,10 +6,12 @@ message stamped 12 s after the last one it took: a gap, not a jump. So the rule 
 the stream's own clock, in the wall time it runs at: each stream measures its rate, the
 stamp seconds its clock advanced per wall second of arrival (over spans of at least
 :data:`RATE_WINDOW`, the highest seen; 1 until measured), and a stamp is a suspect forwards
-only beyond ``(threshold + elapsed) * max(1, rate)``: further than the clock runs in
-``threshold`` wall seconds more than have passed since the stamp it is judged against came
-(so a slow sensor, a sounding every 20 s or a cast every minute, is no jump at any
-threshold: its next stamp is as far on as the wall time between them). Backwards the bound
+only beyond ``(threshold + elapsed) * max(1, rate) + period``: further than the clock runs
+in ``threshold`` wall seconds more than have passed since the stamp it is judged against
+came, plus the stream's own period where it is known (its configured rate). So a slow
+sensor, a sounding every 20 s or a cast every minute, is no jump at any threshold: in real
+time its next stamp is as far on as the wall time between them, and on a fast clock one
+period on is where its next reading is due, before the rate is measured. Backwards the bound
 stays ``threshold``: a live stream's stamps do not run back, so a clock that restarts (a
 simulator started again, a bag looped) is found however fast it ran. The price: a forward
 glitch within that bound is taken for a gap (an outlier at 400 x must be
@@ -46,9 +48,9 @@ class ClockJumps:
     """The clock of one in-order stream (odometry, ranges or swaths) and its suspect stamps.
 
     The stream's clock is the newest stamp accepted [s]. A stamp more than ``threshold``
-    seconds before it, or more than ``(threshold + elapsed) * max(1, rate)`` after it, with
-    ``elapsed`` the wall time since the clock's stamp came (the module docstring), is a
-    suspect: held, not used. Then
+    seconds before it, or more than ``(threshold + elapsed) * max(1, rate) + period`` after
+    it, with ``elapsed`` the wall time since the clock's stamp came and ``period`` the
+    stream's (the module docstring), is a suspect: held, not used. Then
 
     * a stamp within those bounds of the clock comes: the suspects were glitches (a GPS time
       jump, a corrupt header) and are returned as outliers; the stamp is accepted;
@@ -78,17 +80,19 @@ class ClockJumps:
         return len(self._held)
 
     def judge(self, t: float, item: Any, threshold: float, count: int,
-              now: float | None = None) -> Judgement:
+              now: float | None = None, period: float = 0.0) -> Judgement:
         """The verdict on stamp ``t`` [s] (finite) of a message standing for ``item``, that
-        came at wall time ``now`` [s] (None: unknown, the rate is not measured)."""
-        if self.clock is None or self._near(t, self.clock, threshold, now, self._accepted_at):
+        came at wall time ``now`` [s] (None: unknown, the rate is not measured), of a stream
+        whose readings are due every ``period`` stamp seconds (0: unknown)."""
+        bound = threshold, now, period
+        if self.clock is None or self._near(t, self.clock, *bound, self._accepted_at):
             outliers, self._held = self._held, []
             self.clock = t if self.clock is None else max(self.clock, t)
             self._accepted_at = now
             self._measure(now)
             return Judgement(Verdict.ACCEPT, outliers, [])
         outliers = []
-        if self._held and not self._near(t, self._held[-1][0], threshold, now, self._held_at):
+        if self._held and not self._near(t, self._held[-1][0], *bound, self._held_at):
             outliers, self._held = self._held, []
         self._held.append((t, item))
         self._held_at = now
@@ -102,12 +106,12 @@ class ClockJumps:
         return Judgement(Verdict.RESET, outliers, confirmed)
 
     def _near(self, t: float, reference: float, threshold: float, now: float | None,
-              came: float | None) -> bool:
+              period: float, came: float | None) -> bool:
         """Whether ``t``, come at wall time ``now``, is no jump from ``reference``, which came
-        at ``came``: at most ``threshold`` before it, at most ``(threshold + elapsed) * rate``
-        after it (``elapsed`` 0 where either wall time is unknown)."""
+        at ``came``: at most ``threshold`` before it, at most ``(threshold + elapsed) * rate +
+        period`` after it (``elapsed`` 0 where either wall time is unknown)."""
         elapsed = max(0.0, now - came) if now is not None and came is not None else 0.0
-        return -threshold <= t - reference <= (threshold + elapsed) * self.rate
+        return -threshold <= t - reference <= (threshold + elapsed) * self.rate + period
 
     def _measure(self, now: float | None) -> None:
         """The rate over the span since ``_since``, once it lasts :data:`RATE_WINDOW`."""

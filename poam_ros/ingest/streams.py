@@ -99,11 +99,16 @@ class _Stream:
             self.shortest = min(self.shortest, t - self.last)
         self.last = t
 
+    @property
+    def period(self) -> float:
+        """Stamp seconds between readings at the configured rate [s], 0 when unknown."""
+        return 1.0 / self.rate if self.rate > 0 else 0.0
+
     def complete_until(self, t: float) -> bool:
         """Whether everything this stream stamps up to ``t`` has arrived (no loss)."""
         if self.last > t + STAMP_TOLERANCE:
             return True
-        period = min(1.0 / self.rate if self.rate > 0 else math.inf, self.shortest)
+        period = min(self.period or math.inf, self.shortest)
         return math.isfinite(period) and self.last + period > t + STAMP_TOLERANCE
 
 
@@ -170,6 +175,11 @@ class Streams:
         in_round = self._round.held if self._round else []
         return self._streams[stream].clock.held + sum(name == stream for name, _ in in_round)
 
+    def period_of(self, stream: str) -> float:
+        """Stamp seconds between ``stream``'s readings at its configured rate, 0 when
+        unknown (or not registered)."""
+        return self._streams[stream].period if stream in self._streams else 0.0
+
     def admit(self, kind: str, t: float, frame_id: str | None, samples: int,
               expected: str | None = None) -> bool:
         """Frame (``expected``, default the sonar's) and a finite stamp of a reading, before
@@ -198,7 +208,8 @@ class Streams:
 
         verdict, outliers, confirmed = state.clock.judge(t, (samples, use),
                                                          config.stamp_jump_threshold,
-                                                         config.stamp_reset_count, now)
+                                                         config.stamp_reset_count, now,
+                                                         state.period)
         for stamp, (count, _) in outliers:
             self._drops.drop(state.outlier, count, f"{stream} stamped {stamp:.6f} s, "
                              f"{stamp - old:+.6g} s from its clock: a glitch, fewer than "

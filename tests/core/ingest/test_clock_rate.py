@@ -2,6 +2,9 @@
 (stamp seconds per wall second), so a skipped run of a 400 x simulator's messages is no jump,
 while a jump back and a far glitch are still found (:mod:`poam_ros.ingest.clock_jumps`)."""
 
+import math
+
+import numpy as np
 import pytest
 
 from poam_ros.ingest.clock_jumps import RATE_WINDOW, ClockJumps, Verdict
@@ -94,3 +97,32 @@ def test_a_slow_sensors_glitch_and_clock_change_are_still_found():
     verdicts = [clock.judge(k * period, None, THRESHOLD, COUNT,
                             now=wall + (k + 1) * period).verdict for k in range(COUNT)]
     assert verdicts == [Verdict.HELD] * (COUNT - 1) + [Verdict.RESET]
+
+
+def test_a_slow_sensor_on_a_fast_clock_is_due_one_period_on():
+    period = 2 * THRESHOLD  # a sounding every 20 s, at 400 x: 0.05 wall s apart
+    clock = ClockJumps()
+    for k in range(20):  # from the first stamp, before its rate is measured
+        t = k * period
+        judgement = clock.judge(t, None, THRESHOLD, COUNT, now=t / SCALE, period=period)
+        assert judgement.verdict is Verdict.ACCEPT
+    assert ClockJumps().judge(0.0, None, THRESHOLD, COUNT, now=0.0).verdict is Verdict.ACCEPT
+    unknown = ClockJumps()  # without its period the second stamp looks like a jump
+    unknown.judge(0.0, None, THRESHOLD, COUNT, now=0.0)
+    assert unknown.judge(period, None, THRESHOLD, COUNT,
+                         now=period / SCALE).verdict is Verdict.HELD
+
+
+def test_the_ingest_places_every_sounding_of_a_slow_sonar_on_a_fast_clock():
+    from poam_ros.ingest import Ingest, IngestConfig
+
+    ingest = Ingest(IngestConfig(sonar_rate=0.05, goal_radius=1.0))
+    ingest.set_plan(np.array([[400.0, 0.0]]), 0.0, 0.0)
+    for t in range(0, 401):  # 1 Hz odometry along x at 1 m/s, 400 x faster than real time
+        ingest.add_pose(float(t), float(t), 0.0, -10.0, 0.0, t / SCALE)
+        if t % 20 == 0 and t < 399:  # the arrival (within 1 m of the goal) is at 399 s
+            ingest.add_range(float(t), 30.0, 1.0, 100.0, t / SCALE)
+    ingest.poll(math.inf)
+    batches = ingest.take_batches()
+    assert sum(len(batch) for batch in batches) == 20
+    assert sum(ingest.drops.counts.values()) == 0
