@@ -1,7 +1,7 @@
 """Sim time at time_scale 400 on a loaded machine: no false clock resets, real ones found.
 
-The simulated AUV of config/topobathy.yaml (400 simulated seconds per wall second: odometry
-400 and soundings 40 a wall second, a sounding every 10 s of sim time) feeds the sensor
+The simulated AUV of config/topobathy.yaml at 400 simulated seconds per wall second (odometry
+400 and soundings 20 a wall second, a sounding every 20 s of sim time) feeds the sensor
 ingest and the planner, each in its own process, while bounded busy loops keep every core
 of the machine loaded. Late and skipped messages then open gaps in each stream's stamps far
 wider than ``stamp_jump_threshold`` (10 s; short queues make sure of it): the clock rule must
@@ -57,7 +57,8 @@ def run_simulator(probe, spin_until, log: Path) -> None:
     """The simulated AUV (real-time mode: it flies the planner's pilot survey without a
     mapper) for :data:`RUN` wall seconds once the ingest has placed a sounding of it."""
     probe.diagnostics.pop(SIMULATOR, None)
-    simulator = node("simulated_auv_node", log, "-p", "mode:=realtime")
+    simulator = node("simulated_auv_node", log, "-p", "mode:=realtime", "-p",
+                     "time_scale:=400.0")
     try:
         assert spin_until(lambda: SIMULATOR in probe.diagnostics, probe.node, timeout=120.0), \
             log.read_text()
