@@ -14,9 +14,9 @@ time its next stamp is as far on as the wall time between them, and on a fast cl
 period on is where its next reading is due, before the rate is measured. Backwards the bound
 stays ``threshold``: a live stream's stamps do not run back, so a clock that restarts (a
 simulator started again, a bag looped) is found however fast it ran. The price: a forward
-glitch within that bound is taken for a gap (an outlier at 400 x must be
-over an hour off), and a backlog handled in a burst measures high. Without arrival times
-(``now`` None) the rate stays 1 and nothing has elapsed: the plain rule.
+glitch within that bound is taken for a gap (an outlier at 400 x must be over an hour off),
+and a backlog handled in a burst measures high. Without arrival times (``now`` None) the
+rate stays 1 and nothing has elapsed: the plain rule.
 """
 
 from __future__ import annotations
