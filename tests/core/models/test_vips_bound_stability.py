@@ -133,8 +133,9 @@ def test_poam_vips_root_site_equals_the_whitened_form_when_well_conditioned():
 def test_poam_vips_ill_conditioned_site_fails_whitened_and_matches_titsias_from_the_root():
     """cond K_oo ≈ 2·10⁷, σ² = 10⁻⁴: L⁻¹CL⁻ᵀ whitened by two solves has an eigenvalue below
     −σ², so the formed site's own bound cannot be factorised at any b; from the root of C the
-    bound is the closed form (the stored terms at b ⊇ a are exact), to 10⁻⁹ of yᵀy/σ² (C fixes
-    its rough directions only to ε|C|, which the root whitens)."""
+    bound is the closed form (the stored terms at b ⊇ a are exact), to 10⁻⁸ of yᵀy/σ² (C fixes
+    its rough directions only to ε|C|, which the root whitens; the round-off is 1.7·10⁻⁹ with
+    MKL on an AMD EPYC, less on other CPUs)."""
     a, b, x1, y1, x2, y2, noise = ill_conditioned()
     chol_a, chol_b, _, k_ab = two_batches(constant_rbf, a, b, x1, y1, x2, y2, noise)
     vector, matrix = DenseCross(constant_rbf(a, x1)).terms(y1)
@@ -148,7 +149,7 @@ def test_poam_vips_ill_conditioned_site_fails_whitened_and_matches_titsias_from_
     rows = candidate_rows(constant_rbf, chol_b, b, k_ab, x2)
     expected = closed_form(a, x1, y1, rows, y2, noise, amp)
     scale = float(y1 @ y1 / noise)
-    assert abs(float(collapsed_bound(rows, len(a), y2, noise, amp, site) - expected)) < 1e-9 * scale
+    assert abs(float(collapsed_bound(rows, len(a), y2, noise, amp, site) - expected)) < 1e-8 * scale
     bound = IncrementalBound(len(a), y2, noise, amp, site, len(b))
     bound.extend(rows)
-    assert abs(float(bound.value - expected)) < 1e-9 * scale
+    assert abs(float(bound.value - expected)) < 1e-8 * scale
