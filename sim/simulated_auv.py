@@ -80,6 +80,12 @@ class SimulatedAuvConfig(Params):
             raise ConfigError(f"SimulatedAuvConfig.hold_for must list node names, got "
                               f"{self.hold_for!r}")
 
+    @property
+    def lockstep(self) -> bool:
+        """Whether the clock is held between plans (``mode`` lockstep), which the pacing of
+        the sensor streams and ``hold_for`` apply to."""
+        return self.mode == "lockstep"
+
 
 class Odom(NamedTuple):
     """Vehicle state at ``t`` s: pose (m, m, rad), the last step's speed and yaw rate, the

@@ -185,7 +185,7 @@ class FleetSimNode(StartingNode):
         fleet.mode = config.mode
         self.waiting_for = ([topic for k, topics in enumerate(self.topics) if not fleet.left[k]
                              for topic in topics.subscribers_missing(config.hold_for)]
-                            if config.mode == "lockstep" and config.hold_for else [])
+                            if config.lockstep and config.hold_for else [])
         if self.waiting_for or fleet.holding:
             self._target = fleet.time
         elif config.time_scale > 0:
@@ -193,7 +193,7 @@ class FleetSimNode(StartingNode):
         else:
             self._target = float("inf")
         steps = config.max_steps_per_tick
-        if config.mode == "lockstep":  # no more than every vehicle's consumers can take
+        if config.lockstep:  # no more than every vehicle's consumers can take
             steps = min([topics.pace(steps, config.max_backlog, elapsed)
                          for k, topics in enumerate(self.topics) if not fleet.left[k]],
                         default=steps)
@@ -203,7 +203,7 @@ class FleetSimNode(StartingNode):
             for event in vehicle:
                 topics.publish(event)
         for topics, auv in zip(self.topics, fleet.auvs):
-            if auv.holding and config.mode == "lockstep":  # a lost arrival pose, heard again
+            if auv.holding and config.lockstep:  # a lost arrival pose, heard again
                 topics.repeat_odometry(now)
         for k, auv in enumerate(fleet.auvs):
             if auv.last_failure:

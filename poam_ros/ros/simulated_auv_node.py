@@ -212,7 +212,7 @@ class SimulatedAuvNode(StartingNode):
         elapsed, self._last_tick = now - self._last_tick, now
         config, auv, vehicle = self.config, self.auv, self.vehicle
         self.waiting_for = (self.topics.subscribers_missing(config.hold_for)
-                            if config.mode == "lockstep" and config.hold_for else [])
+                            if config.lockstep and config.hold_for else [])
         if self.waiting_for:
             self._target = auv.time
         elif config.time_scale > 0:
@@ -220,12 +220,12 @@ class SimulatedAuvNode(StartingNode):
         else:
             self._target = float("inf")
         steps = (self.topics.pace(config.max_steps_per_tick, config.max_backlog, elapsed)
-                 if config.mode == "lockstep" else config.max_steps_per_tick)
+                 if config.lockstep else config.max_steps_per_tick)
         events = [] if self.waiting_for or not steps else vehicle.advance(self._target, steps)
         # Never build up a debt: a held clock, or ticks slower than asked for, do not make
         # the next ones burst.
         self._target = min(self._target, auv.time + auv.simulator.vehicle.dt)
-        held = vehicle.holding and config.mode == "lockstep"
+        held = vehicle.holding and config.lockstep
         if held:
             self._target = auv.time
         for event in events:

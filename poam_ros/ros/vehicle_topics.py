@@ -45,7 +45,7 @@ class VehicleTopics:
                  seabed: bool = False, odom: bool = True) -> None:
         self._node, self.config, self._sonar = node, config, sonar
         self._temperature_variance = None if temperature_std is None else temperature_std ** 2
-        sensors = qos.simulated_sensors(config.mode == "lockstep", config.max_backlog)
+        sensors = qos.simulated_sensors(config.lockstep, config.max_backlog)
         self.odom = (node.create_publisher(Odometry, f"{prefix}odom", sensors)
                      if odom else None)
         self.range = node.create_publisher(Range, f"{prefix}sonar/range", sensors)
