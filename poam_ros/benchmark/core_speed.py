@@ -279,28 +279,16 @@ def markdown_table(result: dict) -> str:
         lines.append(f"Launch budget of one update at N = 5,000 on the GPU code path, counted on "
                      f"CPU tensors: {count['ops']:,} kernel-launching ops, {count['syncs']} host "
                      f"synchronisations, {count['uploads']} uploads.")
-    if result.get("cuda_profile"):
-        cuda = result["cuda_profile"]
-        lines.append(f"One update at N = 5,000 profiled on the device: {cuda['launches']:,.0f} "
-                     f"kernel launches, {cuda['waits']:.0f} host waits, {cuda['copies']:.0f} "
-                     f"copies; the device busy {cuda['gpu_busy'] * 1e3:.1f} ms of "
-                     f"{cuda['update'] * 1e3:.1f} ms.")
+    for key, what in (("cuda_profile", "One update"),
+                      ("cuda_profile_captured", "One captured update")):
+        if result.get(key):
+            cuda = result[key]
+            lines.append(f"{what} at N = 5,000 profiled on the device: "
+                         f"{cuda['launches']:,.0f} kernel launches, {cuda['waits']:.0f} host "
+                         f"waits, {cuda['copies']:.0f} copies; the device busy "
+                         f"{cuda['gpu_busy'] * 1e3:.1f} ms of {cuda['update'] * 1e3:.1f} ms.")
     if result.get("variants"):
-        variants = result["variants"]
-        lines += ["", f"Variants side by side at N = {variants['num_samples']:,} (interleaved, "
-                      f"{variants['repeats']} updates each):", "",
-                  "| variant | M | update (s) | training (s) | over eager | RMSE | NLL | one-off |",
-                  "|---|---:|---:|---:|---:|---:|---:|---|"]
-        for name, r in variants["rows"].items():
-            once = ""
-            if "compile_time" in r:
-                once = (f"compiled {r['graphs']} graphs in {r['compile_time']:.1f} s"
-                        + (f" (failed: {r['compile_failure']})" if r["compile_failure"] else ""))
-            if "captures" in r:
-                once = f"{r['captures']} captures"
-            lines.append(f"| {name} | {r['num_inducing']} | {r['update']:.3f} | "
-                         f"{r['training']:.3f} | {r['over_eager']:.2f} | {r['rmse']:.3f} | "
-                         f"{r['nll']:.3f} | {once} |")
+        lines += _variant_lines(result["variants"])
     if result.get("batches"):
         lines += ["", "| first batch B | update (s) | PCD (s) | variational (s) | training (s) "
                       "| peak memory added, host (GPU) (GB) | RMSE | NLL |",
@@ -316,6 +304,25 @@ def markdown_table(result: dict) -> str:
                          f"{r['variational']:.2f} | {r['training']:.2f} | {memory} | "
                          f"{r['rmse']:.3f} | {r['nll']:.3f} |")
     return "\n".join(lines)
+
+
+def _variant_lines(variants: dict) -> list[str]:
+    """The markdown table of :func:`measure_variants`'s result."""
+    lines = ["", f"Variants side by side at N = {variants['num_samples']:,} (interleaved, "
+                 f"{variants['repeats']} updates each):", "",
+             "| variant | M | update (s) | training (s) | over eager | RMSE | NLL | one-off |",
+             "|---|---:|---:|---:|---:|---:|---:|---|"]
+    for name, r in variants["rows"].items():
+        once = ""
+        if "compile_time" in r:
+            once = (f"compiled {r['graphs']} graphs in {r['compile_time']:.1f} s"
+                    + (f" (failed: {r['compile_failure']})" if r["compile_failure"] else ""))
+        if "captures" in r:
+            once = f"{r['captures']} captures"
+        lines.append(f"| {name} | {r['num_inducing']} | {r['update']:.3f} | "
+                     f"{r['training']:.3f} | {r['over_eager']:.2f} | {r['rmse']:.3f} | "
+                     f"{r['nll']:.3f} | {once} |")
+    return lines
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -370,6 +377,9 @@ def main(argv=None) -> int:
     result["dispatch"] = count_update(config)
     if result["device"].startswith("cuda"):
         result["cuda_profile"] = profile_device_update(config)
+        if "captured" in variants:
+            result["cuda_profile_captured"] = profile_device_update(
+                config.replace(**VARIANTS["captured"]))
     if not args.no_batches:
         result["batches"] = measure_batches(config, tuple(args.batch_sizes), args.threads)
     out = Path(args.out)
