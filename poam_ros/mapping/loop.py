@@ -24,7 +24,13 @@ fail alike:
   are set aside (dropped from the model, counted as ``update_failed``) and the last good
   map stays. Either way the step says what happened;
 * an update that adds nothing (empty batches, every sample refused) is a step too: the map
-  stands for those batches.
+  stands for those batches;
+* between updates the model may train on (``mapping.idle_steps``, the mapper's idle time
+  while the vehicle flies its leg): after an update that took samples that many Adam steps
+  of its M-step are due (:attr:`MappingLoop.idle_due`). The ROS-free mission and the remap
+  run them all at the start of the next step; the mapper node runs them in rounds while no
+  batch waits (:meth:`MappingLoop.idle`) and forgoes the rest when one comes, so that an
+  update never waits for them.
 """
 
 from __future__ import annotations
@@ -76,6 +82,9 @@ class MapStep:
     refused: list[str] = field(default_factory=list)
     recovery: str | None = None
     set_aside: int = 0
+    #: The idle training run at the start of the step (Adam steps, seconds).
+    idle_steps: int = 0
+    idle_time: float = 0.0
 
 
 @dataclass
@@ -100,10 +109,18 @@ class MappingLoop:
         self.model = model
         self.scoring = scoring
         self.workspace = workspace
+        #: Adam steps of idle training due before the next update (see the module docstring).
+        self.idle_due = 0
 
-    def step(self, batches: Iterable[tuple[np.ndarray, np.ndarray]]) -> MapStep:
-        """Add each batch (positions (N, 2) [m], elevations (N,) or, for a multi-channel
-        model, values (N, D) with NaN where not measured), then update once."""
+    def step(self, batches: Iterable[tuple[np.ndarray, np.ndarray]],
+             idle: bool = True) -> MapStep:
+        """Run the idle steps still due (``idle``; else they are forgone), add each batch
+        (positions (N, 2) [m], elevations (N,) or, for a multi-channel model, values (N, D)
+        with NaN where not measured), then update once."""
+        steps, tic = self.idle_due, time.perf_counter()
+        idled = self.idle() if idle else None
+        idle_time = time.perf_counter() - tic
+        self.idle_due = 0
         refused = []
         for xy, z in batches:
             try:
@@ -111,9 +128,23 @@ class MappingLoop:
             except InvalidBatchError as error:  # the model counts it as malformed_batch
                 refused.append(str(error))
         try:
-            return MapStep(self._updated(), refused=refused)
+            mapped = MapStep(self._updated(), refused=refused)
         except UPDATE_FAILURES as error:
-            return self._recover(_describe(error), refused)
+            mapped = self._recover(_describe(error), refused)
+        if mapped.failure is None and not mapped.report.skipped:
+            self.idle_due = self.model.config.idle_steps
+        if idled is not None and idled.training_time:
+            mapped.idle_steps, mapped.idle_time = steps, idle_time
+        return mapped
+
+    def idle(self, steps: int | None = None) -> UpdateReport:
+        """Up to ``steps`` (None: all) of the idle steps due (:meth:`OnlineSparseGP.refine
+        <poam_ros.models.OnlineSparseGP.refine>`); nothing stays due for a method that does
+        not refine."""
+        count = self.idle_due if steps is None else min(steps, self.idle_due)
+        report = self.model.refine(count)
+        self.idle_due = self.idle_due - count if report.training_time else 0
+        return report
 
     def _updated(self, max_new: int | None = None) -> UpdateReport:
         """The model's update, its report with the model's diagnostics (the learned noise; with
@@ -255,7 +286,9 @@ class MappingLoop:
                            else 0, sim_time=sim_time,
                            training_failure=report.training_failure,
                            update_failure=step.failure,
-                           extra={**report.extra, **per_channel})
+                           extra={**report.extra, **per_channel, **(
+                               {"idle_steps": step.idle_steps, "idle_time": step.idle_time}
+                               if step.idle_steps else {})})
 
 
 def _describe(error: BaseException) -> str:

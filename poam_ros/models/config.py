@@ -156,6 +156,12 @@ class MappingConfig(Params):
         0, "Adam steps of the first update (the pilot survey): a fit of the hyper-parameters "
         "and the attention network before the first informative decision; 0: train_steps",
         low=0, high=100000)
+    idle_steps: int = param(
+        0, "Adam steps of the same objective between updates, in the mapper's idle time (the "
+        "vehicle on its leg): the ROS-free mission and the remap run them all before the "
+        "next update, the mapper node in rounds of train_steps while no batch waits "
+        "(mapper.idle_share), republishing the map it moved; the methods training POAM's "
+        "objective with Adam only; 0: none", low=0, high=1000000)
     batch_size: int = param(256, "mini-batch size of the hyper-parameter steps", low=1)
     lr_attention: float = param(1e-3, "Adam learning rate of the attention network", low=0.0)
     lr_hyper: float = param(1e-2, "Adam learning rate of amplitude, noise and RBF lengthscale",

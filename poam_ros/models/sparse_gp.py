@@ -188,6 +188,34 @@ class OnlineSparseGP(ABC):
         report.total_time = time.perf_counter() - start
         return report
 
+    @property
+    def refines(self) -> bool:
+        """Whether :meth:`refine` trains this method: its M-step is Adam on the shared
+        objective (mini-batches of all fitted samples, q(u) fixed) with nothing after it, so
+        that the objective between updates is the update's own and more steps continue its
+        M-step. Not for a bound of the last batch (the streaming methods), an M-step that
+        moves q(u) or the method's extras, or L-BFGS, which the update runs to convergence."""
+        cls = type(self)
+        return (cls._training_objective is OnlineSparseGP._training_objective
+                and cls._after_training is OnlineSparseGP._after_training
+                and self.config.m_step == "adam")
+
+    def refine(self, steps: int) -> UpdateReport:
+        """``steps`` more Adam steps of the last update's M-step (Z and q(u) as its E-step
+        left them), then the prediction factors: the training a mapper runs in its idle time
+        between updates (``mapping.idle_steps``). Transactional as the update's M-step: a
+        numerical failure restores the hyper-parameters and is reported. A report with
+        ``num_new`` 0 and no ``training_time`` when there is nothing to do (no map yet, no
+        steps, a method that does not :attr:`refine <refines>`)."""
+        report = UpdateReport(num_samples=self.num_samples,
+                              num_inducing=self.inducing.shape[0] if self.ready else 0)
+        if steps <= 0 or not self.ready or not self.refines:
+            return report
+        start = time.perf_counter()
+        report.loss, report.training_failure = self._train_hyperparameters(None, None, steps)
+        report.training_time = report.total_time = time.perf_counter() - start
+        return report
+
     def set_aside_pending(self, count: int | None = None) -> int:
         """Drop the oldest ``count`` pending samples (all by default) from the model, counted
         under ``update_failed``: a batch whose update failed and that a retry cannot fix.
@@ -317,9 +345,11 @@ class OnlineSparseGP(ABC):
     def _after_training(self, x_new: Tensor, y_new: Tensor) -> None:
         """Runs after a successful M-step, under ``torch.no_grad`` (default: nothing)."""
 
-    def _train_hyperparameters(self, x_new: Tensor, y_new: Tensor) -> tuple[float, str | None]:
-        """The M-step after the E-step on (x_new, y_new): the trainer's steps on the method's
-        objective, then the prediction factors; the final loss and the failure if any."""
+    def _train_hyperparameters(self, x_new: Tensor | None, y_new: Tensor | None,
+                               steps: int | None = None) -> tuple[float, str | None]:
+        """The M-step after the E-step on (x_new, y_new) (None in :meth:`refine`, whose
+        methods' objective reads no batch): ``steps`` (None: the update's) trainer steps on the
+        method's objective, then the prediction factors; the final loss and the failure."""
         def finish(objective: TrainingObjective) -> None:
             objective.commit()
             self._after_training(x_new, y_new)
@@ -327,7 +357,7 @@ class OnlineSparseGP(ABC):
 
         return self.trainer.train(TrainingTask(
             lambda: self._training_objective(x_new, y_new), finish, self._posterior_snapshot,
-            self._restore_posterior, self.prediction.refresh))
+            self._restore_posterior, self.prediction.refresh, steps))
 
     def _posterior_snapshot(self) -> tuple:
         """The E-step's outputs; E-steps assign new tensors, so references suffice."""

@@ -69,6 +69,8 @@ class TrainingTask:
     restore: Callable[[object], None]
     #: The prediction factors of the current hyper-parameters (after a restore).
     refresh: Callable[[], None]
+    #: Adam steps of this M-step; None: :meth:`Trainer.steps` (the update's).
+    steps: int | None = None
 
 
 class Trainer:
@@ -161,7 +163,7 @@ class Trainer:
             with deferred_checks() as checks:
                 self.fast = True
                 objective = task.objective()
-                loss = self._steps(objective, checks)
+                loss = self._steps(objective, checks, task.steps)
                 self.fast = False
                 with torch.no_grad():
                     task.finish(objective)
@@ -187,7 +189,7 @@ class Trainer:
         objective = None
         try:
             objective = task.objective()
-            loss = self._steps(objective, None)
+            loss = self._steps(objective, None, task.steps)
             with torch.no_grad():
                 posterior = task.snapshot()
                 try:
@@ -204,13 +206,15 @@ class Trainer:
             return math.nan, str(err)
         return float(loss.detach()), None
 
-    def _steps(self, objective: TrainingObjective, checks: DeferredChecks | None) -> Tensor:
-        """:meth:`steps` Adam steps; returns the last loss (NaN without steps). With
-        ``checks`` the mini-batches are drawn ahead and each loss's finiteness is recorded
-        there; without, a non-finite loss raises :class:`NumericalError` at once."""
+    def _steps(self, objective: TrainingObjective, checks: DeferredChecks | None,
+               steps: int | None = None) -> Tensor:
+        """``steps`` Adam steps (None: :meth:`steps`); returns the last loss (NaN without
+        steps). With ``checks`` the mini-batches are drawn ahead and each loss's finiteness is
+        recorded there; without, a non-finite loss raises :class:`NumericalError` at once."""
         if self.model.config.m_step == "lbfgs":
             return self._lbfgs(objective)
-        steps, extra = self.steps(), objective.optimizer
+        steps = self.steps() if steps is None else steps
+        extra = objective.optimizer
         if checks is not None and objective.uses_minibatches and steps:
             self.minibatches = self.draw_minibatches(steps)
             if self._captures(objective):

@@ -201,3 +201,60 @@ def test_a_snapshot_keeps_its_map_while_the_loop_updates_on():
     assert snapshot.model is not loop.model
     assert (snapshot.model.num_samples, loop.model.num_samples) == (50, 100)
     np.testing.assert_array_equal(snapshot.uncertainty(points), before)
+
+
+def idle_models(idle_steps):
+    config = MappingConfig(num_inducing=40, train_steps=2, batch_size=32, idle_steps=idle_steps)
+    return make_model(config)
+
+
+def same_maps(a, b):
+    query = np.random.default_rng(9).uniform(-30, 30, (200, 2))
+    return all(np.array_equal(x, y) for x, y in zip(a.predict(query), b.predict(query)))
+
+
+def test_the_idle_steps_due_after_an_update_run_before_the_next_and_are_recorded():
+    rng = np.random.default_rng(3)
+    batches = [batch(rng, 80), batch(rng, 40)]
+    idled, by_hand = MappingLoop(idle_models(6)), MappingLoop(idle_models(0))
+    for loop in (idled, by_hand):
+        loop.step([batches[0]])
+    assert idled.idle_due == 6 and by_hand.idle_due == 0
+    by_hand.model.refine(6)  # what the ROS-free routes run in the vehicle's leg
+    steps = [loop.step([batches[1]]) for loop in (idled, by_hand)]
+    assert same_maps(idled.model, by_hand.model)
+    assert steps[0].idle_steps == 6 and steps[0].idle_time > 0 and steps[1].idle_steps == 0
+    record = idled.record(1, steps[0], 0.0)
+    assert record.extra["idle_steps"] == 6 and "idle_steps" not in by_hand.record(
+        1, steps[1], 0.0).extra
+
+
+def test_a_node_runs_idle_steps_in_rounds_and_a_batch_forgoes_the_rest():
+    rng = np.random.default_rng(4)
+    batches = [batch(rng, 80), batch(rng, 40)]
+    rounds, whole, none = (MappingLoop(idle_models(6)) for _ in range(3))
+    for loop in (rounds, whole, none):
+        loop.step([batches[0]])
+    rounds.idle(2)
+    rounds.idle(2)  # four of six run: a batch comes
+    assert rounds.idle_due == 2
+    whole.model.refine(4)
+    rounds.step([batches[1]], idle=False)
+    whole.step([batches[1]], idle=False)
+    assert same_maps(rounds.model, whole.model)
+    none.step([batches[1]], idle=False)
+    assert not same_maps(none.model, whole.model)
+    assert rounds.idle_due == 6  # due again after this update
+
+
+def test_nothing_is_due_for_a_method_that_does_not_refine_nor_after_an_empty_step():
+    rng = np.random.default_rng(5)
+    loop = MappingLoop(make_model(MappingConfig(method="ssgp++", kernel="rbf", num_inducing=40,
+                                                train_steps=2, idle_steps=6)))
+    loop.step([batch(rng, 80)])
+    assert loop.idle_due == 6
+    assert loop.idle(2).training_time == 0 and loop.idle_due == 0
+    poam = MappingLoop(idle_models(6))
+    poam.step([batch(rng, 80)])
+    poam.step([])  # nothing new: the idle steps ran, none is due until samples come
+    assert poam.idle_due == 0

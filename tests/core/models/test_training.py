@@ -122,3 +122,33 @@ def test_the_first_update_fits_for_first_train_steps_then_train_steps(stream, me
     fitted.add_data(*batches[1])
     fitted.update()
     assert adam_steps(fitted) == 23
+
+
+def test_refining_continues_the_updates_m_step(stream):
+    """Idle training (``refine``) is the update's M-step carried on: an update of 3 steps then
+    5 refining steps equals an update of 8 steps, draws and Adam's state included."""
+    first = stream(1, 120)[0]
+    config = MappingConfig(num_inducing=30, train_steps=3, batch_size=32, device="cpu",
+                           dtype="float64")
+    refined, long = make_model(config), make_model(config.replace(train_steps=8))
+    for model in (refined, long):
+        model.add_data(*first)
+        model.update()
+    report = refined.refine(5)
+    assert report.training_failure is None and report.training_time > 0
+    assert report.num_new == 0 and refined.num_updates == 1
+    assert adam_steps(refined) == 8
+    assert_same_models(refined, long)
+
+
+@pytest.mark.parametrize("method", ["ssgp++", "vips"])
+def test_a_method_whose_bound_is_the_last_batchs_does_not_refine(stream, method):
+    model = make_model(MappingConfig(method=method, kernel="rbf", num_inducing=30,
+                                     train_steps=3, batch_size=32, device="cpu"))
+    model.add_data(*stream(1, 120)[0])
+    model.update()
+    steps, hyper = adam_steps(model), model.trainer.snapshot()
+    assert not model.refines and model.refine(5).training_time == 0
+    assert adam_steps(model) == steps
+    for a, b in zip(hyper["kernel"].values(), model.trainer.snapshot()["kernel"].values()):
+        assert torch.equal(a, b)
