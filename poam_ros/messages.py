@@ -29,6 +29,12 @@ PLANNED = "planned"  # the field of an uncertainty query that marks planned samp
 POINT_FIELD_TYPES = {1: "i1", 2: "u1", 3: "i2", 4: "u2", 5: "i4", 6: "u4", 7: "f4", 8: "f8"}
 FLOAT64 = 8
 
+#: ns a samples stamp may fall behind a map's before the data clock counts as reset (the
+#: ingest's default stamp_jump_threshold: the ingest itself follows such a clock change): the
+#: mapper's maps then follow the new clock, and a planner takes a map stamped within this of
+#: its newest, but not newer, for that map again (the same samples).
+MAP_CLOCK_RESET = 10_000_000_000
+
 
 # --------------------------------------------------------------------------- time
 

@@ -1,7 +1,8 @@
 """The mapper's status: its counters, its last update and latencies, as one record. ROS-free.
 
 A :class:`MapperTally` keeps what the mapper's /diagnostics reports: updates and failures (the
-latest attempt's outcome), the model's size, device and method, samples refused per reason
+latest attempt's outcome), the model's size, device and method, the idle training since the
+last update (steps and seconds, among the figures), samples refused per reason
 (the node's own beside the model's), queries answered, the latency from a batch's arrival to
 its map in parts (queue wait, update, map prediction, the rest) with its median over the last
 :data:`LATENCY_WINDOW` maps, the stamp of the last map, autosaves, and the MSLL baseline of
@@ -55,6 +56,7 @@ class MapperTally:
         self.targets: TargetBaseline | list[TargetBaseline | None] | None = None
         self.autosaves = 0
         self.autosave_time = float("nan")  # s, the last autosave's
+        self.idle_steps, self.idle_time = 0, 0.0  # idle training since the last update (s)
 
     def loaded(self, model: OnlineSparseGP) -> None:
         """A model loaded at start, before any update."""
@@ -66,6 +68,8 @@ class MapperTally:
         """An update (``report.skipped``: one that added nothing) and its map's prediction
         time [s]."""
         self.updates += 0 if report.skipped else 1
+        if not report.skipped:
+            self.idle_steps, self.idle_time = 0, 0.0
         self.failed = False
         self.report = report
         self.map_time = map_time
@@ -83,6 +87,11 @@ class MapperTally:
         self.last_failure = text
         if model is not None:
             self.model_rejections = Counter(model.rejections)
+
+    def idled(self, steps: int, seconds: float) -> None:
+        """A round of ``steps`` idle training steps that took ``seconds``."""
+        self.idle_steps += steps
+        self.idle_time += seconds
 
     def autosaved(self, seconds: float) -> None:
         """An autosave of the live model that took ``seconds``."""
@@ -127,7 +136,9 @@ class MapperTally:
                 variational_time=report.variational_time,
                 training_time=report.training_time, new_samples=report.num_new,
                 loss=report.loss, training_failure=report.training_failure or "",
-                figures=dict(report.extra))),
+                figures={**report.extra, **({"idle_steps": self.idle_steps,
+                                             "idle_time": self.idle_time}
+                                            if self.idle_steps else {})})),
             map_predict_time=self.map_time, latency=self.latency,
             queue_wait=self.queue_wait, node_overhead=self.overhead,
             median_latency=(statistics.median(self.latencies) if self.latencies

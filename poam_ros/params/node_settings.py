@@ -66,6 +66,10 @@ class MapperSettings(Params):
                                     "over the workspace, as mission.eval_grid), so that a "
                                     "monitor scores the map as the ROS-free mission does; "
                                     "0: off", low=0, high=2000)
+    idle_share: float = param(1.0, "the share of the wall time that idle training "
+                                   "(mapping.idle_steps) may take between updates: after a "
+                                   "round of train_steps steps that took t s, the next waits "
+                                   "t (1/share - 1) s; 1: back to back", low=0.01, high=1.0)
     torch_threads: int = param(0, "torch's intra-op threads in the mapper's process (process "
                                   "wide); 0 keeps torch's default, one per core. 1 avoids "
                                   "threads spinning against other busy processes on a "

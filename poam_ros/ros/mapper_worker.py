@@ -12,18 +12,23 @@ last good model, never by one older than a map already published, and a failed u
 the last good map published.
 
 Maps are stamped with the newest samples stamp they include (the clock's when there is none
-yet), and no two maps share a stamp: a map whose samples are no newer than the last map's
-(unstamped ones, a teammate's relayed; reordered ones) is stamped 1 ns after it, so that each
-map pairs with its status by stamp (the status's ``data_stamp`` keeps the samples' time).
-When the data clock goes back (a simulator restarted, a bag replayed again: the newest
-samples of an update stamped more than :data:`CLOCK_RESET` before the map), the maps follow
-the new clock from that update on, and the worker says so once at warning level; a smaller
-step back is reordering. Unstamped batches (0) leave the data time. An update that adds
-nothing publishes the current map again, so that a lockstep planner waiting for the leg's map
-goes on. ``~/reset`` (:meth:`~MapperWorker.reset`)
-bumps a generation: what an update of an older generation would publish is dropped. The
-worker publishes the mapper's /diagnostics (:class:`~poam_ros.mapping.mapper_status.MapperTally`)
-after each update and when the node's timer asks.
+yet), and no two maps of different samples share a stamp: a map whose samples are no newer than
+the last map's (unstamped ones, a teammate's relayed; reordered ones) is stamped 1 ns after it,
+so that each map pairs with its status by stamp (the status's ``data_stamp`` keeps the samples'
+time). When the data clock goes back (a simulator restarted, a bag replayed again: the newest
+samples of an update stamped more than :data:`~poam_ros.messages.MAP_CLOCK_RESET` before the
+map), the maps follow the new clock from that update on, and the worker says so once at warning
+level; a smaller step back is reordering. Unstamped batches (0) leave the data time. An update
+that adds nothing publishes the current map again, so that a lockstep planner waiting for the
+leg's map goes on. Between updates the thread trains on (``mapping.idle_steps``, the mapping
+loop's idle steps) in rounds of ``mapping.train_steps`` steps while no batch waits, at most
+``idle_share`` of the wall time: when the steps due are done (or every
+:data:`REFINED_MAP_PERIOD`), the map they moved is published again with its stamp (the same
+samples) and its model served; a batch that comes forgoes what is left, so an update never
+waits for them. ``~/reset`` (:meth:`~MapperWorker.reset`) bumps a generation: what an update of
+an older generation would publish is dropped. The worker publishes the mapper's /diagnostics
+(:class:`~poam_ros.mapping.mapper_status.MapperTally`) after each update and when the node's
+timer asks.
 
 Locking stays here: one condition guards everything the thread shares with the callbacks; a
 second lock orders publications against ``~/reset`` (taken first when both are needed).
@@ -58,9 +63,8 @@ from poam_ros.workspace import Workspace
 
 SNAPSHOT_WAIT = 10.0  # s a query waits at most for the model of a map just published
 SHUTDOWN_WAIT = 10.0  # s stop() waits for an update in progress
-# ns a samples stamp may fall behind the map's before the data clock counts as reset (the
-# ingest's default stamp_jump_threshold: the ingest itself follows such a clock change).
-CLOCK_RESET = 10_000_000_000
+# s of idle training after which its map is published even though steps are still due
+REFINED_MAP_PERIOD = 10.0
 LEVELS = {mapper_status.OK: DiagnosticStatus.OK, mapper_status.WARN: DiagnosticStatus.WARN,
           mapper_status.ERROR: DiagnosticStatus.ERROR}
 
@@ -115,6 +119,9 @@ class MapperWorker:
         # the first model of a process costs seconds of one-off initialisation.
         self._loop = MappingLoop(opened.model, workspace=config.workspace)
         self._model_stale = False  # a reset dropped the model and making the next failed
+        self._idle_after = 0.0  # time.monotonic() before which no idle round starts (share)
+        self._idle_published = 0.0  # time.monotonic() of the last map of idle training
+        self._idle_moved = False  # idle rounds moved the model since its last map
         self._publishers = MapPublishers(node, self._channels)
         self._diagnostics = node.create_publisher(DiagnosticArray, "/diagnostics",
                                                   qos.DIAGNOSTICS)
@@ -234,7 +241,8 @@ class MapperWorker:
         while True:
             with self._lock:
                 self._lock.wait_for(lambda: self._stopping or self._reset_requested
-                                    or self._republish or (self._incoming and not self._paused))
+                                    or self._republish or (self._incoming and not self._paused),
+                                    timeout=self._idle_wait())
                 if self._stopping:
                     return
                 reset, self._reset_requested = self._reset_requested, False
@@ -243,11 +251,16 @@ class MapperWorker:
                     self._incoming = []
                 republish, self._republish = self._republish, False
                 generation, mapping = self._generation, self._config.mapping
+                share = self._config.settings.idle_share
+                idle = not (reset or batches or republish) and self._idle_wait() == 0.0
                 # The journal's segment boundary at exactly the batches taken: the model
                 # holds all before it once they are in, and is then autosaved with its number.
                 checkpoint = self._persistence.checkpoint() if batches else None
             taken = time.monotonic()
             try:
+                if idle:
+                    self._idle_round(generation, mapping, share)
+                    continue
                 if reset:
                     self._data_stamp = 0
                     self._model_stale = True  # batches wait for a new model if making it fails
@@ -259,6 +272,7 @@ class MapperWorker:
                 elif republish:
                     self._republish_served(generation)
             except Exception as error:  # noqa: BLE001 - the node must outlive any failure
+                self._loop.idle_due = 0  # no idle training until the next update
                 with self._lock:
                     self._snapshot_due = False  # no copy is coming: serve the last one
                     self._lock.notify_all()
@@ -267,8 +281,46 @@ class MapperWorker:
 
     def _new_model(self, mapping: MappingConfig) -> None:
         """The loop takes a new model (``mapping.*`` as they are now) after a reset."""
-        self._loop.model = survey_model(mapping, self._channels)
+        self._loop.model, self._loop.idle_due = survey_model(mapping, self._channels), 0
         self._model_stale = False
+
+    def _idle_wait(self) -> float | None:
+        """Seconds until the next idle round may start (0: now), None when none is due (no
+        steps due, paused, no model); call with the lock (the thread's own state)."""
+        if not self._loop.idle_due or self._paused or self._model_stale:
+            return None
+        return max(0.0, self._idle_after - time.monotonic())
+
+    def _idle_round(self, generation: int, mapping: MappingConfig, share: float) -> None:
+        """``train_steps`` of the idle steps due; the next round waits so that the rounds
+        take at most ``share`` of the wall time. When none is due any more, or
+        :data:`REFINED_MAP_PERIOD` after the last such map, the moved map goes out."""
+        loop, tic = self._loop, time.monotonic()
+        report = loop.idle(max(1, mapping.train_steps))
+        now = time.monotonic()
+        self._idle_after = now + (now - tic) * (1.0 / share - 1.0)
+        if report.training_failure:
+            self._node.get_logger().warning(f"idle training failed, kept the previous "
+                                            f"values: {report.training_failure}")
+        if not report.training_time:
+            return
+        with self._lock:
+            self._tally.idled(max(1, mapping.train_steps), now - tic)
+        if not self._idle_moved:
+            self._idle_moved, self._idle_published = True, now
+        if loop.idle_due and now - self._idle_published < REFINED_MAP_PERIOD:
+            return
+        if self._publish_model(loop, generation, serve=True, again=True) is not None:
+            self._serve(loop.snapshot(), generation)
+        self._idle_moved, self._idle_published = False, time.monotonic()
+
+    def _serve(self, served: MappingLoop, generation: int) -> None:
+        """``served`` answers queries, ~/save and ~/export from now on (unless a reset came
+        since ``generation``)."""
+        with self._lock:
+            if generation == self._generation:
+                self._served, self._snapshot_due = served, False
+                self._lock.notify_all()
 
     def _update(self, batches: list[QueuedBatch], generation: int, mapping: MappingConfig,
                 taken: float) -> bool:
@@ -278,7 +330,9 @@ class MapperWorker:
         loop, logger = self._loop, self._node.get_logger()
         with self._lock:
             loop.workspace = self._config.workspace
-        step = loop.step((batch.xy, batch.z) for batch in batches)
+        # The idle steps still due are forgone: the batch's map does not wait for them.
+        step = loop.step(((batch.xy, batch.z) for batch in batches), idle=False)
+        self._idle_moved = False
         for error in step.refused:  # counted by the model as malformed_batch
             logger.warning(f"batch refused: {error}")
         if step.recovery is not None:
@@ -308,12 +362,9 @@ class MapperWorker:
             return False
         # The copy that serves queries and ~/save is made after the map is out, so that it
         # costs the map no latency; a query in the meantime waits for it (served_model).
-        served = loop.snapshot()
+        self._serve(loop.snapshot(), generation)
         newest = max(batch.arrival for batch in batches)
         with self._lock:
-            if generation == self._generation:
-                self._served, self._snapshot_due = served, False
-                self._lock.notify_all()
             self._tally.timed(newest, taken, published, report.total_time)
         self._persistence.updated()
         self._publish_evaluation(loop, generation)
@@ -322,7 +373,7 @@ class MapperWorker:
 
     def _follow_data_clock(self, newest: int) -> None:
         """The maps' stamp after an update whose newest samples are stamped ``newest`` ns."""
-        if newest and newest < self._data_stamp - CLOCK_RESET:
+        if newest and newest < self._data_stamp - msg.MAP_CLOCK_RESET:
             self._node.get_logger().warning(
                 f"the samples' clock went back by {(self._data_stamp - newest) * 1e-9:.1f} s "
                 f"(a simulator restarted, a bag replayed again?): the maps follow the new "
@@ -372,15 +423,15 @@ class MapperWorker:
         if again and last:
             return last
         stamp = self._data_stamp or self._node.get_clock().now().nanoseconds
-        return last + 1 if not again and last - CLOCK_RESET < stamp <= last else stamp
+        return last + 1 if not again and last - msg.MAP_CLOCK_RESET < stamp <= last else stamp
 
     def _publish_model(self, loop: MappingLoop, generation: int,
-                       report: UpdateReport | None = None,
-                       again: bool = False) -> float | None:
+                       report: UpdateReport | None = None, again: bool = False,
+                       serve: bool = False) -> float | None:
         """Predict the map with ``loop``'s model and publish it; returns the time.monotonic()
-        after publishing, None when a reset made the result stale. With a ``report`` (a new
-        model, not a republication) queries wait from now until its copy is served;
-        ``again``: the published map once more, with its stamp."""
+        after publishing, None when a reset made the result stale. With a ``report`` (an
+        update's model) or ``serve`` (idle training's) queries wait from now until its copy
+        is served; ``again``: with the published map's stamp (the same samples)."""
         with self._lock:
             grid, settings = self._config.grid, self._config.settings
             stamp = cv.nanoseconds_to_time(self._map_stamp(again))
@@ -394,8 +445,8 @@ class MapperWorker:
                     return None
                 self._tally.map_stamp = msg.time_to_nanoseconds(stamp)
                 self._tally.data_stamp = self._data_stamp
+                self._snapshot_due = self._snapshot_due or report is not None or serve
                 if report is not None:
-                    self._snapshot_due = True
                     self._tally.updated(loop.model, report, layers.predict_time)
             self._publishers.publish(messages)
             return time.monotonic()

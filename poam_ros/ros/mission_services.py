@@ -85,6 +85,7 @@ class MissionServices:
         self._mapper_status = status_name(mapper_status_node(node, mapper_name), MapperStatus)
         self._counts: dict[int, int] = {}  # map stamp (ns) -> the mapper's sample count
         self._pending: dict[int, float] = {}  # map stamp waiting for its count -> its std
+        self._newest_map = 0  # ns, the stamp of the newest map passed on to the planner
         self._state_pub = node.create_publisher(DiagnosticStatus, "mission/state", qos.LATCHED)
         node.create_service(Trigger, "~/start", self._trigger(self.control.start))
         node.create_service(SetBool, "~/pause", self._on_pause)
@@ -191,6 +192,9 @@ class MissionServices:
     def _counted(self, stamp: int, samples: int, std: float) -> None:
         own = None if self._own is None else self._own.until(stamp)
         self.advance(lambda: self.control.observe_map(samples, std, own))
+        if self._newest_map - msg.MAP_CLOCK_RESET < stamp <= self._newest_map:
+            return  # a map of the same samples again (idle training moved it, a new grid)
+        self._newest_map = stamp
         self._on_map(stamp)
 
     # ------------------------------------------------------------------- output

@@ -120,6 +120,41 @@ def test_a_batch_gives_the_map_layers_and_diagnostics(graph, spin_until):
     assert values.figures["noise_std"] > 0  # the learned noise, in metres
 
 
+def test_idle_training_moves_the_map_publishes_it_again_and_serves_it(start_mapper, make_node,
+                                                                      spin_until):
+    """mapping.idle_steps: after the update, rounds of train_steps steps while no batch
+    waits; the moved map goes out again with the update's stamp, and queries are answered
+    by its model: the offline model updated, then refined by as many steps."""
+    mapper = start_mapper(**{"mapping.idle_steps": 6})
+    probe = Probe(make_node("probe"))
+    assert spin_until(lambda: probe.samples_pub.get_subscription_count() > 0
+                      and probe.query_pub.get_subscription_count() > 0, mapper, probe.node)
+    xy, z = batch(0)
+    probe.send_samples(xy, z, stamp_ns=5_000_000_123)
+
+    def idled():
+        return (len(probe.maps) >= 2 and STATUS in probe.diagnostics
+                and probe.last_status(STATUS)[2].figures.get("idle_steps") == 6)
+    assert spin_until(idled, mapper, probe.node, timeout=TIMEOUT)
+    first, moved = (msg.cloud_to_arrays(cloud) for cloud in (probe.maps[0], probe.maps[-1]))
+    assert probe.maps[-1].header.stamp == probe.maps[0].header.stamp  # the same samples
+    offline = offline_model((xy, z))
+    grid = MapGrid((0.0, 20.0, 0.0, 20.0), 2.0)
+    np.testing.assert_allclose(first["mean"], offline.predict(grid.points)[0], atol=1e-5)
+    offline.refine(6)
+    mean, std = offline.predict(grid.points)
+    np.testing.assert_allclose(moved["mean"], mean, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(moved["std"], std, rtol=1e-5)
+    assert np.abs(moved["mean"] - first["mean"]).max() > 1e-4  # training moved it
+    values = probe.last_status(STATUS)[2]
+    assert values.updates == 1 and values.figures["idle_time"] > 0
+    probe.send_query(grid.points[:5], stamp_ns=7)
+    assert spin_until(lambda: probe.response_to(7) is not None, mapper, probe.node)
+    np.testing.assert_allclose(probe.response_to(7)[1],
+                               offline.predict(grid.points[:5], include_noise=True)[1],
+                               rtol=1e-9)
+
+
 def test_queries_get_the_predictive_std_of_a_measurement(graph, spin_until):
     mapper, probe = graph
     points = np.array([[1.0, 2.0], [10.0 / 3.0, 19.5]])

@@ -182,6 +182,23 @@ def test_after_a_clock_reset_lockstep_waits_for_a_map_of_the_new_clock(graph, sp
     assert spin_until(lambda: len(probe.plans) == 2, planner, probe.node, timeout=10.0)
 
 
+def test_the_last_map_published_again_is_not_taken_for_the_legs_map(graph, spin_until):
+    """A mapper publishes its last map again with its stamp (idle training moved it, a new
+    grid): in lockstep that is not the map of the leg just driven."""
+    planner, probe = graph()
+    pilot, _ = expected_run(0, [])
+    probe.send_map(stamp_ns=5_000_000_000)  # the map before the goal
+    spin_until(lambda: False, planner, probe.node, timeout=0.3)
+    end = drive(probe, pilot, 10_000_000_000)
+    assert spin_until(lambda: state(probe) and state(probe).startswith("waiting for map"),
+                      planner, probe.node)
+    probe.send_map(stamp_ns=5_000_000_000)  # the same samples' map, moved by idle training
+    spin_until(lambda: False, planner, probe.node, timeout=0.5)
+    assert len(probe.plans) == 1
+    probe.send_map(stamp_ns=end + 1)
+    assert spin_until(lambda: len(probe.plans) == 2, planner, probe.node, timeout=10.0)
+
+
 def test_realtime_plans_at_once_with_the_map_at_hand(graph, spin_until):
     planner, probe = graph(mode="realtime")
     probe.send_map(stamp_ns=1)
