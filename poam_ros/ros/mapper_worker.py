@@ -296,7 +296,8 @@ class MapperWorker:
         take at most ``share`` of the wall time. When none is due any more, or
         :data:`REFINED_MAP_PERIOD` after the last such map, the moved map goes out."""
         loop, tic = self._loop, time.monotonic()
-        report = loop.idle(max(1, mapping.train_steps))
+        steps = min(max(1, mapping.train_steps), loop.idle_due)
+        report = loop.idle(steps)
         now = time.monotonic()
         self._idle_after = now + (now - tic) * (1.0 / share - 1.0)
         if report.training_failure:
@@ -305,7 +306,7 @@ class MapperWorker:
         if not report.training_time:
             return
         with self._lock:
-            self._tally.idled(max(1, mapping.train_steps), now - tic)
+            self._tally.idled(steps, now - tic)
         if not self._idle_moved:
             self._idle_moved, self._idle_published = True, now
         if loop.idle_due and now - self._idle_published < REFINED_MAP_PERIOD:

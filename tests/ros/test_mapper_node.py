@@ -125,7 +125,7 @@ def test_idle_training_moves_the_map_publishes_it_again_and_serves_it(start_mapp
     """mapping.idle_steps: after the update, rounds of train_steps steps while no batch
     waits; the moved map goes out again with the update's stamp, and queries are answered
     by its model: the offline model updated, then refined by as many steps."""
-    mapper = start_mapper(**{"mapping.idle_steps": 6})
+    mapper = start_mapper(**{"mapping.idle_steps": 7})
     probe = Probe(make_node("probe"))
     assert spin_until(lambda: probe.samples_pub.get_subscription_count() > 0
                       and probe.query_pub.get_subscription_count() > 0, mapper, probe.node)
@@ -134,14 +134,14 @@ def test_idle_training_moves_the_map_publishes_it_again_and_serves_it(start_mapp
 
     def idled():
         return (len(probe.maps) >= 2 and STATUS in probe.diagnostics
-                and probe.last_status(STATUS)[2].figures.get("idle_steps") == 6)
+                and probe.last_status(STATUS)[2].figures.get("idle_steps") == 7)
     assert spin_until(idled, mapper, probe.node, timeout=TIMEOUT)
     first, moved = (msg.cloud_to_arrays(cloud) for cloud in (probe.maps[0], probe.maps[-1]))
     assert probe.maps[-1].header.stamp == probe.maps[0].header.stamp  # the same samples
     offline = offline_model((xy, z))
     grid = MapGrid((0.0, 20.0, 0.0, 20.0), 2.0)
     np.testing.assert_allclose(first["mean"], offline.predict(grid.points)[0], atol=1e-5)
-    offline.refine(6)
+    offline.refine(7)  # in rounds of 2, 2, 2 and 1
     mean, std = offline.predict(grid.points)
     np.testing.assert_allclose(moved["mean"], mean, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(moved["std"], std, rtol=1e-5)
