@@ -36,6 +36,12 @@ FLOAT64 = 8
 MAP_CLOCK_RESET = 10_000_000_000
 
 
+def not_newer(stamp: int, newest: int) -> bool:
+    """Whether a map stamp (ns) is no newer than ``newest`` on the same data clock: at most
+    :data:`MAP_CLOCK_RESET` before it (further back, the clock was reset)."""
+    return newest - MAP_CLOCK_RESET < stamp <= newest
+
+
 # --------------------------------------------------------------------------- time
 
 def time_to_seconds(stamp) -> float:

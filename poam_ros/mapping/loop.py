@@ -117,9 +117,8 @@ class MappingLoop:
         """Run the idle steps still due (``idle``; else they are forgone), add each batch
         (positions (N, 2) [m], elevations (N,) or, for a multi-channel model, values (N, D)
         with NaN where not measured), then update once."""
-        steps, tic = self.idle_due, time.perf_counter()
+        steps = self.idle_due
         idled = self.idle() if idle else None
-        idle_time = time.perf_counter() - tic
         self.idle_due = 0
         refused = []
         for xy, z in batches:
@@ -134,7 +133,7 @@ class MappingLoop:
         if mapped.failure is None and not mapped.report.skipped:
             self.idle_due = self.model.config.idle_steps
         if idled is not None and idled.training_time:
-            mapped.idle_steps, mapped.idle_time = steps, idle_time
+            mapped.idle_steps, mapped.idle_time = steps, idled.training_time
         return mapped
 
     def idle(self, steps: int | None = None) -> UpdateReport:

@@ -120,8 +120,7 @@ class MapperWorker:
         self._loop = MappingLoop(opened.model, workspace=config.workspace)
         self._model_stale = False  # a reset dropped the model and making the next failed
         self._idle_after = 0.0  # time.monotonic() before which no idle round starts (share)
-        self._idle_published = 0.0  # time.monotonic() of the last map of idle training
-        self._idle_moved = False  # idle rounds moved the model since its last map
+        self._idle_since: float | None = None  # the first round not yet in a map (monotonic)
         self._publishers = MapPublishers(node, self._channels)
         self._diagnostics = node.create_publisher(DiagnosticArray, "/diagnostics",
                                                   qos.DIAGNOSTICS)
@@ -307,13 +306,12 @@ class MapperWorker:
             return
         with self._lock:
             self._tally.idled(steps, now - tic)
-        if not self._idle_moved:
-            self._idle_moved, self._idle_published = True, now
-        if loop.idle_due and now - self._idle_published < REFINED_MAP_PERIOD:
+        self._idle_since = now if self._idle_since is None else self._idle_since
+        if loop.idle_due and now - self._idle_since < REFINED_MAP_PERIOD:
             return
         if self._publish_model(loop, generation, serve=True, again=True) is not None:
             self._serve(loop.snapshot(), generation)
-        self._idle_moved, self._idle_published = False, time.monotonic()
+        self._idle_since = None
 
     def _serve(self, served: MappingLoop, generation: int) -> None:
         """``served`` answers queries, ~/save and ~/export from now on (unless a reset came
@@ -333,7 +331,7 @@ class MapperWorker:
             loop.workspace = self._config.workspace
         # The idle steps still due are forgone: the batch's map does not wait for them.
         step = loop.step(((batch.xy, batch.z) for batch in batches), idle=False)
-        self._idle_moved = False
+        self._idle_since = None
         for error in step.refused:  # counted by the model as malformed_batch
             logger.warning(f"batch refused: {error}")
         if step.recovery is not None:
@@ -424,7 +422,7 @@ class MapperWorker:
         if again and last:
             return last
         stamp = self._data_stamp or self._node.get_clock().now().nanoseconds
-        return last + 1 if not again and last - msg.MAP_CLOCK_RESET < stamp <= last else stamp
+        return last + 1 if not again and msg.not_newer(stamp, last) else stamp
 
     def _publish_model(self, loop: MappingLoop, generation: int,
                        report: UpdateReport | None = None, again: bool = False,
@@ -446,7 +444,8 @@ class MapperWorker:
                     return None
                 self._tally.map_stamp = msg.time_to_nanoseconds(stamp)
                 self._tally.data_stamp = self._data_stamp
-                self._snapshot_due = self._snapshot_due or report is not None or serve
+                if report is not None or serve:
+                    self._snapshot_due = True
                 if report is not None:
                     self._tally.updated(loop.model, report, layers.predict_time)
             self._publishers.publish(messages)

@@ -192,7 +192,7 @@ class MissionServices:
     def _counted(self, stamp: int, samples: int, std: float) -> None:
         own = None if self._own is None else self._own.until(stamp)
         self.advance(lambda: self.control.observe_map(samples, std, own))
-        if self._newest_map - msg.MAP_CLOCK_RESET < stamp <= self._newest_map:
+        if msg.not_newer(stamp, self._newest_map):
             return  # a map of the same samples again (idle training moved it, a new grid)
         self._newest_map = stamp
         self._on_map(stamp)
