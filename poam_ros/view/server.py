@@ -114,9 +114,11 @@ class LiveView:
 
     def show(self, frame: ViewFrame) -> None:
         """Hand ``frame`` to the view's thread; a frame of the same vehicle still waiting is
-        merged into it (:meth:`ViewFrame.merged`) and counted as dropped."""
+        merged into it (:meth:`ViewFrame.merged`) and counted as dropped. The merged frame
+        waits behind the other vehicles' frames: each carries the status as it was shown, and
+        the last one sent is the newest status a client reads."""
         with self._wake:
-            waiting = self._slots.get(frame.vehicle)
+            waiting = self._slots.pop(frame.vehicle, None)
             if waiting is not None:
                 self.frames_dropped += 1
                 frame = waiting.merged(frame)

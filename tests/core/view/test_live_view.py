@@ -135,3 +135,28 @@ def test_a_busy_view_drops_frames_and_never_blocks(monkeypatch):
         assert view.frames_dropped == 6 and waiting.stamp == 7.0
         assert waiting.pose == (1.0, 2.0, 0.0, 0.5)  # kept: the newer frame had no pose
         release.set()
+
+
+def test_the_last_frame_sent_carries_the_newest_status(monkeypatch):
+    """Frames wait per vehicle, each with the status as it was shown; a vehicle's newer frame
+    merged into its waiting one is sent after the other vehicles' older frames, so that the
+    last status a client reads is the newest (a fleet's ``done`` after a pose's ``adaptive``)."""
+    with LiveView(ViewConfig(port=0), vehicles=("/auv0", "/auv1")) as view:
+        release, stuck, sent = threading.Event(), threading.Event(), []
+
+        def slow_log(frame):
+            sent.append((frame.vehicle, frame.status.get("state")))
+            stuck.set()
+            release.wait(TIMEOUT)
+
+        monkeypatch.setattr(view, "_log", slow_log)
+        view.show(frames.ViewFrame(stamp=0.0, status={"state": "pilot"}))
+        assert stuck.wait(TIMEOUT)
+        pose = (1.0, 2.0, 0.0, 0.0)
+        view.show(frames.ViewFrame(stamp=1.0, vehicle="/auv0", pose=pose,
+                                   status={"state": "adaptive"}))
+        view.show(frames.ViewFrame(stamp=2.0, vehicle="/auv1", pose=pose,
+                                   status={"state": "adaptive"}))
+        view.show(frames.ViewFrame(stamp=3.0, vehicle="/auv0", status={"state": "done"}))
+        release.set()
+    assert sent == [("", "pilot"), ("/auv1", "adaptive"), ("/auv0", "done")]
