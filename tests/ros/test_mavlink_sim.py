@@ -24,6 +24,11 @@ from poam_ros.params import ConfigError  # noqa: E402
 from poam_ros.ros.simulated_auv_node import SimulatedAuvNode  # noqa: E402
 
 BUDGET = 500  # samples: the pilot survey (484 soundings) and one goal
+# Positions cross the link as 1e-7° integers, a centimetre of rounding. At seed 0 the first
+# decision is a near tie that this flips: ±1 cm on the pilot's soundings in the ROS-free
+# mission chose another goal in 5 of 16 draws (522 samples against 512). At seed 3 none of
+# 30 draws of ±1–2 cm changed the goal, so the graph's decisions can be the direct mission's.
+SEED = 3
 ANCHOR = {"anchor": "latlon", "origin_latitude": 47.0, "origin_longitude": 8.0}
 BRIDGE = "vehicle_bridge: vehicle link"
 
@@ -40,8 +45,8 @@ def run(ros_domain_id, small_parameter_file, tmp_path_factory):
     params = small_parameter_file(mapper={"geo": ANCHOR})
     out = tmp_path_factory.mktemp("mavsim")
     process = poam_ros_sim(["--params", str(params), "--vehicle", "mavlink", "--mavlink-port",
-                            str(free_udp_port()), "--max-samples", str(BUDGET), "--compare"],
-                           out)
+                            str(free_udp_port()), "--max-samples", str(BUDGET), "--seed",
+                            str(SEED), "--compare"], out)
     try:
         printed, errors = process.communicate(timeout=RUN_LIMIT)
     except subprocess.TimeoutExpired:
