@@ -186,9 +186,7 @@ class PlannerNode(ManagedNode):
         self._maps = 0
         self._not_before = 0.0
         self._goals = 0
-        self._failures = 0
-        self._last_failure = ""
-        self._failed = False
+        self._failures, self._last_failure, self._failed = 0, "", False
         self._last_plan_time = float("nan")
         self._drops_at_last_report = 0
 
@@ -273,6 +271,8 @@ class PlannerNode(ManagedNode):
                                           f"[{inputs.clock_resets} so far]")
             if position is None:
                 return
+            if self._position is None:  # a map counted before any pose may wait for this
+                self._lock.notify_all()
             self._position, self._heading = position, yaw
             self._fleet.observe(position)
             self._mission.advance(lambda: self._mission.control.observe_pose(t, (x, y, z)))

@@ -153,6 +153,25 @@ def test_a_restarted_planner_cuts_the_pilot_at_the_first_map(graph, spin_until):
                                   [expected_run(1, [here])[1][0]])
 
 
+def test_a_restarted_planner_whose_map_comes_before_any_odometry_plans_at_the_first_pose(
+        graph, spin_until):
+    """skip_pilot, the restored map counted while no odometry has come (the vehicle's clock
+    held for the restarted nodes): the first pose then wakes the planning, with no other
+    map to come until the pilot's end."""
+    planner, probe = graph(skip_pilot=True)
+    probe.send_map(stamp_ns=1)
+    assert spin_until(lambda: STATUS in probe.diagnostics
+                      and probe.last_status(STATUS)[2].maps_received == 1,
+                      planner, probe.node)
+    spin_until(lambda: False, planner, probe.node, timeout=0.5)
+    assert len(probe.plans) == 1  # no position yet: nothing to plan from
+    pilot, _ = expected_run(0, [])
+    probe.send_odom(pilot[0], 5_000_000_000)
+    assert spin_until(lambda: len(probe.plans) == 2, planner, probe.node, timeout=10.0)
+    np.testing.assert_array_equal(msg.path_to_waypoints(probe.plans[1]),
+                                  [expected_run(1, [pilot[0]])[1][0]])
+
+
 def test_a_map_that_overtakes_the_odometry_still_counts(graph, spin_until):
     planner, probe = graph()
     pilot, _ = expected_run(0, [])
