@@ -1,4 +1,4 @@
-"""Independent channels: one single-channel POAM map per channel, the baseline of the
+"""Independent channels: one single-channel map per channel, the baseline of the
 multi-channel methods.
 
 The LMC with Q = D latents and a = I (Moreno-Muñoz et al. 2019, Eq. 13): no channel informs
@@ -16,6 +16,14 @@ the mapper and the benchmarks swap it for ``poam-mt`` or ``cmogp`` by name:
 * ``predict`` returns (N × D) means and standard deviations ((N,) when D = 1), NaN for a
   channel not in the model yet, and on request the cross-channel covariance, diagonal.
 
+Each Gaussian channel is mapped by the family's single-channel method (``poam-independent``:
+:class:`~.poam.POAM`; ``dual-gp-independent``: :class:`~.dual_gp.DualGP`), each Bernoulli
+channel (``channel_likelihoods``) by the dual GP's probit model
+(:class:`~.bernoulli.BernoulliDualGP`, the only single-channel method of binary labels): its
+entries are its latent's, as a Bernoulli channel's of the joint methods, so the mapper's
+probability and entropy layers, the planner's binary entropy and the scores read it alike.
+Idle training (:meth:`refine`) trains each channel that refines on its own.
+
 An update is one transaction over the channels: if one channel's update fails, every channel
 stays as it was and the rows stay pending. ``UpdateReport`` sums the channels' times, losses
 (the joint bound of independent models is the sum of theirs) and inducing inputs;
@@ -25,7 +33,7 @@ noise variance, scaled units), ``num_inducing_<d>``, ``active_channels`` and ``n
 of its own, or takes the set fixed by :meth:`fix_inducing_inputs`); :meth:`lengthscale_map`
 is the first channel's.
 
-The inherited LMC kernel and likelihood are not used: each channel's POAM holds its own.
+The inherited LMC kernel and likelihood are not used: each channel's model holds its own.
 """
 
 from __future__ import annotations
@@ -37,27 +45,59 @@ import time
 import numpy as np
 import torch
 
+from poam_ros.models.bernoulli import BernoulliDualGP
+from poam_ros.models.dual_gp import DualGP
 from poam_ros.models.multitask import MultiTaskSparseGP
 from poam_ros.models.poam import POAM
 from poam_ros.models.report import UpdateReport
+from poam_ros.models.sparse_gp import OnlineSparseGP
 
 
 class IndependentChannels(MultiTaskSparseGP):
-    """D single-channel POAM maps over inputs of dimension ``input_dim``."""
+    """D single-channel maps over inputs of dimension ``input_dim``: a Gaussian channel's by
+    :attr:`gaussian_method`, a Bernoulli channel's by :class:`BernoulliDualGP`."""
 
     method = "poam-independent"
+    channel_likelihoods = ("gaussian", "bernoulli")
+    #: the single-channel method of each Gaussian channel
+    gaussian_method: type[OnlineSparseGP] = POAM
 
     def __init__(self, config=None, input_dim: int = 2, output_dim: int = 1):
         super().__init__(config, input_dim, output_dim)
-        self.channels = [self._channel_model() for _ in range(self.output_dim)]
+        self.channels = [self._channel_model(likelihood.gaussian)
+                         for likelihood in self.likelihoods]
 
-    def _channel_model(self) -> POAM:
-        """A lone POAM of this model's settings (and seed)."""
-        return POAM(self.config.replace(method=POAM.method), self.input_dim)
+    def _channel_model(self, gaussian: bool) -> OnlineSparseGP:
+        """A lone model of this model's settings (and seed) for one channel."""
+        cls = self.gaussian_method if gaussian else BernoulliDualGP
+        return cls(self.config.replace(method=cls.method, channel_likelihoods=[]),
+                   self.input_dim)
 
     @property
     def ready(self) -> bool:
         return any(channel.ready for channel in self.channels)
+
+    @property
+    def refines(self) -> bool:
+        """Whether some channel's method refines (:meth:`OnlineSparseGP.refines`)."""
+        return any(channel.refines for channel in self.channels)
+
+    def refine(self, steps: int) -> UpdateReport:
+        """``steps`` more Adam steps of each ready channel that refines, each transactional on
+        its own (the channels share no parameters); the report sums the channels'."""
+        report = UpdateReport(num_samples=self.num_samples,
+                              num_inducing=self.inducing.shape[0] if self.ready else 0)
+        if steps <= 0 or not self.ready:
+            return report
+        reports = {d: channel.refine(steps) for d, channel in enumerate(self.channels)}
+        failures = [f"channel {d}: {r.training_failure}" for d, r in reports.items()
+                    if r.training_failure]
+        report.training_failure = "; ".join(failures) or None
+        losses = [r.loss for r in reports.values() if r.training_time]
+        report.loss = sum(losses) if losses else math.nan
+        report.training_time = report.total_time = sum(r.training_time for r in
+                                                       reports.values())
+        return report
 
     # ------------------------------------------------------------------ update
     def update(self, max_new: int | None = None) -> UpdateReport:
@@ -112,7 +152,9 @@ class IndependentChannels(MultiTaskSparseGP):
         extra = {"num_latents": self.output_dim,
                  "active_channels": int(sum(c.ready for c in self.channels))}
         for d, channel in enumerate(self.channels):
-            extra[f"noise_{d}"] = channel.noise.item() if channel.ready else math.nan
+            gaussian = self.likelihoods[d].gaussian  # a Bernoulli channel has no noise
+            extra[f"noise_{d}"] = channel.noise.item() if channel.ready and gaussian else \
+                math.nan
             extra[f"num_inducing_{d}"] = channel.inducing.shape[0] if channel.ready else 0
         return extra
 
@@ -169,3 +211,11 @@ class IndependentChannels(MultiTaskSparseGP):
                 self.channels[d].intake.x_scaler = self.x_scaler
                 self.channels[d].intake.y_scaler = self.y_scaler.scalers[d]
         self.inducing = torch.cat([c.inducing for c in self.channels if c.ready])
+
+
+class DualGPChannels(IndependentChannels):
+    """One dual GP per channel: ``dual-gp`` of a Gaussian channel, ``dual-gp-bernoulli`` of a
+    Bernoulli one (a seabed class beside the depth)."""
+
+    method = "dual-gp-independent"
+    gaussian_method = DualGP

@@ -23,7 +23,8 @@ whose ``method`` is its name, reading its family's options ``config.<family>``, 
                              2019 (cmogp.py), and POAM lifted to its LMC (poam_mt.py)
     cmogp-bui                cmogp with Bui et al.'s streaming factor over the old inducing
                              outputs instead of the paper's continual prior (cmogp.py)
-    poam-independent         several channels, one POAM map each: their baseline
+    poam-independent,        several channels, one POAM or one dual GP map each: their
+    dual-gp-independent      baseline; a Bernoulli channel's is dual-gp-bernoulli
                              (independent.py)
 """
 
@@ -41,7 +42,7 @@ from poam_ros.models.cmogp import CMOGP, CMOGPBui
 from poam_ros.models.cv import ConditionalVariance
 from poam_ros.models.dual_gp import DualGP
 from poam_ros.models.exact import ExactGP
-from poam_ros.models.independent import IndependentChannels
+from poam_ros.models.independent import DualGPChannels, IndependentChannels
 from poam_ros.models.oips import Oips, PoamOips
 from poam_ros.models.ovc import OVC, OVCPlusPlus
 from poam_ros.models.poam import POAM
@@ -62,5 +63,5 @@ METHODS: dict[str, type[OnlineSparseGP]] = {cls.method: cls for cls in (
     ConditionalVariance,
     DualGP, BernoulliDualGP,
     CMOGP, CMOGPBui, PoamMT,
-    IndependentChannels,
+    IndependentChannels, DualGPChannels,
 )}

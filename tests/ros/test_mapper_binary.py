@@ -1,6 +1,8 @@
 """The mapper node with a binary channel (a seabed class, ``channel_likelihoods`` bernoulli)
 over real DDS: its layers and grids are the class probability and its entropy on fixed
-scales, a query's answer carries the probability, and a journal restores the channel."""
+scales, a query's answer carries the probability (the class beside the depth in one model,
+``poam-mt``, or mapped by the dual GP's probit model beside the depth's dual GP,
+``dual-gp-independent``), and a journal restores the channel."""
 
 from __future__ import annotations
 
@@ -39,19 +41,22 @@ def class_batch(seed: int = 0, n: int = 80):
     return xy, np.column_stack([depth, label])
 
 
-def offline_model(xy, y):
-    model = survey_model(BINARY, CHANNELS)
+def offline_model(xy, y, method: str = "poam-mt"):
+    model = survey_model(BINARY.replace(method=method), CHANNELS)
     model.add_data(xy, y)
     model.update()
     return model
 
 
-def parameters(**more):
-    return {**SMALL, **mapping_parameters(BINARY), "channels": CHANNELS, **more}
+def parameters(method: str = "poam-mt", **more):
+    return {**SMALL, **mapping_parameters(BINARY.replace(method=method)), "channels": CHANNELS,
+            **more}
 
 
-def test_the_class_layers_are_probability_and_entropy(start_node, make_node, spin_until):
-    mapper = start_node(MapperNode, **parameters())
+@pytest.mark.parametrize("method", ["poam-mt", "dual-gp-independent"])
+def test_the_class_layers_are_probability_and_entropy(start_node, make_node, spin_until,
+                                                       method):
+    mapper = start_node(MapperNode, **parameters(method))
     probe = Probe(make_node("probe"))
     grids = {layer: [] for layer in ("mean", "std")}
     for layer, received in grids.items():
@@ -68,7 +73,7 @@ def test_the_class_layers_are_probability_and_entropy(start_node, make_node, spi
 
     arrays = msg.cloud_to_arrays(probe.maps[-1])
     grid = MapGrid((0.0, 20.0, 0.0, 20.0), 2.0)
-    model = offline_model(xy, y)
+    model = offline_model(xy, y, method)
     mean, std = model.predict(grid.points)
     probability = class_probability(mean[:, 1], std[:, 1])
     np.testing.assert_allclose(arrays["mean_seabed_class"], probability, atol=1e-5)

@@ -1,6 +1,9 @@
-"""poam-independent: one POAM per channel behind the multi-channel interface. Each channel is a
-lone POAM given its rows, a channel enters at K samples, an update is one transaction over the
-channels, and the state file continues exactly."""
+"""poam-independent: one POAM per channel behind the multi-channel interface (dual-gp-independent:
+one dual GP; a Bernoulli channel's: dual-gp-bernoulli). Each channel is a lone POAM given its
+rows, a channel enters at K samples, an update is one transaction over the channels, idle
+training refines each channel on its own, and the state file continues exactly."""
+
+import copy
 
 import numpy as np
 import pytest
@@ -8,9 +11,12 @@ import torch
 from gp_reference import fit_stream
 from test_multitask import QUERY, channel_stream
 
-from poam_ros.models import MappingConfig, NumericalError, load_model, state_io
-from poam_ros.models.independent import IndependentChannels
+from poam_ros.models import METHODS, MappingConfig, NumericalError, load_model, state_io
+from poam_ros.models.bernoulli import BernoulliDualGP
+from poam_ros.models.dual_gp import DualGP
+from poam_ros.models.independent import DualGPChannels, IndependentChannels
 from poam_ros.models.poam import POAM
+from poam_ros.params import ConfigError
 from poam_ros.scalers import MinMaxScaler, StandardScaler
 
 pytestmark = pytest.mark.usefixtures("single_thread")
@@ -141,3 +147,74 @@ def test_fixed_inducing_inputs_reach_every_channel():
     model = fit_stream(IndependentChannels(config(channel_min_samples=k), output_dim=2),
                        batches, fixed)
     np.testing.assert_allclose(model.inducing_inputs, np.vstack([fixed, fixed]), atol=1e-12)
+
+
+def labelled_stream(keep=0.5, seed=5):
+    """:func:`sparse_stream` with channel 1 as class labels: 1 where its value is positive."""
+    batches = sparse_stream(keep, seed)
+    for _, y in batches:
+        measured = np.isfinite(y[:, 1])
+        y[measured, 1] = (y[measured, 1] > 0).astype(float)
+    return batches
+
+
+@pytest.mark.parametrize("method, gaussian", [("poam-independent", POAM),
+                                              ("dual-gp-independent", DualGP)])
+def test_a_bernoulli_channel_is_a_lone_bernoulli_dual_gp_fed_its_labels(method, gaussian):
+    """channel_likelihoods [gaussian, bernoulli]: the depth's map is the family's method, the
+    class's a lone ``dual-gp-bernoulli`` of the same seed given the class's labels at the same
+    updates (its latent, to the bit), on the shared input scaler."""
+    batches = labelled_stream()
+    model = fit_stream(METHODS[method](
+        config(method=method, channel_likelihoods=["gaussian", "bernoulli"]), output_dim=2),
+        batches)
+    assert [type(c) for c in model.channels] == [gaussian, BernoulliDualGP]
+    lone = BernoulliDualGP(config(method="dual-gp-bernoulli"))
+    lone.intake.x_scaler = MinMaxScaler().fit(batches[0][0])
+    fit_stream(lone, [(x[np.isfinite(y[:, 1])], y[np.isfinite(y[:, 1]), 1])
+                      for x, y in batches])
+    mean, std = model.predict(QUERY)
+    np.testing.assert_array_equal(mean[:, 1], lone.predict(QUERY)[0])
+    np.testing.assert_array_equal(std[:, 1], lone.predict(QUERY)[1])
+    response = model.predict_response(QUERY)[:, 1]  # P(y = 1), from the latent
+    np.testing.assert_allclose(response, lone.predict_proba(QUERY), rtol=1e-12)
+    assert np.isnan(model.diagnostics()["noise_1"])  # no noise variance for labels
+
+
+def test_a_poisson_channel_is_refused():
+    with pytest.raises(ConfigError, match="each one of"):
+        IndependentChannels(config(channel_likelihoods=["gaussian", "poisson"]), output_dim=2)
+
+
+def test_idle_training_refines_each_channel_that_refines():
+    """refine(steps) is each channel's own refine: the POAM channel moves as a copy of it
+    refined alone, the Bernoulli dual GP (which does not refine) stays as it was."""
+    batches = labelled_stream()
+    model = fit_stream(IndependentChannels(
+        config(channel_likelihoods=["gaussian", "bernoulli"]), output_dim=2), batches)
+    assert model.refines and [c.refines for c in model.channels] == [True, False]
+    depth = copy.deepcopy(model.channels[0])
+    before = model.predict(QUERY)
+    report = model.refine(4)
+    assert report.training_time > 0 and report.training_failure is None
+    depth.refine(4)
+    mean, std = model.predict(QUERY)
+    np.testing.assert_array_equal(mean[:, 0], depth.predict(QUERY)[0])
+    assert not np.array_equal(mean[:, 0], before[0][:, 0])
+    np.testing.assert_array_equal(mean[:, 1], before[0][:, 1])
+    np.testing.assert_array_equal(std[:, 1], before[1][:, 1])
+
+
+def test_a_dual_gp_map_per_channel_does_not_refine_and_continues_from_its_state(tmp_path):
+    batches = labelled_stream()
+    settings = config(method="dual-gp-independent", channel_likelihoods=["gaussian", "bernoulli"])
+    model = fit_stream(DualGPChannels(settings, output_dim=2), batches[:2])
+    assert not model.refines and model.refine(4).training_time == 0.0
+    model.save(tmp_path / "map.pt")
+    loaded = load_model(tmp_path / "map.pt")
+    assert type(loaded) is DualGPChannels
+    for m in (model, loaded):
+        m.add_data(*batches[2])
+        m.update()
+    for a, b in zip(model.predict(QUERY, covariance=True), loaded.predict(QUERY, covariance=True)):
+        assert np.array_equal(a, b)

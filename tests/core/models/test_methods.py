@@ -8,14 +8,15 @@ from gp_reference import noisy_batches as batches
 from gp_reference import smooth_field
 
 from poam_ros.models import METHODS, MappingConfig, NumericalError, load_model, make_model
+from poam_ros.models.independent import IndependentChannels
 from poam_ros.models.objectives import TrainingObjective
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
 PUBLISHED = tuple(METHODS)  # the registry
-#: poam-independent's channels are POAMs that fail and train on their own kernels, not the
-#: model's: test_independent.py tests its transaction.
-OWN_KERNEL = tuple(m for m in PUBLISHED if m != "poam-independent")
+#: poam-independent's and dual-gp-independent's channels are single-channel models that fail
+#: and train on their own kernels, not the model's: test_independent.py tests the transaction.
+OWN_KERNEL = tuple(m for m in PUBLISHED if not issubclass(METHODS[m], IndependentChannels))
 QUERY = np.array([[0.0, 0.0], [12.5, -3.0], [-29.0, 29.0], [20.0, 20.0]])
 
 
