@@ -23,7 +23,7 @@ from torch import Tensor
 
 from poam_ros.models.linalg import robust_cholesky, solve_lower
 from poam_ros.models.objectives import TrainingObjective
-from poam_ros.models.posterior import PredictionCache
+from poam_ros.models.posterior import TERMS_DTYPE, PredictionCache
 from poam_ros.models.prediction import Prediction
 from poam_ros.models.report import UpdateReport
 from poam_ros.models.samples import BatchReport, InvalidBatchError, as_batch, filter_samples
@@ -39,14 +39,16 @@ class ExactPrediction(Prediction):
     [(K + σ²I)⁻¹y, (K + σ²I)⁻¹]."""
 
     def exact_factors(self, x: Tensor, y: Tensor) -> PredictionCache:
-        """μ = k (K + σ²I)⁻¹ y and v = a − k (K + σ²I)⁻¹ kᵀ in the shared prediction form."""
+        """μ = k (K + σ²I)⁻¹ y and v = a − k (K + σ²I)⁻¹ kᵀ in the shared prediction form,
+        in TERMS_DTYPE as every model's factors."""
         model = self.model
-        k = model.covariance(x, x)
-        eye = torch.eye(len(x), dtype=x.dtype, device=x.device)
+        k = model.covariance(x, x).to(TERMS_DTYPE)
+        eye = torch.eye(len(x), dtype=TERMS_DTYPE, device=x.device)
         # The noise term bounds the conditioning: no jitter unless round-off makes it fail.
-        chol = robust_cholesky(k + model.noise * eye, 0.0, model.config.max_jitter_tries,
-                               "K + σ²I of the exact GP")
-        return PredictionCache(torch.cholesky_solve(y.unsqueeze(-1), chol).squeeze(-1),
+        chol = robust_cholesky(k + model.noise.to(TERMS_DTYPE) * eye, 0.0,
+                               model.config.max_jitter_tries, "K + σ²I of the exact GP")
+        return PredictionCache(torch.cholesky_solve(y.to(TERMS_DTYPE).unsqueeze(-1),
+                                                    chol).squeeze(-1),
                                torch.cholesky_inverse(chol))
 
     @torch.no_grad()

@@ -51,6 +51,7 @@ from poam_ros.models.intake import Intake
 from poam_ros.models.likelihoods import LIKELIHOODS
 from poam_ros.models.linalg import NumericalError, robust_cholesky
 from poam_ros.models.lmc import LMCKernel, block_cholesky, predictive_covariance
+from poam_ros.models.posterior import TERMS_DTYPE
 from poam_ros.models.prediction import Prediction
 from poam_ros.models.report import UpdateReport
 from poam_ros.models.samples import InvalidBatchError
@@ -180,23 +181,24 @@ class MultiTaskPrediction(Prediction):
         if kernel_dtype not in (None, model.dtype):
             kernel = copy.deepcopy(model.kernel).to(kernel_dtype)
         z = model.inducing.to(kernel.mixing.dtype)
-        scales, mixing = model.kernel.scales, model.mixing
+        # The products with the factors in TERMS_DTYPE, as Prediction.predict's.
+        scales, mixing = model.kernel.scales.to(TERMS_DTYPE), model.mixing.to(TERMS_DTYPE)
         means, covs = [], []
         for block in x.split(block_rows):
             block = block.to(z.dtype)
             k_fu = torch.cat([kernel.latent_covariance(q, block, z)
-                              for q in range(kernel.num_latents)], 1).to(model.dtype)
+                              for q in range(kernel.num_latents)], 1).to(TERMS_DTYPE)
             mean, cov = predictive_covariance(k_fu, factors.alpha, factors.q, scales, mixing)
             means.append(mean)
             covs.append(cov)
         channels = model.output_dim
-        mean = torch.cat(means) if means else x.new_empty(0, channels)
-        cov = torch.cat(covs) if covs else x.new_empty(0, channels, channels)
+        mean = torch.cat(means) if means else x.new_empty(0, channels, dtype=TERMS_DTYPE)
+        cov = torch.cat(covs) if covs else x.new_empty(0, channels, channels, dtype=TERMS_DTYPE)
         prior = (mixing.square() * scales.unsqueeze(1)).sum(0)
         var = cov.diagonal(dim1=1, dim2=2)
         var.copy_(var.clamp_min(1e-9 * prior))
         if include_noise:
-            var += model.noise * model.gaussian_channels
+            var += (model.noise * model.gaussian_channels).to(TERMS_DTYPE)
         mean, cov = mean.cpu().double().numpy(), cov.cpu().double().numpy()  # two transfers
         std = np.sqrt(np.diagonal(cov, axis1=1, axis2=2))
         active = model.y_scaler.active

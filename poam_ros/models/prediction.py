@@ -54,14 +54,12 @@ class Prediction:
 
     @torch.no_grad()
     def refresh(self, cache: Tensor | None = None) -> None:
-        """Factors for the model's current Z, q(u) and hyper-parameters, computed in
-        TERMS_DTYPE: in float32, K_uu⁻¹'s round-off alone raised the prediction error of a
-        10,000-sample map by a quarter. ``cache``: the kernel's precomputed part of K(Z, Z)
-        (``precompute``), if at hand."""
+        """Factors for the model's current Z, q(u) and hyper-parameters, computed and kept in
+        TERMS_DTYPE (see :meth:`predict`). ``cache``: the kernel's precomputed part of
+        K(Z, Z) (``precompute``), if at hand."""
         model = self.model
-        factors = prediction_cache(model.k_uu_cholesky(model.inducing, cache, TERMS_DTYPE),
-                                   model.posterior.to(TERMS_DTYPE))
-        self.factors = PredictionCache(factors.alpha.to(model.dtype), factors.q.to(model.dtype))
+        self.factors = prediction_cache(model.k_uu_cholesky(model.inducing, cache, TERMS_DTYPE),
+                                        model.posterior.to(TERMS_DTYPE))
 
     def refresh_after_training(self, inducing_cache: tuple[Tensor, Tensor] | None) -> None:
         """:meth:`refresh` after an M-step, with the base stack of Z its objective kept
@@ -87,27 +85,33 @@ class Prediction:
         ``include_noise`` adds the observation noise: the distribution of a new measurement
         rather than of the field. Returns two (N,) float64 arrays in target units; the standard
         deviation is always positive (round-off is floored at 1e-9 of the prior variance).
-        ``kernel_dtype`` evaluates K(x, Z) in that precision, from a copy of the kernel; the
-        products with the prediction factors stay in the model's (float32 in a float64 model:
-        on the core benchmark's map, 2,000 points in 0.75× the time, predictions within
-        5e-5 m in mean and 3e-5 m in standard deviation of a field of standard deviation 19 m).
+        K(x, Z) is evaluated in the model's dtype, or in ``kernel_dtype`` from a copy of the
+        kernel (float32 in a float64 model: on the core benchmark's map, 2,000 points in 0.75×
+        the time, predictions within 5e-5 m in mean and 3e-5 m in standard deviation of a
+        field of standard deviation 19 m). The products with the factors are TERMS_DTYPE's in
+        any model: v is a difference of a and kᵀQk ≈ a, with Q of K_uu's condition (10⁶–10⁸);
+        in float32 that difference was off by up to 2 % of a (at 2,300 samples of the default
+        survey, where v itself is 0.08–2 % of a) and went negative, off by 3·10⁻⁶ a from
+        float32 kernel values.
         """
         self.require_ready()
         model, factors = self.model, self.factors
         x = self.scaled_inputs(x)
         covariance = self._covariance(kernel_dtype)
+        amplitude = model.amplitude.to(TERMS_DTYPE)
         # The results are allocated whole before the loop: small per-block results kept
         # between the blocks' large temporaries pin glibc's heap (250,000 points at M = 171
         # grew the resident memory by 0.65 GB; preallocated, by 0.02 GB).
-        mean, var = x.new_empty(x.shape[0]), x.new_empty(x.shape[0])
+        mean = x.new_empty(x.shape[0], dtype=TERMS_DTYPE)
+        var = torch.empty_like(mean)
         for start in range(0, x.shape[0], block_rows):
             block = slice(start, start + block_rows)
-            k_fu = covariance(x[block], model.inducing)
+            k_fu = covariance(x[block], model.inducing).to(TERMS_DTYPE)
             mean[block] = k_fu @ factors.alpha
-            var[block] = model.amplitude - ((k_fu @ factors.q) * k_fu).sum(1)
-        var = var.clamp_min(1e-9 * model.amplitude)
+            var[block] = amplitude - ((k_fu @ factors.q) * k_fu).sum(1)
+        var = var.clamp_min(1e-9 * amplitude)
         if include_noise:
-            var = var + model.noise
+            var = var + model.noise.to(TERMS_DTYPE)
         mean, std = torch.stack([mean, var.sqrt()]).cpu().double().numpy()  # one transfer
         if not (np.isfinite(mean).all() and np.isfinite(std).all()):
             raise NumericalError("prediction is not finite")
