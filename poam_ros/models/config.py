@@ -231,8 +231,8 @@ class MappingConfig(Params):
                         choices=("auto", "cpu", "cuda"))
     dtype: str = param(
         "float64", "precision of the kernel, the training steps and prediction (the data terms, "
-        "q(u) and the prediction factors are float64 always); float32 updates 1.35x faster and "
-        "maps as float64 does on Table I, but worse on smooth fields (docs/benchmarks.md)",
+        "q(u) and the prediction factors are float64 always); float32 updates 1.4x faster and "
+        "maps as float64 does on Table I and the default survey (docs/benchmarks.md)",
         choices=("float64", "float32"))
     static_shapes: bool = param(
         False, "the training steps run on the inducing set padded to a bucket (powers of two "
