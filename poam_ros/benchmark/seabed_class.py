@@ -127,10 +127,11 @@ def parser() -> ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = parser().parse_args(argv)
+    cli = parser()
+    args = cli.parse_args(argv)
     unknown = [method for method in args.methods if method not in JOINT]
     if unknown:
-        parser().error(f"--methods: {', '.join(unknown)} not among {', '.join(JOINT)}")
+        cli.error(f"--methods: {', '.join(unknown)} not among {', '.join(JOINT)}")
     rows = []
     for seed in args.seeds:
         setups = [class_setup(MissionSetup.from_file(args.params or default_parameter_file()),

@@ -91,7 +91,7 @@ class Prediction:
         field of standard deviation 19 m). The products with the factors are TERMS_DTYPE's in
         any model: v is a difference of a and kᵀQk ≈ a, with Q of K_uu's condition (10⁶–10⁸);
         in float32 that difference was off by up to 2 % of a (at 2,300 samples of the default
-        survey, where v itself is 0.08–2 % of a) and went negative, off by 3·10⁻⁶ a from
+        survey, where v itself is 0.08–2 % of a) and went negative, off by 2–3·10⁻⁶ a from
         float32 kernel values.
         """
         self.require_ready()
@@ -106,7 +106,7 @@ class Prediction:
         var = torch.empty_like(mean)
         for start in range(0, x.shape[0], block_rows):
             block = slice(start, start + block_rows)
-            k_fu = covariance(x[block], model.inducing).to(TERMS_DTYPE)
+            k_fu = covariance(x[block], model.inducing)
             mean[block] = k_fu @ factors.alpha
             var[block] = amplitude - ((k_fu @ factors.q) * k_fu).sum(1)
         var = var.clamp_min(1e-9 * amplitude)
@@ -151,12 +151,9 @@ class Prediction:
         self.require_ready()
         model = self.model
         x, t, z = self.scaled_inputs(x), self.scaled_inputs(t), model.inducing
-        q = self.factors.q.to(TERMS_DTYPE)
+        q = self.factors.q
         amplitude, noise = model.amplitude.to(TERMS_DTYPE), model.noise.to(TERMS_DTYPE)
-
-        def covariance(a: Tensor, b: Tensor) -> Tensor:
-            return model.covariance(a, b).to(TERMS_DTYPE)
-
+        covariance = self._covariance()
         k_xu, k_tu = covariance(x, z), covariance(t, z)
         k_xu_q = k_xu @ q
         sigma_xt = covariance(x, t) - k_xu_q @ k_tu.T
@@ -174,17 +171,17 @@ class Prediction:
             raise NumericalError("conditioned prediction is not finite")
         return model.y_scaler.inverse_std(std)
 
-    def _covariance(self, kernel_dtype: torch.dtype | None):
-        """a · k(x1, x2) in the model's dtype, evaluated in ``kernel_dtype`` when given (from a
-        copy of the kernel)."""
+    def _covariance(self, kernel_dtype: torch.dtype | None = None):
+        """a · k(x1, x2) in TERMS_DTYPE, for the products with the factors: evaluated in the
+        model's dtype, or in ``kernel_dtype`` from a copy of the kernel."""
         model = self.model
         if kernel_dtype in (None, model.dtype):
-            return model.covariance
+            return lambda x1, x2: model.covariance(x1, x2).to(TERMS_DTYPE)
         kernel = copy.deepcopy(model.kernel).to(kernel_dtype)
 
         def covariance(x1: Tensor, x2: Tensor) -> Tensor:
             k = kernel.base_kernel.forward(x1.to(kernel_dtype), x2.to(kernel_dtype))
-            return (kernel.outputscale * k).to(model.dtype)
+            return (kernel.outputscale * k).to(TERMS_DTYPE)
         return covariance
 
     @torch.no_grad()
